@@ -1,0 +1,50 @@
+// Wall-clock timing of repeated operations; the median is what perf binaries report (robust to
+// the odd preempted iteration on a shared machine).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace sccl_perf {
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+};
+
+inline double nowMicroseconds() {
+  using Clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+Timing summarize(std::vector<double> samples_us);
+
+// Runs setup() (untimed) then op() (timed), warmup + iters times; reports the timed iterations.
+template <typename Setup, typename Op>
+Timing timeIterations(int warmup, int iters, Setup&& setup, Op&& op) {
+  std::vector<double> samples;
+  samples.reserve(iters);
+  for (int i = 0; i < warmup + iters; ++i) {
+    setup();
+    double start = nowMicroseconds();
+    op();
+    double elapsed = nowMicroseconds() - start;
+    if (i >= warmup) samples.push_back(elapsed);
+  }
+  return summarize(std::move(samples));
+}
+
+template <typename Op>
+Timing timeIterations(int warmup, int iters, Op&& op) {
+  return timeIterations(
+      warmup, iters, [] {}, op);
+}
+
+// Bytes per microsecond -> GB/s (1e9 bytes per second, as nccl-tests' algbw).
+inline double gigabytesPerSecond(double bytes, double microseconds) {
+  return microseconds > 0 ? bytes / microseconds / 1e3 : 0;
+}
+
+}  // namespace sccl_perf

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sparsecoll's build and tests need. Idempotent and
+# non-interactive: packages already present are not touched, and apt-get runs only if something
+# is missing. CUDA and NCCL come from /usr/local/cuda when present and are never required.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config      # compiler and build
+  catch2                                # unit tests
+  libopenmpi-dev openmpi-bin            # MPI transport and multi-process tests
+  libucx-dev                            # UCX (detected and reported)
+  nlohmann-json3-dev libboost-math-dev  # configuration files, special functions
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,112 @@
+// Dense collectives over the communicator's transport (the baselines of every benchmark, and
+// building blocks for frameworks).
+#include "api/api_guard.h"
+#include <cstring>
+
+#include "api/api_validate.h"
+#include "core/half.h"
+
+namespace {
+
+// Runs a transport operation and records a failure on the communicator.
+template <typename Operation>
+scclResult_t runOnTransport(scclComm* comm, Operation&& operation) {
+  return sccl::commRecordFailure(comm, operation(*comm->transport));
+}
+
+// sum -> sum; avg -> sum then divide by nranks (floating types only: an integer average
+// would silently truncate).
+scclResult_t divideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks);
+
+}  // namespace
+
+extern "C" {
+
+SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t count,
+                                    scclDataType_t datatype, scclRedOp_t op, scclComm_t comm,
+                                    void* stream) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    size_t bytes = 0;
+    SCCL_CHECK(sccl::requireByteSize(count, datatype, &bytes));
+    SCCL_REQUIRE_ARG(op == scclSum || op == scclAvg, "unknown reduction op %d", static_cast<int>(op));
+    SCCL_REQUIRE_ARG(op != scclAvg || sccl::isFloatingType(datatype),
+                     "scclAvg needs a floating-point type, not %s", sccl::dataTypeName(datatype));
+    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
+    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
+    SCCL_CHECK(runOnTransport(comm, [&](sccl::Transport& t) {
+      return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
+    }));
+    if (op == scclAvg) return divideByRanks(recvbuf, count, datatype, comm->nranks);
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                    scclDataType_t datatype, scclComm_t comm, void* stream) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    size_t bytes = 0, total = 0;
+    SCCL_CHECK(sccl::requireByteSize(sendcount, datatype, &bytes));
+    SCCL_REQUIRE_ARG(!__builtin_mul_overflow(bytes, static_cast<size_t>(comm->nranks), &total),
+                     "sendcount %zu times %d ranks overflows the address space", sendcount,
+                     comm->nranks);
+    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
+    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, total, "recvbuf", stream));
+    return runOnTransport(comm, [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); });
+  });
+}
+
+SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                    scclDataType_t datatype, int root, scclComm_t comm,
+                                    void* stream) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    size_t bytes = 0;
+    SCCL_CHECK(sccl::requireByteSize(count, datatype, &bytes));
+    SCCL_REQUIRE_ARG(root >= 0 && root < comm->nranks, "root %d out of range [0, %d)", root,
+                     comm->nranks);
+    if (comm->rank == root) SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
+    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
+    if (comm->rank == root && bytes > 0 && sendbuf != recvbuf) std::memcpy(recvbuf, sendbuf, bytes);
+    return runOnTransport(comm, [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); });
+  });
+}
+
+SCCL_API scclResult_t scclBarrier(scclComm_t comm) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    return runOnTransport(comm, [&](sccl::Transport& t) { return t.barrier(); });
+  });
+}
+
+}  // extern "C"
+
+namespace {
+
+template <typename T>
+void divideTyped(T* values, size_t count, T divisor) {
+  for (size_t i = 0; i < count; ++i) values[i] /= divisor;
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void divideHalf(uint16_t* values, size_t count, float divisor) {
+  for (size_t i = 0; i < count; ++i) values[i] = FromFloat(ToFloat(values[i]) / divisor);
+}
+
+scclResult_t divideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks) {
+  switch (dtype) {
+    case scclFloat32: divideTyped(static_cast<float*>(buffer), count, static_cast<float>(nranks)); break;
+    case scclFloat64: divideTyped(static_cast<double*>(buffer), count, static_cast<double>(nranks)); break;
+    case scclFloat16:
+      divideHalf<sccl::fp16ToFloat, sccl::floatToFp16>(static_cast<uint16_t*>(buffer), count, float(nranks));
+      break;
+    case scclBfloat16:
+      divideHalf<sccl::bf16ToFloat, sccl::floatToBf16>(static_cast<uint16_t*>(buffer), count, float(nranks));
+      break;
+    default: return sccl::fail(scclInternalError, "average of non-floating type reached the division");
+  }
+  return scclSuccess;
+}
+
+}  // namespace

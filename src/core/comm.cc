@@ -1,0 +1,141 @@
+// Communicator creation and destruction.
+#include "core/comm.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/comm_compatibility.h"
+#include "core/error.h"
+#include "core/handle_registry.h"
+#include "core/params.h"
+#include "transports/transport_registry.h"
+
+namespace sccl {
+namespace {
+
+// The settings a communicator runs with, resolved from config, environment and defaults.
+struct ResolvedConfig {
+  std::string transport;
+  int64_t timeout_ms = 0;
+  std::string name;
+};
+
+std::string knownTransportList() {
+  std::string list;
+  for (const TransportEntry& entry : transportRegistry()) {
+    if (!list.empty()) list += ", ";
+    list += entry.name;
+  }
+  return list;
+}
+
+scclResult_t checkConfigHeader(const scclConfig_t* config) {
+  SCCL_REQUIRE_ARG(config->magic == SCCL_CONFIG_MAGIC,
+                   "config was not initialised with SCCL_CONFIG_INITIALIZER (magic 0x%x)",
+                   config->magic);
+  // Fields are appended over versions; a caller's struct must at least reach the fields we read.
+  SCCL_REQUIRE_ARG(config->size >= offsetof(scclConfig_t, commName) + sizeof(config->commName),
+                   "config size %zu is smaller than any released scclConfig_t", config->size);
+  SCCL_REQUIRE_ARG(config->version <= SCCL_VERSION_CODE || config->size <= sizeof(scclConfig_t),
+                   "config from a newer sparsecoll (%u) with unknown fields", config->version);
+  return scclSuccess;
+}
+
+scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resolved) {
+  const scclConfig_t* config = request.config;
+  if (config != nullptr) SCCL_CHECK(checkConfigHeader(config));
+  if (config != nullptr && config->transport != nullptr) {
+    resolved->transport = config->transport;
+  } else if (!paramTransport().empty()) {
+    resolved->transport = paramTransport();
+  } else {
+    resolved->transport = request.default_transport;
+  }
+  if (findTransport(resolved->transport) == nullptr) {
+    bool known_elsewhere = resolved->transport == "mpi" || resolved->transport == "ucx" ||
+                           resolved->transport == "nccl";
+    return fail(known_elsewhere ? scclInvalidUsage : scclInvalidArgument,
+                "transport '%s' is not %s (this build has: %s)", resolved->transport.c_str(),
+                known_elsewhere ? "built into this library" : "a sparsecoll transport",
+                knownTransportList().c_str());
+  }
+  resolved->timeout_ms = paramTimeoutMs();
+  if (config != nullptr && config->timeoutMs != SCCL_CONFIG_UNDEF_INT) {
+    SCCL_REQUIRE_ARG(config->timeoutMs > 0, "config timeoutMs %d must be > 0", config->timeoutMs);
+    resolved->timeout_ms = config->timeoutMs;
+  }
+  SCCL_REQUIRE_ARG(resolved->timeout_ms > 0, "SCCL_TIMEOUT_MS must be > 0");
+  if (config != nullptr && config->commName != nullptr) resolved->name = config->commName;
+  return scclSuccess;
+}
+
+scclResult_t checkSingleProcess(const std::vector<RankDescription>& ranks, const char* transport) {
+  for (size_t r = 1; r < ranks.size(); ++r) {
+    if (ranks[r].process_nonce != ranks[0].process_nonce) {
+      return fail(scclInvalidUsage,
+                  "transport '%s' needs every rank in one process, but rank %zu is pid %d on %.64s "
+                  "and rank 0 is pid %d on %.64s; use a multi-process transport (e.g. mpi)",
+                  transport, r, ranks[r].pid, ranks[r].host, ranks[0].pid, ranks[0].host);
+    }
+  }
+  return scclSuccess;
+}
+
+}  // namespace
+
+scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
+  SCCL_REQUIRE_ARG(out != nullptr, "comm output pointer is NULL");
+  SCCL_REQUIRE_ARG(request.id != nullptr, "unique id is NULL");
+  SCCL_REQUIRE_ARG(request.nranks > 0, "nranks %d must be > 0", request.nranks);
+  SCCL_REQUIRE_ARG(request.rank >= 0 && request.rank < request.nranks,
+                   "rank %d out of range [0, %d)", request.rank, request.nranks);
+  ResolvedConfig resolved;
+  SCCL_CHECK(resolveConfig(request, &resolved));
+  const TransportEntry* entry = findTransport(resolved.transport);
+
+  auto comm = std::make_unique<scclComm>();
+  comm->rank = request.rank;
+  comm->nranks = request.nranks;
+  comm->timeout_ms = resolved.timeout_ms;
+  comm->name = resolved.name;
+  SCCL_CHECK(Bootstrap::connect(*request.id, request.rank, request.nranks, resolved.timeout_ms,
+                                &comm->bootstrap));
+  std::vector<RankDescription> ranks;
+  SCCL_CHECK(exchangeRankDescriptions(*comm->bootstrap,
+                                      describeThisRank(request.rank, resolved.transport), &ranks));
+  if (entry->single_process) SCCL_CHECK(checkSingleProcess(ranks, entry->name));
+
+  TransportSetup setup;
+  setup.rank = request.rank;
+  setup.nranks = request.nranks;
+  setup.timeout_ms = resolved.timeout_ms;
+  setup.bootstrap = comm->bootstrap.get();
+  setup.mpi_comm = request.mpi_comm;
+  setup.comm_name = resolved.name;
+  SCCL_CHECK(entry->create(setup, &comm->transport));
+
+  SCCL_INFO(LogSubsys::Init, "comm %p%s%s rank %d/%d transport %s timeout %lld ms ready",
+            static_cast<void*>(comm.get()), comm->name.empty() ? "" : " ", comm->name.c_str(),
+            comm->rank, comm->nranks, entry->name, static_cast<long long>(comm->timeout_ms));
+  registerHandle(comm.get());
+  *out = comm.release();
+  return scclSuccess;
+}
+
+void commDestroy(scclComm* comm, bool abort) {
+  unregisterHandle(comm);
+  if (abort && comm->transport) comm->transport->abort();
+  comm->magic = 0;
+  delete comm;
+}
+
+scclResult_t commRecordFailure(scclComm* comm, scclResult_t result) {
+  if (result != scclSuccess && result != scclInvalidArgument) {
+    scclResult_t expected = scclSuccess;
+    comm->async_error.compare_exchange_strong(expected, result);
+  }
+  return result;
+}
+
+}  // namespace sccl

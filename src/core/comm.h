@@ -1,0 +1,61 @@
+// The communicator: a rank's membership in a group, its transport, and its error state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "sparsecoll/sparsecoll.h"
+#include "transports/bootstrap/bootstrap.h"
+#include "transports/transport.h"
+
+struct scclComm {
+  // Set while the handle is live; checked (with the live-handle registry) on every API entry.
+  static constexpr uint64_t kMagic = 0x5343434c436f6d6dull;  // "SCCLComm"
+  uint64_t magic = kMagic;
+
+  int rank = 0;
+  int nranks = 1;
+  int64_t timeout_ms = 30000;
+  std::string name;  // config commName, for logs
+
+  std::unique_ptr<sccl::Bootstrap> bootstrap;  // kept for later set-up exchanges
+  std::unique_ptr<sccl::Transport> transport;
+
+  // scclSuccess while healthy; the first error that broke the communicator otherwise.
+  std::atomic<scclResult_t> async_error{scclSuccess};
+
+  // Text of the last failed call on this communicator (for scclGetLastError).
+  std::mutex last_error_mutex;
+  std::string last_error;
+};
+
+namespace sccl {
+
+struct CommInitRequest {
+  int nranks = 0;
+  int rank = -1;
+  const scclUniqueId* id = nullptr;
+  const scclConfig_t* config = nullptr;  // may be null
+  const void* mpi_comm = nullptr;        // MPI_Comm* when called from scclCommInitMpi
+  const char* default_transport = "local";
+};
+
+// Validates the request, runs the bootstrap rendezvous, checks that every rank was built and
+// configured compatibly, and creates the transport. On failure nothing is returned.
+scclResult_t commCreate(const CommInitRequest& request, scclComm** out);
+
+// Destroys a communicator (abort first when `abort` is set, so peers are released).
+void commDestroy(scclComm* comm, bool abort);
+
+// scclCommInitMpi without the API checks: collective over *mpi_comm (MPI_COMM_WORLD if null).
+// Implemented by the MPI transport; a build without MPI returns scclInvalidUsage.
+scclResult_t commCreateFromMpi(const void* mpi_comm, const scclConfig_t* config, scclComm** out);
+
+// Records the result of a failed transport operation on the communicator: anything other than an
+// invalid argument breaks it (see scclCommGetAsyncError).
+scclResult_t commRecordFailure(scclComm* comm, scclResult_t result);
+
+}  // namespace sccl

@@ -1,0 +1,38 @@
+// The handshake at communicator creation: every rank describes its build and its choices, the
+// descriptions are all-gathered through the bootstrap, and ranks that were built or configured
+// differently fail together with a message naming the first rank that differs, instead of
+// corrupting data later.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sparsecoll/sparsecoll.h"
+#include "transports/bootstrap/bootstrap.h"
+
+namespace sccl {
+
+// What one rank tells the others. Fixed-width fields, version first so that even a different
+// layout is reported as a version mismatch.
+struct RankDescription {
+  uint32_t library_version;  // SCCL_VERSION_CODE
+  uint32_t build_features;   // bit mask of the engines built in (MPI, UCX, NCCL, CUDA)
+  uint64_t process_nonce;    // random per process: equal values mean the same process
+  int32_t pid;
+  int32_t rank;
+  char transport[32];  // the transport this rank asked for
+  char host[64];
+};
+
+RankDescription describeThisRank(int rank, const std::string& transport);
+
+// All-gathers the descriptions and checks them; on success `all` holds every rank's.
+scclResult_t exchangeRankDescriptions(Bootstrap& bootstrap, const RankDescription& mine,
+                                      std::vector<RankDescription>* all);
+
+// Text of the build features, e.g. "mpi,cuda".
+std::string buildFeatureList(uint32_t features);
+uint32_t thisBuildFeatures();
+
+}  // namespace sccl

@@ -1,0 +1,24 @@
+// Every environment variable sparsecoll reads, with its default and help text.
+#include "core/params.h"
+
+#include "core/param.h"
+
+SCCL_PARAM_STRING(Debug, "DEBUG", "", "Log level: VERSION, WARN, INFO or TRACE (empty: off)")
+SCCL_PARAM_STRING(DebugSubsys, "DEBUG_SUBSYS", "ALL",
+                  "Comma list of INIT,COLL,TRANSPORT,BOOTSTRAP,KERNEL,ALL; a leading ^ inverts")
+SCCL_PARAM_STRING(DebugFile, "DEBUG_FILE", "",
+                  "Write the log to this file instead of stderr (%h: host name, %p: pid)")
+SCCL_PARAM_INT(TimeoutMs, "TIMEOUT_MS", 30000,
+               "Deadline in ms of every wait of a communicator (config field timeoutMs wins)")
+SCCL_PARAM_STRING(Transport, "TRANSPORT", "",
+                  "Transport when the config names none: local or mpi (empty: mpi for "
+                  "scclCommInitMpi, local otherwise)")
+SCCL_PARAM_STRING(SocketIfname, "SOCKET_IFNAME", "",
+                  "Network interface the bootstrap listens on (empty: loopback)")
+SCCL_PARAM_INT(BootstrapTimeoutMs, "BOOTSTRAP_TIMEOUT_MS", 120000,
+               "How long the rendezvous service of scclGetUniqueId waits for all ranks to join")
+SCCL_PARAM_INT(CpuThreads, "CPU_THREADS", 0,
+               "Threads of the CPU kernel backend (0: one per hardware thread)")
+SCCL_PARAM_STRING(CpuIsa, "CPU_ISA", "",
+                  "Cap the CPU kernels' instruction set: scalar, avx2 or avx512 (empty: the best "
+                  "the processor has)")

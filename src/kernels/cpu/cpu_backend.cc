@@ -1,0 +1,60 @@
+// The CPU kernel backend: the KernelBackend interface over the kernel families of this folder.
+// Work completes before each call returns, so `stream` (NULL for host memory) is not used.
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+class CpuBackend final : public KernelBackend {
+ public:
+  const char* name() const override {
+    switch (activeCpuIsa()) {
+      case CpuIsa::Avx512: return "cpu-avx512";
+      case CpuIsa::Avx2: return "cpu-avx2";
+      case CpuIsa::Scalar: break;
+    }
+    return "cpu-scalar";
+  }
+
+  scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
+                          scclDataType_t grad_dtype, size_t count, void*) const override {
+    return cpu::accumulate(residual, residual_dtype, grad, grad_dtype, count);
+  }
+
+  scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                           double threshold, int64_t* idx, void* val, size_t capacity,
+                           size_t* nselected, void*) const override {
+    return cpu::selectAbove(x, dtype, begin, end, threshold, idx, val, capacity, nselected);
+  }
+
+  scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                      void* out, void*) const override {
+    return cpu::gather(src, dtype, idx, n, out);
+  }
+
+  scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
+                       size_t n, void*) const override {
+    return cpu::scatter(dst, dtype, idx, vals, n);
+  }
+
+  scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
+                      void*) const override {
+    return cpu::zeroAt(dst, dtype, idx, n);
+  }
+
+  scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                          double floor, bool want_log, AbsMoments* out, void*) const override {
+    return cpu::absMoments(x, dtype, begin, end, floor, want_log, out);
+  }
+};
+
+}  // namespace
+
+const KernelBackend& cpuKernels() {
+  static const CpuBackend backend;
+  return backend;
+}
+
+}  // namespace sccl

@@ -1,0 +1,27 @@
+// The CPU implementations of the kernel families, one source file each; cpu_backend.cc exposes
+// them through the KernelBackend interface. Arguments are already validated (see kernels.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace sccl::cpu {
+
+scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                         double threshold, int64_t* idx, void* val, size_t capacity,
+                         size_t* nselected);
+
+scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
+                        scclDataType_t grad_dtype, size_t count);
+
+scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n, void* out);
+scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
+                     size_t n);
+scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n);
+
+scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end, double floor,
+                        bool want_log, AbsMoments* out);
+
+}  // namespace sccl::cpu

@@ -1,0 +1,77 @@
+// The kernel interface: the element-wise work of the sparse collectives, which every backend
+// (CPU here, CUDA in cuda/) provides with identical results.
+//
+// Contract shared by every kernel:
+//  - Arguments were validated by the caller (API or algorithm layer): pointers are non-null where
+//    needed, ranges lie inside the buffers, indices are < the buffer length. Kernels do not
+//    re-check, so the layer that receives indices from a peer must bounds-check them first.
+//  - `stream` is the caller's stream (cudaStream_t on CUDA, NULL on the CPU backend). Work is
+//    ordered on it; the CPU backend completes before returning.
+//  - Results are deterministic and independent of the number of threads and of the instruction
+//    set chosen at run time (AVX-512, AVX2 or scalar): bitwise identical outputs on every run.
+//  - NaN is never hidden: the library is built without -ffast-math.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+// Statistics of |x| over the elements of a range with |x| >= floor (floor 0: all elements).
+// Accumulated in double; sums are combined in a fixed order independent of threads and ISA.
+struct AbsMoments {
+  uint64_t count = 0;       // elements with |x| >= floor (NaN excluded)
+  uint64_t nan_count = 0;   // NaN elements in the range (never counted above)
+  double sum_abs = 0;       // sum |x|
+  double sum_sq = 0;        // sum x^2
+  double sum_log = 0;       // sum ln|x| over counted elements with |x| > 0 (only if want_log)
+  uint64_t zero_count = 0;  // counted elements equal to 0 (left out of sum_log)
+  double max_abs = 0;       // max |x| over counted elements (0 if none)
+  double min_abs = 0;       // min |x| over counted elements (0 if none)
+};
+
+class KernelBackend {
+ public:
+  virtual ~KernelBackend() = default;
+
+  // Short name with the chosen instruction set, e.g. "cpu-avx512".
+  virtual const char* name() const = 0;
+
+  // residual[i] += grad[i], i < count. residual is float32 for float32/float16/bfloat16 gradients
+  // (half types widen exactly) and float64 for float64 gradients; other pairs are
+  // scclInvalidArgument.
+  virtual scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
+                                  scclDataType_t grad_dtype, size_t count, void* stream) const = 0;
+
+  // The selection primitive behind scclPartitionedSelect (same contract, arguments already
+  // validated): elements of [begin, end) with !(|x| < threshold), ascending indices; writes at
+  // most capacity entries, *nselected = number qualifying. val may be null.
+  virtual scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                   double threshold, int64_t* idx, void* val, size_t capacity,
+                                   size_t* nselected, void* stream) const = 0;
+
+  // out[j] = src[idx[j]], j < n.
+  virtual scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                              void* out, void* stream) const = 0;
+
+  // dst[idx[j]] = vals[j], j < n (indices distinct; with repeats the last write wins).
+  virtual scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx,
+                               const void* vals, size_t n, void* stream) const = 0;
+
+  // dst[idx[j]] = 0, j < n.
+  virtual scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
+                              void* stream) const = 0;
+
+  // Moments of |x| over [begin, end) restricted to |x| >= floor. sum_log is computed only when
+  // want_log (it costs a logarithm per counted element).
+  virtual scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  double floor, bool want_log, AbsMoments* out,
+                                  void* stream) const = 0;
+};
+
+// The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).
+const KernelBackend& cpuKernels();
+
+}  // namespace sccl

@@ -1,0 +1,72 @@
+// sccl_info: what this sparsecoll is (version, build configuration: transports, kernel backends)
+// and every setting it reads, with default, current value and help, in the manner of ucx_info.
+#include <cstdio>
+#include <cstring>
+
+#include "core/comm_compatibility.h"
+#include "core/memory_space.h"
+#include "core/param.h"
+#include "kernels/kernels.h"
+#include "sccl_build_config.h"
+#include "sparsecoll/sparsecoll.h"
+#include "transports/transport_registry.h"
+
+namespace {
+
+void printBuild() {
+  int version = 0;
+  scclGetVersion(&version);
+  std::printf("# sparsecoll %d.%d.%d%s (version code %d)\n", version / 10000, (version / 100) % 100,
+              version % 100, SCCL_SUFFIX, version);
+  std::printf("# build: %s, %s\n", SCCL_BUILD_TYPE, SCCL_BUILD_COMPILER);
+  std::printf("# engines built in: %s\n", sccl::buildFeatureList(sccl::thisBuildFeatures()).c_str());
+  std::printf("#   MPI:  %s\n", SCCL_BUILD_WITH_MPI ? "yes (MPI " SCCL_BUILD_MPI_VERSION ")" : "no");
+  std::printf("#   UCX:  %s\n", SCCL_BUILD_WITH_UCX
+                                    ? "found (UCX " SCCL_BUILD_UCX_VERSION "); no UCX transport yet"
+                                    : "no");
+  std::printf("#   CUDA: %s\n", SCCL_BUILD_WITH_CUDA
+                                    ? "yes (CUDA " SCCL_BUILD_CUDA_VERSION
+                                      "): device pointers recognised; no device kernels yet"
+                                    : "no");
+  std::printf("#   NCCL: %s\n", SCCL_BUILD_WITH_NCCL
+                                    ? "found (" SCCL_BUILD_NCCL_LIBRARY "); no NCCL transport yet"
+                                    : "no");
+}
+
+void printTransportsAndBackends() {
+  std::printf("# transports:\n");
+  for (const sccl::TransportEntry& entry : sccl::transportRegistry()) {
+    std::printf("#   %-8s %s\n", entry.name, entry.description);
+  }
+  std::printf("# kernel backends:\n");
+  std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
+  std::printf("#   %-12s %s\n", "cuda", sccl::deviceMemoryRecognised() ? "device pointers recognised" : "not built");
+}
+
+void printSettings() {
+  std::printf("# settings (environment variable = value in effect  [default]  help):\n");
+  for (const sccl::ParamInfo& param : sccl::registeredParams()) {
+    std::printf("%s=%s\n    [default: %s] %s\n", param.env_name.c_str(), param.current_value().c_str(),
+                param.default_value.c_str(), param.help.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool settings_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-c") == 0) {
+      settings_only = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [-c]\n  -c  print only the settings\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!settings_only) {
+    printBuild();
+    printTransportsAndBackends();
+  }
+  printSettings();
+  return 0;
+}

@@ -1,0 +1,73 @@
+// The transport interface: what a communication engine (in-process threads, MPI, and later UCX
+// and NCCL) must provide to sparsecoll. Algorithms talk only to this interface.
+//
+// Contract shared by every operation:
+//  - Collective operations are called by every rank of the communicator in the same order with
+//    matching sizes (the caller guarantees it; later protocol layers verify it).
+//  - Blocking: an operation returns when this rank's output is complete and its input may be
+//    reused. Every wait honours the deadline given at creation (timeout_ms) and returns
+//    scclTimeout when it passes; a peer that failed or aborted yields scclRemoteError.
+//  - After an operation fails with anything other than scclInvalidArgument the transport is
+//    broken: further operations return the same error quickly, and only destruction is valid.
+//  - Buffers are host memory unless capabilities().device_memory says otherwise.
+//  - In-place operation (send == recv) is allowed where stated.
+//  - Results of allReduce are bitwise identical on every rank and deterministic: element-wise
+//    ((x_0 + x_1) + x_2) + ... in rank order (max for Max), with float16/bfloat16 summed in
+//    float32 and rounded once. Every transport implements exactly this order so that results do
+//    not depend on the transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+enum class ReduceOp { Sum, Max };
+
+struct TransportCapabilities {
+  bool device_memory = false;  // may buffers live in GPU memory?
+  bool one_sided = false;      // are registered windows and puts available? (EventGraD)
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual const char* name() const = 0;
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  virtual TransportCapabilities capabilities() const = 0;
+
+  // recv[r * bytes_per_rank .. (r+1) * bytes_per_rank) = send of rank r. In place allowed when
+  // send == recv + rank * bytes_per_rank.
+  virtual scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) = 0;
+
+  // Variable all-gather: rank r contributes recv_bytes[r] bytes (its send_bytes must equal
+  // recv_bytes[rank]); they land at recv + recv_offsets[r]. Every rank passes the same arrays.
+  virtual scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv,
+                                  const size_t* recv_bytes, const size_t* recv_offsets) = 0;
+
+  // Element-wise reduction of `count` elements; send == recv allowed. Sum supports every
+  // scclDataType_t; Max supports every type too (NaN propagates for floating types).
+  virtual scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
+                                 ReduceOp op) = 0;
+
+  // Copies root's buf to every rank's buf.
+  virtual scclResult_t broadcast(void* buf, size_t bytes, int root) = 0;
+
+  // Point-to-point: a message of exactly `bytes` bytes; messages between one pair of ranks with
+  // the same tag arrive in order. send may return before the peer receives.
+  virtual scclResult_t send(const void* buf, size_t bytes, int peer, int tag) = 0;
+  virtual scclResult_t recv(void* buf, size_t bytes, int peer, int tag) = 0;
+
+  virtual scclResult_t barrier() = 0;
+
+  // Marks the communication failed so that peers blocked with this rank are released (where the
+  // engine allows it). Must not block. Destruction after abort must not block either.
+  virtual void abort() = 0;
+};
+
+}  // namespace sccl
