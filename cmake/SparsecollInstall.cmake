@@ -18,5 +18,6 @@ install(FILES ${PROJECT_BINARY_DIR}/sparsecollConfig.cmake
               ${PROJECT_BINARY_DIR}/sparsecollConfigVersion.cmake
         DESTINATION ${SCCL_CMAKE_INSTALL_DIR})
 
+file(RELATIVE_PATH SCCL_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(cmake/sparsecoll.pc.in ${PROJECT_BINARY_DIR}/sparsecoll.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/sparsecoll.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -149,7 +149,8 @@ bool parseOptions(int argc, char** argv, const char* description,
       }
     }
     if (!ok) {
-      std::fprintf(stderr, "%s: bad value for -%c\n", argv[0], opt == '?' ? optopt : opt);
+      // getopt has already named an unknown option or a missing argument ('?').
+      if (opt != '?') std::fprintf(stderr, "%s: bad value for -%c\n", argv[0], opt);
       printUsage(argv[0], description, extra, defaults);
       return false;
     }

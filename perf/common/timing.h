@@ -42,6 +42,29 @@ Timing timeIterations(int warmup, int iters, Op&& op) {
       warmup, iters, [] {}, op);
 }
 
+// Times several operations round-robin (op 0, op 1, ..., op 0, ...), warmup + iters rounds, and
+// reports each. Interleaving makes a ratio of two operations robust on a shared machine: a burst
+// of load slows both, instead of whichever happened to run during it.
+template <typename... Ops>
+std::vector<Timing> timeInterleaved(int warmup, int iters, Ops&&... ops) {
+  constexpr size_t kOps = sizeof...(Ops);
+  std::vector<std::vector<double>> samples(kOps);
+  for (int i = 0; i < warmup + iters; ++i) {
+    size_t op_index = 0;
+    auto time_one = [&](auto& op) {
+      double start = nowMicroseconds();
+      op();
+      double elapsed = nowMicroseconds() - start;
+      if (i >= warmup) samples[op_index].push_back(elapsed);
+      ++op_index;
+    };
+    (time_one(ops), ...);
+  }
+  std::vector<Timing> timings;
+  for (auto& op_samples : samples) timings.push_back(summarize(std::move(op_samples)));
+  return timings;
+}
+
 // Bytes per microsecond -> GB/s (1e9 bytes per second, as nccl-tests' algbw).
 inline double gigabytesPerSecond(double bytes, double microseconds) {
   return microseconds > 0 ? bytes / microseconds / 1e3 : 0;

@@ -29,7 +29,7 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     SCCL_CHECK(sccl::requireHealthyComm(comm));
     size_t bytes = 0;
     SCCL_CHECK(sccl::requireByteSize(count, datatype, &bytes));
-    SCCL_REQUIRE_ARG(op == scclSum || op == scclAvg, "unknown reduction op %d", static_cast<int>(op));
+    SCCL_CHECK(sccl::requireRedOp(op));
     SCCL_REQUIRE_ARG(op != scclAvg || sccl::isFloatingType(datatype),
                      "scclAvg needs a floating-point type, not %s", sccl::dataTypeName(datatype));
     SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));

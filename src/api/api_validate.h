@@ -3,19 +3,37 @@
 // touched, so a rejected call has no side effect.
 #pragma once
 
+#include <cstring>
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/memory_space.h"
 
 namespace sccl {
 
-inline scclResult_t requireDataType(int dtype) {
-  SCCL_REQUIRE_ARG(isValidDataType(dtype), "unknown data type %d", dtype);
+// The integer a C caller stored in an enum parameter, read without an enum-typed load: C may
+// pass any int, and loading an out-of-range value as a C++ enum is undefined behaviour.
+template <typename Enum>
+int enumBits(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "ABI enums are int-sized");
+  int bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+inline scclResult_t requireDataType(const scclDataType_t& dtype) {
+  SCCL_REQUIRE_ARG(isValidDataType(enumBits(dtype)), "unknown data type %d", enumBits(dtype));
   return scclSuccess;
 }
 
-// count elements of dtype: checks the byte size fits in size_t and returns it.
-inline scclResult_t requireByteSize(size_t count, scclDataType_t dtype, size_t* bytes) {
+inline scclResult_t requireRedOp(const scclRedOp_t& op) {
+  int bits = enumBits(op);
+  SCCL_REQUIRE_ARG(bits == scclSum || bits == scclAvg, "unknown reduction op %d", bits);
+  return scclSuccess;
+}
+
+// count elements of dtype: checks the type and that the byte size fits in size_t.
+inline scclResult_t requireByteSize(size_t count, const scclDataType_t& dtype, size_t* bytes) {
   SCCL_CHECK(requireDataType(dtype));
   SCCL_REQUIRE_ARG(byteSize(count, dtype, bytes),
                    "count %zu of %s overflows the address space", count, dataTypeName(dtype));

@@ -13,7 +13,9 @@ using namespace sccl_mpi_test;
 
 namespace {
 
-const char* opName(sccl::ReduceOp op) { return op == sccl::ReduceOp::Sum ? "sum" : "max"; }
+const char* opName(sccl::ReduceOp op) {
+  return op == sccl::ReduceOp::Sum ? "sum" : "max";
+}
 
 // Runs one allReduce and returns a description of the first wrong element ("" when exact).
 std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
@@ -23,9 +25,8 @@ std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, scc
   size_t element = sccl::dataTypeSize(dtype);
   std::vector<std::byte> send = makeInput(dtype, seed, transport.rank(), count, with_nans);
   std::vector<std::byte> recv(count * element, std::byte{0x5a});
-  scclResult_t result = in_place
-      ? transport.allReduce(send.data(), send.data(), count, dtype, op)
-      : transport.allReduce(send.data(), recv.data(), count, dtype, op);
+  scclResult_t result = in_place ? transport.allReduce(send.data(), send.data(), count, dtype, op)
+                                 : transport.allReduce(send.data(), recv.data(), count, dtype, op);
   if (result != scclSuccess) return std::string("allReduce returned ") + sccl::resultName(result);
   if (in_place) recv = send;
   std::vector<std::byte> want =
@@ -42,9 +43,9 @@ void runAllReduceMatrix(sccl::Transport& transport, const std::vector<size_t>& c
     for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
       for (size_t count : counts) {
         for (bool in_place : {false, true}) {
-          INFO(sccl::dataTypeName(dtype) << " " << opName(op) << " count " << count
-                                         << (in_place ? " in place" : "") << " rank "
-                                         << transport.rank() << " of " << transport.nranks());
+          INFO(sccl::dataTypeName(dtype)
+               << " " << opName(op) << " count " << count << (in_place ? " in place" : "")
+               << " rank " << transport.rank() << " of " << transport.nranks());
           CHECK(checkAllReduce(transport, dtype, op, count, in_place, ++seed) == "");
         }
       }
@@ -86,8 +87,8 @@ TEST_CASE("mpi allReduce: bad arguments are rejected and the transport stays usa
   auto transport = makeWorldTransport();
   REQUIRE(transport);
   std::vector<float> buffer(8, 1.0f);
-  CHECK(transport->allReduce(buffer.data(), buffer.data(), 8, static_cast<scclDataType_t>(99),
-                             sccl::ReduceOp::Sum) == scclInvalidArgument);
+  CHECK(transport->allReduce(buffer.data(), buffer.data(), 8, scclNumTypes, sccl::ReduceOp::Sum) ==
+        scclInvalidArgument);
   CHECK_THAT(sccl::threadLastError(), Catch::Contains("unknown data type"));
   CHECK(transport->allReduce(nullptr, buffer.data(), 8, scclFloat32, sccl::ReduceOp::Sum) ==
         scclInvalidArgument);
@@ -96,9 +97,8 @@ TEST_CASE("mpi allReduce: bad arguments are rejected and the transport stays usa
   CHECK(transport->allReduce(buffer.data(), buffer.data(), SIZE_MAX / 2, scclFloat32,
                              sccl::ReduceOp::Sum) == scclInvalidArgument);
   // Null buffers are fine when there is nothing to reduce.
-  CHECK(transport->allReduce(nullptr, nullptr, 0, scclFloat32, sccl::ReduceOp::Sum) ==
-        scclSuccess);
-  REQUIRE(transport->allReduce(buffer.data(), buffer.data(), 8, scclFloat32,
-                               sccl::ReduceOp::Sum) == scclSuccess);
+  CHECK(transport->allReduce(nullptr, nullptr, 0, scclFloat32, sccl::ReduceOp::Sum) == scclSuccess);
+  REQUIRE(transport->allReduce(buffer.data(), buffer.data(), 8, scclFloat32, sccl::ReduceOp::Sum) ==
+          scclSuccess);
   CHECK(buffer[7] == static_cast<float>(transport->nranks()));
 }

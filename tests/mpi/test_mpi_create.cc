@@ -43,7 +43,9 @@ class MpiStandInBootstrap final : public sccl::Bootstrap {
     }
     return scclSuccess;
   }
-  scclResult_t barrier() override { return MPI_Barrier(comm_) == MPI_SUCCESS ? scclSuccess : scclSystemError; }
+  scclResult_t barrier() override {
+    return MPI_Barrier(comm_) == MPI_SUCCESS ? scclSuccess : scclSystemError;
+  }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -65,7 +67,7 @@ std::unique_ptr<sccl::Transport> createFromBootstrap(sccl::Bootstrap& bootstrap)
 }
 
 // Every rank learns the world rank behind each sparsecoll rank through the transport itself.
-std::vector<int> worldRanksBySccleRank(sccl::Transport& transport) {
+std::vector<int> worldRankOfEachScclRank(sccl::Transport& transport) {
   int mine = worldRank();
   std::vector<int> all(transport.nranks(), -1);
   if (transport.allGather(&mine, all.data(), sizeof(int)) != scclSuccess) return {};
@@ -74,8 +76,7 @@ std::vector<int> worldRanksBySccleRank(sccl::Transport& transport) {
 
 }  // namespace
 
-TEST_CASE("mpi create: a duplicate of MPI_COMM_WORLD keeps the world's ranks",
-          "[mpi][create]") {
+TEST_CASE("mpi create: a duplicate of MPI_COMM_WORLD keeps the world's ranks", "[mpi][create]") {
   auto transport = makeWorldTransport();
   REQUIRE(transport);
   CHECK(std::string(transport->name()) == "mpi");
@@ -84,7 +85,7 @@ TEST_CASE("mpi create: a duplicate of MPI_COMM_WORLD keeps the world's ranks",
   CHECK_FALSE(transport->capabilities().device_memory);
   std::vector<int> want(worldSize());
   for (int r = 0; r < worldSize(); ++r) want[r] = r;
-  CHECK(worldRanksBySccleRank(*transport) == want);
+  CHECK(worldRankOfEachScclRank(*transport) == want);
 }
 
 TEST_CASE("mpi create: ranks that disagree with the MPI communicator fail on every rank",
@@ -137,11 +138,11 @@ TEST_CASE("mpi create: from the bootstrap, in reversed rank order", "[mpi][creat
   CHECK(transport->rank() == n - 1 - worldRank());
   std::vector<int> want(n);
   for (int r = 0; r < n; ++r) want[r] = n - 1 - r;
-  CHECK(worldRanksBySccleRank(*transport) == want);
+  CHECK(worldRankOfEachScclRank(*transport) == want);
   // The reduction order is sparsecoll rank order, whatever the world order.
   std::vector<std::byte> data = makeInput(scclFloat32, 9, transport->rank(), 1001, false);
-  REQUIRE(transport->allReduce(data.data(), data.data(), 1001, scclFloat32,
-                               sccl::ReduceOp::Sum) == scclSuccess);
+  REQUIRE(transport->allReduce(data.data(), data.data(), 1001, scclFloat32, sccl::ReduceOp::Sum) ==
+          scclSuccess);
   CHECK(firstMismatch(data, expectedAllReduce(scclFloat32, false, 9, n, 1001, false), 4) == -1);
 }
 
@@ -158,7 +159,7 @@ TEST_CASE("mpi create: from the bootstrap over a subset of the world (even ranks
     REQUIRE(transport);
     std::vector<int> want(transport->nranks());
     for (int r = 0; r < transport->nranks(); ++r) want[r] = 2 * r;
-    CHECK(worldRanksBySccleRank(*transport) == want);
+    CHECK(worldRankOfEachScclRank(*transport) == want);
     CHECK(transport->barrier() == scclSuccess);
   }
   MPI_Comm_free(&half);

@@ -66,8 +66,7 @@ TEST_CASE("mpi failures: a rank that skips a barrier times the others out", "[mp
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-TEST_CASE("mpi failures: abort on one rank releases the peers in a collective",
-          "[mpi][failures]") {
+TEST_CASE("mpi failures: abort on one rank releases the peers in a collective", "[mpi][failures]") {
   if (worldSize() < 2) return;
   auto transport = makeWorldTransport(30000);
   REQUIRE(transport);

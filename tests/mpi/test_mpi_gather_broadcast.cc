@@ -75,10 +75,18 @@ void checkAllGatherV(sccl::Transport& transport, size_t (*size_of)(int), bool in
   CHECK(firstMismatch(recv, want, 1) == -1);
 }
 
-size_t unevenSize(int r) { return static_cast<size_t>(r * 37 + 5); }
-size_t zeroOnOddRanks(int r) { return r % 2 == 1 ? 0 : static_cast<size_t>(100 + r); }
-size_t onlyRankZeroEmpty(int r) { return r == 0 ? 0 : static_cast<size_t>(1000 * r + 1); }
-size_t allEmpty(int) { return 0; }
+size_t unevenSize(int r) {
+  return static_cast<size_t>(r * 37 + 5);
+}
+size_t zeroOnOddRanks(int r) {
+  return r % 2 == 1 ? 0 : static_cast<size_t>(100 + r);
+}
+size_t onlyRankZeroEmpty(int r) {
+  return r == 0 ? 0 : static_cast<size_t>(1000 * r + 1);
+}
+size_t allEmpty(int) {
+  return 0;
+}
 
 void checkBroadcastFromEveryRoot(sccl::Transport& transport, size_t bytes, uint64_t seed) {
   for (int root = 0; root < transport.nranks(); ++root) {

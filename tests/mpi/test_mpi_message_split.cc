@@ -21,7 +21,8 @@ TEST_CASE("mpi split: a zero-byte message is still one piece", "[mpi][split]") {
 
 TEST_CASE("mpi split: pieces cover a transfer exactly and never exceed the limit", "[mpi][split]") {
   for (size_t limit : {size_t{1}, size_t{7}, size_t{64}, size_t{1} << 30}) {
-    for (size_t bytes : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{4096}}) {
+    for (size_t bytes :
+         {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{4096}}) {
       size_t pieces = pieceCount(bytes, limit);
       size_t covered = 0;
       for (size_t i = 0; i < pieces; ++i) {
@@ -36,8 +37,7 @@ TEST_CASE("mpi split: pieces cover a transfer exactly and never exceed the limit
   }
 }
 
-TEST_CASE("mpi split: transfers above INT_MAX become pieces that each fit an int",
-          "[mpi][split]") {
+TEST_CASE("mpi split: transfers above INT_MAX become pieces that each fit an int", "[mpi][split]") {
   const size_t limit = sccl::mpi::kDefaultMaxMessageBytes;
   const size_t huge = (size_t{5} << 30) + 12345;  // 5 GiB and change
   REQUIRE(pieceCount(huge, limit) == 6);
@@ -71,8 +71,7 @@ TEST_CASE("mpi split: owned chunks partition the vector in rank order", "[mpi][s
   }
 }
 
-TEST_CASE("mpi split: chunks of a vector beyond 2^32 elements keep exact offsets",
-          "[mpi][split]") {
+TEST_CASE("mpi split: chunks of a vector beyond 2^32 elements keep exact offsets", "[mpi][split]") {
   const size_t count = (size_t{3} << 32) + 2;
   sccl::mpi::ChunkRange last = ownedChunk(count, 3, 2);
   CHECK(last.offset + last.count == count);

@@ -19,8 +19,8 @@ void checkAllReduce(scclComm_t comm, int rank, int nranks, size_t count, uint64_
   std::vector<std::byte> data = makeInput(scclFloat32, seed, rank, count, false);
   REQUIRE(scclAllReduce(data.data(), data.data(), count, scclFloat32, scclSum, comm, nullptr) ==
           scclSuccess);
-  CHECK(firstMismatch(data, expectedAllReduce(scclFloat32, false, seed, nranks, count, false),
-                      4) == -1);
+  CHECK(firstMismatch(data, expectedAllReduce(scclFloat32, false, seed, nranks, count, false), 4) ==
+        -1);
 }
 
 void checkCollectives(scclComm_t comm, int rank, int nranks) {
@@ -108,8 +108,8 @@ TEST_CASE("mpi api: bad inputs fail with a message and leave the communicator wo
   CHECK(scclAllReduce(nullptr, &out, 1, scclFloat32, scclSum, comm, nullptr) ==
         scclInvalidArgument);
   CHECK(std::string(scclGetLastError(comm)).find("sendbuf") != std::string::npos);
-  CHECK(scclAllReduce(&value, &out, 1, static_cast<scclDataType_t>(42), scclSum, comm,
-                      nullptr) == scclInvalidArgument);
+  CHECK(scclAllReduce(&value, &out, 1, scclNumTypes, scclSum, comm, nullptr) ==
+        scclInvalidArgument);
   CHECK(std::string(scclGetLastError(comm)).find("data type") != std::string::npos);
   CHECK(scclAllGather(&value, nullptr, 1, scclFloat32, comm, nullptr) == scclInvalidArgument);
   CHECK(scclBroadcast(&value, &out, 1, scclFloat32, worldSize(), comm, nullptr) ==
@@ -132,4 +132,32 @@ TEST_CASE("mpi api: scclCommInitMpi rejects a null output and MPI_COMM_NULL",
   CHECK(scclCommInitMpi(&comm, &null_comm, nullptr) == scclInvalidArgument);
   CHECK(std::string(scclGetLastError(nullptr)).find("MPI_COMM_NULL") != std::string::npos);
   CHECK(comm == nullptr);
+}
+
+TEST_CASE("mpi api: a timeout breaks the communicator on every rank; abort frees it",
+          "[mpi][api][failures]") {
+  if (worldSize() < 2) return;
+  scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = 500;
+  config.commName = "timeout-test";
+  scclComm_t comm = nullptr;
+  REQUIRE(scclCommInitMpi(&comm, nullptr, &config) == scclSuccess);
+  scclResult_t first = scclSuccess;
+  if (worldRank() != 0) {
+    first = scclBarrier(comm);  // rank 0 never joins
+    CHECK((first == scclTimeout || first == scclRemoteError));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (worldRank() == 0) {
+    first = scclBarrier(comm);  // too late: its peers gave up
+    CHECK(first == scclRemoteError);
+  }
+  scclResult_t async_error = scclSuccess;
+  REQUIRE(scclCommGetAsyncError(comm, &async_error) == scclSuccess);
+  CHECK(async_error == first);
+  float value = 1.0f;
+  CHECK(scclAllReduce(&value, &value, 1, scclFloat32, scclSum, comm, nullptr) == first);
+  CHECK(std::string(scclGetLastError(comm)).size() > 0);
+  CHECK(scclCommAbort(comm) == scclSuccess);
+  MPI_Barrier(MPI_COMM_WORLD);
 }

@@ -51,6 +51,14 @@ inline double loadValue(scclDataType_t dtype, const void* base, size_t index) {
   return 0;
 }
 
+// An enum value a C caller could pass but C++ cannot name without undefined behaviour.
+template <typename Enum>
+Enum rawEnum(int bits) {
+  Enum value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 inline std::vector<scclDataType_t> allDataTypes() {
   std::vector<scclDataType_t> types;
   for (int t = 0; t < scclNumTypes; ++t) types.push_back(static_cast<scclDataType_t>(t));

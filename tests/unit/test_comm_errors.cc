@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/local_ranks.h"
+#include "support/typed_values.h"
 
 using sccl_test::RankLog;
 using sccl_test::runLocalRanks;
@@ -43,9 +44,9 @@ TEST_CASE("collectives reject bad arguments and the communicator stays usable", 
         {"null comm", scclAllReduce(x, y, 4, scclFloat32, scclSum, nullptr, nullptr)},
         {"null sendbuf", scclAllReduce(nullptr, y, 4, scclFloat32, scclSum, comm, nullptr)},
         {"null recvbuf", scclAllReduce(x, nullptr, 4, scclFloat32, scclSum, comm, nullptr)},
-        {"dtype -1", scclAllReduce(x, y, 4, scclDataType_t(-1), scclSum, comm, nullptr)},
-        {"dtype 99", scclAllReduce(x, y, 4, scclDataType_t(99), scclSum, comm, nullptr)},
-        {"op 7", scclAllReduce(x, y, 4, scclFloat32, scclRedOp_t(7), comm, nullptr)},
+        {"dtype -1", scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(-1), scclSum, comm, nullptr)},
+        {"dtype 99", scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(99), scclSum, comm, nullptr)},
+        {"op 7", scclAllReduce(x, y, 4, scclFloat32, sccl_test::rawEnum<scclRedOp_t>(7), comm, nullptr)},
         {"count overflow", scclAllReduce(x, y, SIZE_MAX, scclFloat32, scclSum, comm, nullptr)},
         {"stream on host", scclAllReduce(x, y, 4, scclFloat32, scclSum, comm, &dummy_stream)},
         {"allgather overflow", scclAllGather(x, y, SIZE_MAX / 2, scclFloat32, comm, nullptr)},

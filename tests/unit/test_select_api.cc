@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
+#include "support/typed_values.h"
 
 namespace {
 
@@ -86,7 +87,7 @@ TEST_CASE("select rejects bad input with a message and no side effect", "[select
       {"capacity 0", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, 0, &n, nullptr)},
       {"NaN threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, nan, idx.data(), nullptr, 100, &n, nullptr)},
       {"negative threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, -1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"unknown dtype", scclPartitionedSelect(x.data(), 100, scclDataType_t(42), 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
+      {"unknown dtype", scclPartitionedSelect(x.data(), 100, sccl_test::rawEnum<scclDataType_t>(42), 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
       {"integer dtype", scclPartitionedSelect(x.data(), 100, scclInt32, 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
       {"count overflow", scclPartitionedSelect(x.data(), SIZE_MAX, scclFloat32, 0, 10, 1, idx.data(), nullptr, 100, &n, nullptr)},
       {"capacity overflow", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, SIZE_MAX, &n, nullptr)},

@@ -32,6 +32,8 @@ constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // Connections without a hello beyond this many are closed at once.
 constexpr size_t kMaxConnectionsAwaitingHello = 512;
+// Longer rendezvous timeouts are clamped (~100 days) so that the deadline cannot overflow.
+constexpr int64_t kMaxRendezvousTimeoutMs = int64_t{100} * 24 * 3600 * 1000;
 // Reads per connection per wakeup, so that one busy connection cannot starve the others.
 constexpr int kMaxReadsPerWakeup = 16;
 
@@ -52,7 +54,8 @@ RootService::RootService(Socket listener, const JobToken& token, std::string add
       token_(token),
       address_(std::move(address)),
       rendezvous_timeout_ms_(rendezvous_timeout_ms),
-      rendezvous_deadline_(Clock::now() + std::chrono::milliseconds(rendezvous_timeout_ms)) {}
+      rendezvous_deadline_(Clock::now() + std::chrono::milliseconds(std::min(
+                                              rendezvous_timeout_ms, kMaxRendezvousTimeoutMs))) {}
 
 void RootService::run() {
   std::vector<pollfd> fds;

@@ -30,7 +30,7 @@ bool isPeerGone(int error_number) {
   return error_number == ECONNRESET || error_number == EPIPE || error_number == ENOTCONN;
 }
 
-// Waits until `fd` is ready for `events` or the deadline passes. False on timeout.
+// Waits until `fd` is ready for `events`; Timeout once the deadline has passed.
 IoStatus waitReady(int fd, short events, const Deadline& deadline) {
   for (;;) {
     pollfd entry{fd, events, 0};
@@ -57,6 +57,17 @@ bool isRetryableConnectError(int error_number) {
          error_number == ECONNRESET || error_number == EAGAIN;
 }
 
+// Connecting again and again to a loopback port in the ephemeral range where nobody listens can
+// end in TCP simultaneous open with itself (source port == destination port). Such a connection
+// is no root: it counts as refused.
+bool isConnectedToItself(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t local_length = sizeof(local), peer_length = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) < 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) < 0) return false;
+  return local_length == peer_length && std::memcmp(&local, &peer, local_length) == 0;
+}
+
 // One connection attempt. Ok, or the errno of the failure in error_number.
 IoStatus connectOnce(const SocketAddress& address, const Deadline& deadline, Socket* out) {
   Socket socket(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -74,6 +85,7 @@ IoStatus connectOnce(const SocketAddress& address, const Deadline& deadline, Soc
     }
     if (error_number != 0) return {IoStatus::Kind::SystemError, error_number};
   }
+  if (isConnectedToItself(socket.fd())) return {IoStatus::Kind::SystemError, ECONNREFUSED};
   setNoDelay(socket.fd());
   *out = std::move(socket);
   return {};

@@ -39,8 +39,7 @@ scclResult_t MpiTransport::allGather(const void* send, void* recv, size_t bytes_
 scclResult_t MpiTransport::runAllGather(const void* send, void* recv, size_t bytes_per_rank) {
   size_t total = 0;
   SCCL_REQUIRE_ARG(!__builtin_mul_overflow(bytes_per_rank, static_cast<size_t>(nranks_), &total),
-                   "allGather: %zu bytes times %d ranks overflows size_t", bytes_per_rank,
-                   nranks_);
+                   "allGather: %zu bytes times %d ranks overflows size_t", bytes_per_rank, nranks_);
   SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || bytes_per_rank == 0,
                    "allGather: NULL buffer (send %p, recv %p) for %zu bytes per rank", send, recv,
                    bytes_per_rank);
@@ -58,17 +57,15 @@ scclResult_t MpiTransport::runAllGather(const void* send, void* recv, size_t byt
   }
   std::vector<PeerTransfer> transfers;
   for (int r = 0; r < nranks_; ++r) {
-    transfers.push_back(PeerTransfer{r, mine, bytes_per_rank,
-                                     out + static_cast<size_t>(r) * bytes_per_rank,
-                                     bytes_per_rank});
+    transfers.push_back(PeerTransfer{
+        r, mine, bytes_per_rank, out + static_cast<size_t>(r) * bytes_per_rank, bytes_per_rank});
   }
   return exchangeWithPeers(transfers, "allGather");
 }
 
 scclResult_t MpiTransport::allGatherV(const void* send, size_t send_bytes, void* recv,
                                       const size_t* recv_bytes, const size_t* recv_offsets) {
-  return guarded(
-      [&] { return runAllGatherV(send, send_bytes, recv, recv_bytes, recv_offsets); });
+  return guarded([&] { return runAllGatherV(send, send_bytes, recv, recv_bytes, recv_offsets); });
 }
 
 scclResult_t MpiTransport::runAllGatherV(const void* send, size_t send_bytes, void* recv,
@@ -76,8 +73,8 @@ scclResult_t MpiTransport::runAllGatherV(const void* send, size_t send_bytes, vo
   SCCL_REQUIRE_ARG(recv_bytes != nullptr && recv_offsets != nullptr,
                    "allGatherV: recv_bytes or recv_offsets is NULL");
   SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
-                   "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_,
-                   send_bytes, recv_bytes[rank_]);
+                   "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_, send_bytes,
+                   recv_bytes[rank_]);
   SCCL_REQUIRE_ARG(send != nullptr || send_bytes == 0, "allGatherV: send is NULL");
   bool fits_one_call = true;
   size_t any_bytes = 0;
@@ -100,11 +97,11 @@ scclResult_t MpiTransport::runAllGatherV(const void* send, size_t send_bytes, vo
     toMpiInts(recv_offsets, nranks_, &memory.recv_displs);
     bool in_place = mine == out + recv_offsets[rank_];
     std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
-    SCCL_CHECK(mpi::checkMpi(
-        MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(send_bytes), MPI_BYTE,
-                        recv, memory.recv_counts.data(), memory.recv_displs.data(), MPI_BYTE,
-                        comm_, &requests[0]),
-        "allGatherV (MPI_Iallgatherv)"));
+    SCCL_CHECK(
+        mpi::checkMpi(MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(send_bytes),
+                                      MPI_BYTE, recv, memory.recv_counts.data(),
+                                      memory.recv_displs.data(), MPI_BYTE, comm_, &requests[0]),
+                      "allGatherV (MPI_Iallgatherv)"));
     return waitAll(requests, nullptr, "allGatherV");
   }
   std::vector<PeerTransfer> transfers;
@@ -130,13 +127,12 @@ scclResult_t MpiTransport::runAllReduce(const void* send, void* recv, size_t cou
   size_t total_bytes = 0, scratch_bytes = 0;
   size_t element_bytes = dataTypeSize(dtype);
   size_t chunk_bytes = mpi::ownedChunk(count, nranks_, rank_).count * element_bytes;
-  SCCL_REQUIRE_ARG(byteSize(count, dtype, &total_bytes) &&
-                       !__builtin_mul_overflow(chunk_bytes, static_cast<size_t>(nranks_),
-                                               &scratch_bytes),
-                   "allReduce: %zu elements of %s overflow size_t", count, dataTypeName(dtype));
+  SCCL_REQUIRE_ARG(
+      byteSize(count, dtype, &total_bytes) &&
+          !__builtin_mul_overflow(chunk_bytes, static_cast<size_t>(nranks_), &scratch_bytes),
+      "allReduce: %zu elements of %s overflow size_t", count, dataTypeName(dtype));
   SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || count == 0,
-                   "allReduce: NULL buffer (send %p, recv %p) for %zu elements", send, recv,
-                   count);
+                   "allReduce: NULL buffer (send %p, recv %p) for %zu elements", send, recv, count);
   if (count == 0) return scclSuccess;
   if (nranks_ == 1) {
     const void* inputs[1] = {send};
@@ -147,11 +143,12 @@ scclResult_t MpiTransport::runAllReduce(const void* send, void* recv, size_t cou
   scratch.resize(scratch_bytes);
   SCCL_CHECK(scatterChunksToOwners(static_cast<const std::byte*>(send), count, element_bytes));
   std::vector<const void*> inputs(static_cast<size_t>(nranks_));
-  for (int r = 0; r < nranks_; ++r) inputs[r] = scratch.data() + static_cast<size_t>(r) * chunk_bytes;
+  for (int r = 0; r < nranks_; ++r)
+    inputs[r] = scratch.data() + static_cast<size_t>(r) * chunk_bytes;
   mpi::ChunkRange mine = mpi::ownedChunk(count, nranks_, rank_);
   reduceInRankOrder(inputs.data(), nranks_,
-                    static_cast<std::byte*>(recv) + mine.offset * element_bytes, mine.count,
-                    dtype, op);
+                    static_cast<std::byte*>(recv) + mine.offset * element_bytes, mine.count, dtype,
+                    op);
   return gatherReducedChunks(static_cast<std::byte*>(recv), count, element_bytes);
 }
 
@@ -170,8 +167,7 @@ scclResult_t MpiTransport::scatterChunksToOwners(const std::byte* send, size_t c
     recv_displs[r] = static_cast<size_t>(r) * my_chunk_bytes;
   }
   // The largest count or displacement either side uses, the same on every rank.
-  size_t largest = static_cast<size_t>(nranks_) *
-                   mpi::largestChunk(count, nranks_) * element_bytes;
+  size_t largest = static_cast<size_t>(nranks_) * mpi::largestChunk(count, nranks_) * element_bytes;
   if (largest > max_message_bytes_) {
     std::vector<PeerTransfer> transfers;
     for (int r = 0; r < nranks_; ++r) {
@@ -186,11 +182,11 @@ scclResult_t MpiTransport::scatterChunksToOwners(const std::byte* send, size_t c
   toMpiInts(recv_counts.data(), nranks_, &memory.recv_counts);
   toMpiInts(recv_displs.data(), nranks_, &memory.recv_displs);
   std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
-  SCCL_CHECK(mpi::checkMpi(
-      MPI_Ialltoallv(send, memory.send_counts.data(), memory.send_displs.data(), MPI_BYTE,
-                     scratch, memory.recv_counts.data(), memory.recv_displs.data(), MPI_BYTE,
-                     comm_, &requests[0]),
-      "allReduce (MPI_Ialltoallv)"));
+  SCCL_CHECK(
+      mpi::checkMpi(MPI_Ialltoallv(send, memory.send_counts.data(), memory.send_displs.data(),
+                                   MPI_BYTE, scratch, memory.recv_counts.data(),
+                                   memory.recv_displs.data(), MPI_BYTE, comm_, &requests[0]),
+                    "allReduce (MPI_Ialltoallv)"));
   return waitAll(requests, nullptr, "allReduce (chunks to owners)");
 }
 
@@ -203,8 +199,8 @@ scclResult_t MpiTransport::gatherReducedChunks(std::byte* recv, size_t count,
     chunk_bytes[r] = chunk.count * element_bytes;
     chunk_offsets[r] = chunk.offset * element_bytes;
   }
-  return runAllGatherV(recv + chunk_offsets[rank_], chunk_bytes[rank_], recv,
-                       chunk_bytes.data(), chunk_offsets.data());
+  return runAllGatherV(recv + chunk_offsets[rank_], chunk_bytes[rank_], recv, chunk_bytes.data(),
+                       chunk_offsets.data());
 }
 
 // ---- the large-transfer path ---------------------------------------------------------------
@@ -228,10 +224,10 @@ scclResult_t MpiTransport::exchangeWithPeers(const std::vector<PeerTransfer>& tr
       size_t bytes = mpi::pieceBytes(t.recv_bytes, max_message_bytes_, i);
       requests.push_back(MPI_REQUEST_NULL);
       expected_bytes.push_back(bytes);
-      SCCL_CHECK(mpi::checkMpi(MPI_Irecv(t.recv + mpi::pieceOffset(i, max_message_bytes_),
-                                         static_cast<int>(bytes), MPI_BYTE, t.peer,
-                                         kCollectiveTag, comm_, &requests.back()),
-                               operation));
+      SCCL_CHECK(mpi::checkMpi(
+          MPI_Irecv(t.recv + mpi::pieceOffset(i, max_message_bytes_), static_cast<int>(bytes),
+                    MPI_BYTE, t.peer, kCollectiveTag, comm_, &requests.back()),
+          operation));
     }
   }
   size_t receives = requests.size();
@@ -240,10 +236,10 @@ scclResult_t MpiTransport::exchangeWithPeers(const std::vector<PeerTransfer>& tr
     for (size_t i = 0; i < mpi::pieceCount(t.send_bytes, max_message_bytes_); ++i) {
       size_t bytes = mpi::pieceBytes(t.send_bytes, max_message_bytes_, i);
       requests.push_back(MPI_REQUEST_NULL);
-      SCCL_CHECK(mpi::checkMpi(MPI_Isend(t.send + mpi::pieceOffset(i, max_message_bytes_),
-                                         static_cast<int>(bytes), MPI_BYTE, t.peer,
-                                         kCollectiveTag, comm_, &requests.back()),
-                               operation));
+      SCCL_CHECK(mpi::checkMpi(
+          MPI_Isend(t.send + mpi::pieceOffset(i, max_message_bytes_), static_cast<int>(bytes),
+                    MPI_BYTE, t.peer, kCollectiveTag, comm_, &requests.back()),
+          operation));
     }
   }
   std::vector<MPI_Status> statuses;
@@ -252,8 +248,10 @@ scclResult_t MpiTransport::exchangeWithPeers(const std::vector<PeerTransfer>& tr
     int received = 0;
     MPI_Get_count(&statuses[i], MPI_BYTE, &received);
     if (static_cast<size_t>(received) != expected_bytes[i]) {
-      return fail(scclInvalidUsage, "%s: %s got a %d-byte piece where %zu were expected; the ranks "
-                  "passed different sizes", label_.c_str(), operation, received, expected_bytes[i]);
+      return fail(scclInvalidUsage,
+                  "%s: %s got a %d-byte piece where %zu were expected; the ranks "
+                  "passed different sizes",
+                  label_.c_str(), operation, received, expected_bytes[i]);
     }
   }
   return scclSuccess;

@@ -50,7 +50,8 @@ scclResult_t broadcastUniqueId(MPI_Comm comm, int rank, int64_t timeout_ms, sccl
   SCCL_CHECK(mpi::waitForRequests(&request, nullptr, 1, spec));
   if (created != scclSuccess) return fail(created, "%s", create_error.c_str());
   if (!message.valid) {
-    return fail(scclRemoteError, "scclCommInitMpi: rank 0 could not create the unique id (see "
+    return fail(scclRemoteError,
+                "scclCommInitMpi: rank 0 could not create the unique id (see "
                 "its log)");
   }
   *id = message.id;

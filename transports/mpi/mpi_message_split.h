@@ -23,7 +23,9 @@ inline size_t pieceCount(size_t bytes, size_t max_piece_bytes) {
 }
 
 // Byte offset of piece `index` of such a transfer.
-inline size_t pieceOffset(size_t index, size_t max_piece_bytes) { return index * max_piece_bytes; }
+inline size_t pieceOffset(size_t index, size_t max_piece_bytes) {
+  return index * max_piece_bytes;
+}
 
 // Size of piece `index` (< pieceCount) of such a transfer: full pieces, then the remainder.
 inline size_t pieceBytes(size_t bytes, size_t max_piece_bytes, size_t index) {

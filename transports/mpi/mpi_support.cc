@@ -43,8 +43,10 @@ scclResult_t checkMpi(int mpi_result, const char* what) {
   if (MPI_Error_class(mpi_result, &error_class) != MPI_SUCCESS) error_class = MPI_ERR_UNKNOWN;
   scclResult_t result = resultForErrorClass(error_class);
   if (result == scclInvalidUsage) {
-    return fail(result, "%s failed: %s (a message was longer than its receive buffer: the ranks "
-                "passed different sizes)", what, text);
+    return fail(result,
+                "%s failed: %s (a message was longer than its receive buffer: the ranks "
+                "passed different sizes)",
+                what, text);
   }
   return fail(result, "%s failed: %s (MPI error class %d)", what, text, error_class);
 }
@@ -66,7 +68,8 @@ scclResult_t requireMpiReady(const char* who, int* thread_level) {
       return fail(scclInvalidUsage,
                   "%s: MPI provides only %s, so only the thread that initialised MPI may call "
                   "it; call from that thread or initialise MPI with MPI_THREAD_SERIALIZED or "
-                  "MPI_THREAD_MULTIPLE", who, threadLevelName(provided));
+                  "MPI_THREAD_MULTIPLE",
+                  who, threadLevelName(provided));
     }
   }
   *thread_level = provided;
@@ -89,8 +92,8 @@ scclResult_t waitForRequests(MPI_Request* requests, MPI_Status* statuses, int co
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(spec.timeout_ms);
   for (;;) {
     int done = 0;
-    int rc = MPI_Testall(count, requests, &done,
-                         statuses != nullptr ? statuses : MPI_STATUSES_IGNORE);
+    int rc =
+        MPI_Testall(count, requests, &done, statuses != nullptr ? statuses : MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       return checkMpi(firstErrorInStatuses(rc, statuses, count), spec.operation);
     }

@@ -29,9 +29,9 @@ const char* threadLevelName(int thread_level);
 using WaitInterrupt = std::function<scclResult_t()>;
 
 struct WaitSpec {
-  const char* operation = "";  // named in the timeout message, e.g. "allReduce"
-  const char* context = "";    // who waits, e.g. "MPI transport 'grads' rank 1 of 4"
-  int64_t timeout_ms = 0;      // > 0
+  const char* operation = "";                // named in the timeout message, e.g. "allReduce"
+  const char* context = "";                  // who waits, e.g. "MPI transport 'grads' rank 1 of 4"
+  int64_t timeout_ms = 0;                    // > 0
   const WaitInterrupt* interrupt = nullptr;  // may be null
 };
 

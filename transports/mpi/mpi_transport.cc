@@ -34,13 +34,12 @@ void keepAliveUntilExit(std::shared_ptr<void> memory) {
 
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm, const TransportSetup& setup, int thread_level,
+MpiTransport::MpiTransport(MPI_Comm comm, const TransportSetup& setup,
                            const MpiTransportOptions& options)
     : comm_(comm),
       rank_(setup.rank),
       nranks_(setup.nranks),
       timeout_ms_(setup.timeout_ms),
-      thread_level_(thread_level),
       max_message_bytes_(options.max_message_bytes),
       call_memory_(std::make_unique<CallMemory>()) {
   label_ = "MPI transport";
@@ -51,7 +50,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, const TransportSetup& setup, int threa
 scclResult_t MpiTransport::create(MPI_Comm comm, const TransportSetup& setup, int thread_level,
                                   const MpiTransportOptions& options,
                                   std::unique_ptr<Transport>* out) {
-  std::unique_ptr<MpiTransport> transport(new MpiTransport(comm, setup, thread_level, options));
+  std::unique_ptr<MpiTransport> transport(new MpiTransport(comm, setup, options));
   int* tag_upper_bound = nullptr;
   int found = 0;
   SCCL_CHECK(mpi::checkMpi(MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_upper_bound, &found),
@@ -93,7 +92,9 @@ MpiTransport::~MpiTransport() {
   keepAliveUntilExit(std::shared_ptr<void>(std::move(call_memory_)));
 }
 
-void MpiTransport::abort() { abort_requested_.store(true); }
+void MpiTransport::abort() {
+  abort_requested_.store(true);
+}
 
 scclResult_t MpiTransport::recordOutcome(scclResult_t result) {
   if (result == scclSuccess || result == scclInvalidArgument || broken_ != scclSuccess) {
@@ -124,8 +125,8 @@ scclResult_t MpiTransport::pollFailureNotices() {
   if (notice_request_ == MPI_REQUEST_NULL) return scclSuccess;
   int arrived = 0;
   MPI_Status status;
-  SCCL_CHECK(mpi::checkMpi(MPI_Test(&notice_request_, &arrived, &status),
-                           "MPI_Test (failure notices)"));
+  SCCL_CHECK(
+      mpi::checkMpi(MPI_Test(&notice_request_, &arrived, &status), "MPI_Test (failure notices)"));
   if (!arrived) return scclSuccess;
   failure_came_from_peer_ = true;
   int ints = 0;
@@ -140,8 +141,7 @@ scclResult_t MpiTransport::pollFailureNotices() {
                 status.MPI_SOURCE);
   }
   return fail(scclRemoteError, "%s: rank %d failed (%s) and gave up on the communicator",
-              label_.c_str(), status.MPI_SOURCE,
-              resultName(static_cast<scclResult_t>(payload)));
+              label_.c_str(), status.MPI_SOURCE, resultName(static_cast<scclResult_t>(payload)));
 }
 
 // reason scclSuccess stands for an abort.
@@ -153,8 +153,8 @@ void MpiTransport::sendFailureNotices(scclResult_t reason) {
     if (peer == rank_) continue;
     MPI_Request request = MPI_REQUEST_NULL;
     // Best effort: a notice that cannot be sent leaves that peer to its own deadline.
-    if (MPI_Isend(&kNoticePayloads[payload_index], 1, MPI_INT, peer, kNoticeTag, comm_,
-                  &request) == MPI_SUCCESS) {
+    if (MPI_Isend(&kNoticePayloads[payload_index], 1, MPI_INT, peer, kNoticeTag, comm_, &request) ==
+        MPI_SUCCESS) {
       MPI_Request_free(&request);
     }
   }
@@ -186,8 +186,8 @@ void MpiTransport::finishPendingSends() {
                                      spec) == scclSuccess;
   }
   if (!delivered) {
-    SCCL_WARN(LogSubsys::Transport, "%s: %zu sends undelivered at destruction; their buffers are "
-              "kept until exit", label_.c_str(), pending_sends_.size());
+    SCCL_WARN(LogSubsys::Transport, "%s: %zu sends undelivered at destruction; kept until exit",
+              label_.c_str(), pending_sends_.size());
     keepAliveUntilExit(std::make_shared<std::vector<PendingSend>>(std::move(pending_sends_)));
   }
   pending_sends_.clear();
@@ -204,13 +204,13 @@ void MpiTransport::cancelNoticeReceive() {
 
 scclResult_t MpiTransport::validatePointToPoint(const char* operation, const void* buf,
                                                 size_t bytes, int peer, int tag) const {
-  SCCL_REQUIRE_ARG(peer >= 0 && peer < nranks_, "%s: peer %d out of range [0, %d)", operation,
-                   peer, nranks_);
+  SCCL_REQUIRE_ARG(peer >= 0 && peer < nranks_, "%s: peer %d out of range [0, %d)", operation, peer,
+                   nranks_);
   SCCL_REQUIRE_ARG(tag >= 0 && tag <= max_user_tag_,
                    "%s: tag %d out of the MPI transport's range [0, %d]", operation, tag,
                    max_user_tag_);
-  SCCL_REQUIRE_ARG(buf != nullptr || bytes == 0, "%s: buffer is NULL but bytes is %zu",
-                   operation, bytes);
+  SCCL_REQUIRE_ARG(buf != nullptr || bytes == 0, "%s: buffer is NULL but bytes is %zu", operation,
+                   bytes);
   return scclSuccess;
 }
 
@@ -264,9 +264,8 @@ scclResult_t MpiTransport::runRecv(void* buf, size_t bytes, int peer, int tag) {
   std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
   for (size_t i = 0; i < pieces; ++i) {
     int piece_bytes = static_cast<int>(mpi::pieceBytes(bytes, max_message_bytes_, i));
-    SCCL_CHECK(mpi::checkMpi(MPI_Irecv(out + mpi::pieceOffset(i, max_message_bytes_),
-                                       piece_bytes, MPI_BYTE, peer, kFirstUserTag + tag, comm_,
-                                       &requests[i]),
+    SCCL_CHECK(mpi::checkMpi(MPI_Irecv(out + mpi::pieceOffset(i, max_message_bytes_), piece_bytes,
+                                       MPI_BYTE, peer, kFirstUserTag + tag, comm_, &requests[i]),
                              "recv (MPI_Irecv)"));
   }
   std::vector<MPI_Status> statuses;
@@ -276,8 +275,8 @@ scclResult_t MpiTransport::runRecv(void* buf, size_t bytes, int peer, int tag) {
     MPI_Get_count(&statuses[i], MPI_BYTE, &received);
     if (static_cast<size_t>(received) != mpi::pieceBytes(bytes, max_message_bytes_, i)) {
       return fail(scclInvalidUsage,
-                  "%s: recv of %zu bytes from rank %d (tag %d) matched a shorter send", label_.c_str(),
-                  bytes, peer, tag);
+                  "%s: recv of %zu bytes from rank %d (tag %d) matched a shorter send",
+                  label_.c_str(), bytes, peer, tag);
     }
   }
   return scclSuccess;
@@ -302,8 +301,8 @@ scclResult_t MpiTransport::runBroadcast(void* buf, size_t bytes, int root) {
   std::vector<MPI_Request> requests(pieces, MPI_REQUEST_NULL);
   for (size_t i = 0; i < pieces; ++i) {
     int piece_bytes = static_cast<int>(mpi::pieceBytes(bytes, max_message_bytes_, i));
-    SCCL_CHECK(mpi::checkMpi(MPI_Ibcast(data + mpi::pieceOffset(i, max_message_bytes_),
-                                        piece_bytes, MPI_BYTE, root, comm_, &requests[i]),
+    SCCL_CHECK(mpi::checkMpi(MPI_Ibcast(data + mpi::pieceOffset(i, max_message_bytes_), piece_bytes,
+                                        MPI_BYTE, root, comm_, &requests[i]),
                              "broadcast (MPI_Ibcast)"));
   }
   return waitAll(requests, nullptr, "broadcast");

@@ -35,7 +35,8 @@ scclResult_t createMpiTransportWithOptions(const TransportSetup& setup,
 class MpiTransport final : public Transport {
  public:
   // Takes ownership of `comm` (an intra-communicator with MPI_ERRORS_RETURN set, whose rank and
-  // size are setup.rank and setup.nranks), also when it fails.
+  // size are setup.rank and setup.nranks), also when it fails. thread_level is what MPI provides
+  // (for the log).
   static scclResult_t create(MPI_Comm comm, const TransportSetup& setup, int thread_level,
                              const MpiTransportOptions& options, std::unique_ptr<Transport>* out);
   ~MpiTransport() override;
@@ -48,8 +49,8 @@ class MpiTransport final : public Transport {
   TransportCapabilities capabilities() const override { return {}; }
 
   scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) override;
-  scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv,
-                          const size_t* recv_bytes, const size_t* recv_offsets) override;
+  scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+                          const size_t* recv_offsets) override;
   scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                          ReduceOp op) override;
   scclResult_t broadcast(void* buf, size_t bytes, int root) override;
@@ -91,8 +92,7 @@ class MpiTransport final : public Transport {
     std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
   };
 
-  MpiTransport(MPI_Comm comm, const TransportSetup& setup, int thread_level,
-               const MpiTransportOptions& options);
+  MpiTransport(MPI_Comm comm, const TransportSetup& setup, const MpiTransportOptions& options);
 
   // Runs an operation unless the transport is already broken, and breaks it when the operation
   // fails with anything but an invalid argument.
@@ -115,8 +115,8 @@ class MpiTransport final : public Transport {
   void cancelNoticeReceive();
 
   // Operation bodies (mpi_transport.cc, mpi_collectives.cc).
-  scclResult_t validatePointToPoint(const char* operation, const void* buf, size_t bytes,
-                                    int peer, int tag) const;
+  scclResult_t validatePointToPoint(const char* operation, const void* buf, size_t bytes, int peer,
+                                    int tag) const;
   scclResult_t reapCompletedSends();
   scclResult_t runSend(const void* buf, size_t bytes, int peer, int tag);
   scclResult_t runRecv(void* buf, size_t bytes, int peer, int tag);
@@ -128,14 +128,12 @@ class MpiTransport final : public Transport {
                             ReduceOp op);
   scclResult_t scatterChunksToOwners(const std::byte* send, size_t count, size_t element_bytes);
   scclResult_t gatherReducedChunks(std::byte* recv, size_t count, size_t element_bytes);
-  scclResult_t exchangeWithPeers(const std::vector<PeerTransfer>& transfers,
-                                 const char* operation);
+  scclResult_t exchangeWithPeers(const std::vector<PeerTransfer>& transfers, const char* operation);
 
   MPI_Comm comm_;
   int rank_;
   int nranks_;
   int64_t timeout_ms_;
-  int thread_level_;
   size_t max_message_bytes_;
   int max_user_tag_ = 0;
   std::string label_;  // "MPI transport '<name>' rank r of n", for messages

@@ -53,7 +53,8 @@ scclResult_t checkIdentities(const std::vector<ProcessIdentity>& all, int my_ran
     if (peer.world_size != mine.world_size || peer.job_hash != mine.job_hash) {
       return fail(scclInvalidUsage,
                   "MPI transport: rank %zu belongs to another MPI job (world size %d vs %d); all "
-                  "ranks must be processes of one mpirun", r, peer.world_size, mine.world_size);
+                  "ranks must be processes of one mpirun",
+                  r, peer.world_size, mine.world_size);
     }
     if (peer.world_rank < 0 || peer.world_rank >= mine.world_size) {
       return fail(scclInvalidUsage, "MPI transport: rank %zu reports world rank %d of %d", r,
@@ -63,7 +64,8 @@ scclResult_t checkIdentities(const std::vector<ProcessIdentity>& all, int my_ran
     if (owner >= 0) {
       return fail(scclInvalidUsage,
                   "MPI transport: ranks %d and %zu are the same MPI process (world rank %d); "
-                  "each sparsecoll rank needs its own process", owner, r, peer.world_rank);
+                  "each sparsecoll rank needs its own process",
+                  owner, r, peer.world_rank);
     }
     owner = static_cast<int>(r);
   }
@@ -82,21 +84,23 @@ scclResult_t groupCreationTag(const Bootstrap& bootstrap, int* tag) {
   return scclSuccess;
 }
 
-scclResult_t buildCommFromBootstrap(const TransportSetup& setup, int* thread_level,
-                                    MPI_Comm* out) {
+scclResult_t describeThisProcess(int* thread_level, ProcessIdentity* identity) {
+  SCCL_CHECK(mpi::requireMpiReady("MPI transport", thread_level));
+  SCCL_CHECK(mpi::checkMpi(MPI_Comm_rank(MPI_COMM_WORLD, &identity->world_rank), "MPI_Comm_rank"));
+  SCCL_CHECK(mpi::checkMpi(MPI_Comm_size(MPI_COMM_WORLD, &identity->world_size), "MPI_Comm_size"));
+  identity->job_hash = launcherJobHash();
+  identity->mpi_ready = 1;
+  return scclSuccess;
+}
+
+scclResult_t buildCommFromBootstrap(const TransportSetup& setup, int* thread_level, MPI_Comm* out) {
   if (setup.bootstrap == nullptr) {
     return fail(scclInternalError, "MPI transport: created without mpi_comm and without bootstrap");
   }
   // Every rank takes part in the exchange even when it cannot use MPI, so that the others learn
   // it and fail too instead of waiting in MPI for it.
   ProcessIdentity mine{};
-  scclResult_t ready = mpi::requireMpiReady("MPI transport", thread_level);
-  if (ready == scclSuccess) {
-    mine.mpi_ready = 1;
-    SCCL_CHECK(mpi::checkMpi(MPI_Comm_rank(MPI_COMM_WORLD, &mine.world_rank), "MPI_Comm_rank"));
-    SCCL_CHECK(mpi::checkMpi(MPI_Comm_size(MPI_COMM_WORLD, &mine.world_size), "MPI_Comm_size"));
-    mine.job_hash = launcherJobHash();
-  }
+  scclResult_t ready = describeThisProcess(thread_level, &mine);
   std::string local_error = threadLastError();
   std::vector<ProcessIdentity> all(static_cast<size_t>(setup.nranks));
   SCCL_CHECK(setup.bootstrap->allGather(&mine, all.data(), sizeof(mine)));
@@ -146,11 +150,14 @@ scclResult_t agreeOnRanks(MPI_Comm comm, const TransportSetup& setup) {
   if (!mine.ok) {
     return fail(scclInvalidUsage,
                 "MPI transport: the MPI communicator has rank %d of %d but the sparsecoll "
-                "communicator is rank %d of %d", mpi_rank, mpi_size, setup.rank, setup.nranks);
+                "communicator is rank %d of %d",
+                mpi_rank, mpi_size, setup.rank, setup.nranks);
   }
   if (!worst.ok) {
-    return fail(scclInvalidUsage, "MPI transport: MPI rank %d has a different sparsecoll rank or "
-                "size than its MPI rank and size (see its log)", worst.rank);
+    return fail(scclInvalidUsage,
+                "MPI transport: MPI rank %d has a different sparsecoll rank or "
+                "size than its MPI rank and size (see its log)",
+                worst.rank);
   }
   return scclSuccess;
 }

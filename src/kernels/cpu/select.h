@@ -21,11 +21,15 @@ namespace sccl::cpu_select {
 // Elements handled per mask test by the vector kernels.
 constexpr size_t kGroupElements = 64;
 
+// How the vector kernels append the hits of a 64-element group (see emitGroup). Both styles give
+// the same output; which is faster depends on how predictable the groups are.
+enum class EmitStyle { Branchy, BranchFree };
+
 // Selects the elements x[i], begin <= i < end, whose magnitude bits are >= threshold_bits:
 // writes i to idx[n] and the raw element to val[n] (element_bytes wide) and returns n. idx and
 // val need room for (end - begin) entries; nothing is written past that.
 using BlockSelectFn = size_t (*)(const void* x, size_t begin, size_t end, uint64_t threshold_bits,
-                                 int64_t* idx, void* val);
+                                 EmitStyle style, int64_t* idx, void* val);
 
 // The block kernel for an element width (2, 4 or 8 bytes) on an ISA.
 BlockSelectFn blockSelectScalar(size_t element_bytes);
@@ -67,11 +71,27 @@ inline size_t selectTail(const Bits* x, size_t begin, size_t end, Bits threshold
 }
 
 // Appends the elements base + bit for every set bit of `mask`, in ascending bit order, and
-// returns how many. (A branch-free variant that always writes two entries measured slower, in
-// cache and out of it: the loop's branches predict well enough at 0.1-1 % density.)
-template <typename Bits>
+// returns how many.
+//
+// Branchy: one loop iteration per hit. Best when groups are nearly all empty (density ~0.1 %:
+// the "no hit" branch predicts well), and a mispredicted branch costs little while the loop waits
+// for memory anyway. Branch-free: at ~1 % density about half the groups hold one or two hits in
+// no predictable pattern; there the first two entries are written unconditionally (a write with
+// no hit is overwritten later) and only a third hit, rare at such densities, takes a branch.
+// Writes stay at positions n and n + 1 at most, inside the room for the group's 64 elements.
+template <EmitStyle kStyle, typename Bits>
 inline size_t emitGroup(const Bits* x, size_t base, uint64_t mask, int64_t* idx, Bits* val) {
   size_t n = 0;
+  if constexpr (kStyle == EmitStyle::BranchFree) {
+    for (int unrolled = 0; unrolled < 2; ++unrolled) {
+      // Lowest set bit; bit 63 when the mask is empty (an in-bounds dummy entry).
+      size_t i = base + static_cast<size_t>(__builtin_ctzll(mask | (uint64_t{1} << 63)));
+      idx[n] = static_cast<int64_t>(i);
+      val[n] = x[i];
+      n += mask != 0;
+      mask &= mask - 1;
+    }
+  }
   while (mask != 0) {
     size_t i = base + static_cast<size_t>(__builtin_ctzll(mask));
     idx[n] = static_cast<int64_t>(i);

@@ -11,9 +11,13 @@ namespace {
 
 template <typename Bits>
 SCCL_TARGET_AVX2 inline __m256i broadcastBits(Bits bits) {
-  if constexpr (sizeof(Bits) == 2) return _mm256_set1_epi16(static_cast<short>(bits));
-  if constexpr (sizeof(Bits) == 4) return _mm256_set1_epi32(static_cast<int>(bits));
-  return _mm256_set1_epi64x(static_cast<long long>(bits));
+  if constexpr (sizeof(Bits) == 2) {
+    return _mm256_set1_epi16(static_cast<short>(bits));
+  } else if constexpr (sizeof(Bits) == 4) {
+    return _mm256_set1_epi32(static_cast<int>(bits));
+  } else {
+    return _mm256_set1_epi64x(static_cast<long long>(bits));
+  }
 }
 
 // All-ones lanes where magnitude(x) > threshold_minus_one.
@@ -22,20 +26,28 @@ SCCL_TARGET_AVX2 inline __m256i compareLanes(const Bits* x, __m256i threshold_mi
                                              __m256i magnitude_mask) {
   __m256i magnitude =
       _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), magnitude_mask);
-  if constexpr (sizeof(Bits) == 2) return _mm256_cmpgt_epi16(magnitude, threshold_minus_one);
-  if constexpr (sizeof(Bits) == 4) return _mm256_cmpgt_epi32(magnitude, threshold_minus_one);
-  return _mm256_cmpgt_epi64(magnitude, threshold_minus_one);
+  if constexpr (sizeof(Bits) == 2) {
+    return _mm256_cmpgt_epi16(magnitude, threshold_minus_one);
+  } else if constexpr (sizeof(Bits) == 4) {
+    return _mm256_cmpgt_epi32(magnitude, threshold_minus_one);
+  } else {
+    return _mm256_cmpgt_epi64(magnitude, threshold_minus_one);
+  }
 }
 
 // One bit per element for the 32-byte vector of compare results at v (elements in order).
 template <typename Bits>
 SCCL_TARGET_AVX2 inline uint64_t laneBits(const __m256i* v) {
-  if constexpr (sizeof(Bits) == 4) return uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(*v)));
-  if constexpr (sizeof(Bits) == 8) return uint32_t(_mm256_movemask_pd(_mm256_castsi256_pd(*v)));
-  // 16-bit: pack two vectors to bytes (this interleaves 128-bit halves), restore the order, and
-  // take one bit per byte: 32 elements from v[0] and v[1].
-  __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(v[0], v[1]), 0xD8);
-  return uint32_t(_mm256_movemask_epi8(bytes));
+  if constexpr (sizeof(Bits) == 4) {
+    return uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(*v)));
+  } else if constexpr (sizeof(Bits) == 8) {
+    return uint32_t(_mm256_movemask_pd(_mm256_castsi256_pd(*v)));
+  } else {
+    // 16-bit: pack two vectors to bytes (this interleaves 128-bit halves), restore the order,
+    // and take one bit per byte: 32 elements from v[0] and v[1].
+    __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(v[0], v[1]), 0xD8);
+    return uint32_t(_mm256_movemask_epi8(bytes));
+  }
 }
 
 template <typename Bits>

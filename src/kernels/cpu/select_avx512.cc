@@ -62,9 +62,13 @@ SCCL_TARGET_AVX512 inline uint64_t groupMask(const Bits* x, __m512i threshold,
 
 template <typename Bits>
 SCCL_TARGET_AVX512 inline __m512i broadcastBits(Bits bits) {
-  if constexpr (sizeof(Bits) == 2) return _mm512_set1_epi16(static_cast<short>(bits));
-  if constexpr (sizeof(Bits) == 4) return _mm512_set1_epi32(static_cast<int>(bits));
-  return _mm512_set1_epi64(static_cast<long long>(bits));
+  if constexpr (sizeof(Bits) == 2) {
+    return _mm512_set1_epi16(static_cast<short>(bits));
+  } else if constexpr (sizeof(Bits) == 4) {
+    return _mm512_set1_epi32(static_cast<int>(bits));
+  } else {
+    return _mm512_set1_epi64(static_cast<long long>(bits));
+  }
 }
 
 template <typename Bits>

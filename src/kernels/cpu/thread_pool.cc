@@ -1,7 +1,8 @@
 // Job queue of the CPU kernel pool. A job lives on its submitter's stack, so the submitter may
-// return only when every task has finished *and* no worker still holds a pointer to the job;
-// both counts are kept under the pool mutex and waited for on a pool-owned condition variable
-// (a job-owned one could be destroyed while a worker notifies it).
+// return only when every task has finished *and* no worker still holds a pointer to the job.
+// Both counts are kept under the pool mutex, and the worker that completes a job notifies the
+// job's condition variable while still holding that mutex: the submitter cannot wake, see the
+// job complete and destroy it until the notification is over.
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
@@ -19,6 +20,9 @@ struct ThreadPool::Job {
   std::atomic<size_t> next_task{0};  // claimed without the lock
   size_t finished_tasks = 0;         // guarded by mutex_
   int helpers_inside = 0;            // workers holding a pointer to the job; guarded by mutex_
+  std::condition_variable completed;
+
+  bool complete() const { return finished_tasks == ntasks && helpers_inside == 0; }
 };
 
 ThreadPool::ThreadPool(int total_threads) {
@@ -71,8 +75,7 @@ void ThreadPool::run(size_t ntasks, void (*task)(void*, size_t), void* context) 
   auto queued = std::find(queue_.begin(), queue_.end(), &job);
   if (queued != queue_.end()) queue_.erase(queued);
   job.finished_tasks += ran_here;
-  task_finished_.wait(lock,
-                      [&] { return job.finished_tasks == ntasks && job.helpers_inside == 0; });
+  job.completed.wait(lock, [&] { return job.complete(); });
 }
 
 void ThreadPool::workerLoop() {
@@ -91,7 +94,7 @@ void ThreadPool::workerLoop() {
     lock.lock();
     job->finished_tasks += ran;
     --job->helpers_inside;
-    if (job->finished_tasks == job->ntasks && job->helpers_inside == 0) task_finished_.notify_all();
+    if (job->complete()) job->completed.notify_one();  // under the lock, see the file comment
   }
 }
 

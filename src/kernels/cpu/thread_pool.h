@@ -52,7 +52,6 @@ class ThreadPool {
 
   std::mutex mutex_;
   std::condition_variable work_available_;
-  std::condition_variable task_finished_;
   std::deque<Job*> queue_;  // jobs that may still have unclaimed tasks
   bool stopping_ = false;
   std::vector<std::thread> workers_;
