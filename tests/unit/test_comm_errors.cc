@@ -117,7 +117,7 @@ TEST_CASE("destroyed and foreign handles are caught", "[local][errors]") {
   CHECK(scclCommDestroy(nullptr) == scclInvalidArgument);
 }
 
-TEST_CASE("a rank that never arrives makes the others time out, then abort releases", "[local][errors]") {
+TEST_CASE("a rank that never arrives makes the others time out and abort releases them", "[local][errors]") {
   scclUniqueId id;
   REQUIRE(scclGetUniqueId(&id) == scclSuccess);
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;

@@ -69,7 +69,7 @@ void checkAllGatherAndBroadcast(int rank, int nranks, scclComm_t comm, RankLog& 
 
 }  // namespace
 
-TEST_CASE("local communicators: every collective and data type, exact results", "[local][comm]") {
+TEST_CASE("local communicators: every collective and data type with exact results", "[local][comm]") {
   for (int nranks : {1, 2, 3, 4, 8}) {
     DYNAMIC_SECTION("nranks " << nranks) {
       auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {

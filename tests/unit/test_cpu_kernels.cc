@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/half.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/select.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 
@@ -153,7 +154,7 @@ std::vector<int64_t> indices(std::initializer_list<int64_t> list) {
 
 }  // namespace
 
-TEST_CASE("cpu select: an element qualifies iff !(|x| < threshold), so NaN always does",
+TEST_CASE("cpu select: an element qualifies iff not |x| < threshold so NaN always does",
           "[kernels][select]") {
   std::vector<float> x = {0.5f, -1.0f, 1.0f, kNan, -kNan, kInf, -kInf, 0.99999994f, -2.0f, 0.0f};
   CHECK(selectValues(x, scclFloat32, 1.0).idx == indices({1, 2, 3, 4, 5, 6, 8}));
@@ -163,7 +164,7 @@ TEST_CASE("cpu select: an element qualifies iff !(|x| < threshold), so NaN alway
   CHECK(selectValues(x, scclFloat32, -0.0).nselected == x.size());
 }
 
-TEST_CASE("cpu select: the threshold is compared exactly, not rounded to nearest",
+TEST_CASE("cpu select: the threshold is compared exactly and not rounded to nearest",
           "[kernels][select]") {
   const float above_one = std::nextafter(1.0f, 2.0f);
   std::vector<float> f32 = {1.0f, above_one, FLT_MAX, kInf, 0.0f, 1e-45f};
@@ -186,7 +187,7 @@ TEST_CASE("cpu select: the threshold is compared exactly, not rounded to nearest
   CHECK(selectValues(f64, scclFloat64, std::nextafter(1.0, 0.0)).idx == indices({0, 1, 2}));
 }
 
-TEST_CASE("cpu select: absolute ascending indices inside [begin, end), values as stored",
+TEST_CASE("cpu select: absolute ascending indices inside the range and values as stored",
           "[kernels][select]") {
   const auto data = makeData(scclFloat32, 5000, 11);
   Selection got = kernelSelect(scclFloat32, data.data(), 1234, 4321, 1.5, 5000);
@@ -203,19 +204,25 @@ TEST_CASE("cpu select: absolute ascending indices inside [begin, end), values as
 TEST_CASE("cpu select: capacity keeps the first entries and nselected counts them all",
           "[kernels][select]") {
   KernelSettingsGuard guard;
-  const auto data = makeData(scclFloat32, 300000, 5);
-  Selection want = referenceSelect(scclFloat32, data, 0, 300000, 2.0);
-  for (int parts : kPartCounts) {
-    sccl::setKernelPartsForTesting(parts);
-    for (size_t capacity : {size_t{1}, size_t{1000}, want.nselected - 1, want.nselected}) {
-      Selection got = kernelSelect(scclFloat32, data.data(), 0, 300000, 2.0, capacity);
-      CHECK(got.nselected == want.nselected);
-      REQUIRE(got.idx.size() == capacity);
-      CHECK(std::equal(got.idx.begin(), got.idx.end(), want.idx.begin()));
-      CHECK(std::equal(got.val.begin(), got.val.end(), want.val.begin()));
+  const size_t n = 300000;
+  const auto data = makeData(scclFloat32, n, 5);
+  // ~13 % and ~60 % selected: the second stages enough entries to copy them in parallel slices.
+  for (double threshold : {2.0, 0.5}) {
+    Selection want = referenceSelect(scclFloat32, data, 0, n, threshold);
+    for (int parts : kPartCounts) {
+      sccl::setKernelPartsForTesting(parts);
+      for (size_t capacity :
+           {size_t{1}, size_t{1000}, want.nselected / 2, want.nselected - 1, want.nselected}) {
+        INFO("threshold " << threshold << " parts " << parts << " capacity " << capacity);
+        Selection got = kernelSelect(scclFloat32, data.data(), 0, n, threshold, capacity);
+        CHECK(got.nselected == want.nselected);
+        REQUIRE(got.idx.size() == capacity);
+        CHECK(std::equal(got.idx.begin(), got.idx.end(), want.idx.begin()));
+        CHECK(std::equal(got.val.begin(), got.val.end(), want.val.begin()));
+      }
+      Selection indices_only = kernelSelect(scclFloat32, data.data(), 0, n, threshold, n, false);
+      CHECK(indices_only.idx == want.idx);
     }
-    Selection indices_only = kernelSelect(scclFloat32, data.data(), 0, 300000, 2.0, 300000, false);
-    CHECK(indices_only.idx == want.idx);
   }
 }
 
@@ -225,7 +232,8 @@ TEST_CASE("cpu select: every ISA and every split give the reference selection bi
   const size_t n = 200003;  // odd: parts and groups of 64 leave tails
   for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16, scclBfloat16}) {
     const auto data = makeData(dtype, n, 42 + dtype);
-    for (double threshold : {0.0, 1e-30, 2.0, 6.5, 1e300, double(INFINITY)}) {
+    // Densities from 100 % to none; 4.6 (~1 %) makes the driver switch to branch-free emission.
+    for (double threshold : {0.0, 1e-30, 2.0, 4.6, 6.5, 1e300, double(INFINITY)}) {
       Selection want = referenceSelect(dtype, data, 3, n - 5, threshold);
       for (CpuIsa isa : supportedIsas()) {
         sccl::setCpuIsaForTesting(isa);
@@ -235,6 +243,35 @@ TEST_CASE("cpu select: every ISA and every split give the reference selection bi
                                          << sccl::cpuIsaName(isa) << " parts " << parts);
           Selection got = kernelSelect(dtype, data.data(), 3, n - 5, threshold, n);
           REQUIRE(got.nselected == want.nselected);
+          CHECK(got.idx == want.idx);
+          CHECK(got.val == want.val);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu select: both emit styles of every block kernel give the same entries",
+          "[kernels][select][isa]") {
+  const size_t n = 70001;
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16, scclBfloat16}) {
+    const auto data = makeData(dtype, n, 3);
+    const size_t width = sccl::dataTypeSize(dtype);
+    for (double threshold : {0.0, 2.0, 4.6, 6.5}) {
+      Selection want = referenceSelect(dtype, data, 1, n, threshold);
+      uint64_t bits = sccl::cpu_select::thresholdBits(dtype, threshold);
+      for (CpuIsa isa : supportedIsas()) {
+        for (auto style :
+             {sccl::cpu_select::EmitStyle::Branchy, sccl::cpu_select::EmitStyle::BranchFree}) {
+          INFO(sccl::dataTypeName(dtype) << " " << threshold << " " << sccl::cpuIsaName(isa));
+          Selection got;
+          got.idx.resize(n);
+          got.val.resize(n * width);
+          auto kernel = sccl::cpu_select::blockSelectFor(isa, width);
+          got.nselected = kernel(data.data(), 1, n, bits, style, got.idx.data(), got.val.data());
+          REQUIRE(got.nselected == want.nselected);
+          got.idx.resize(got.nselected);
+          got.val.resize(got.nselected * width);
           CHECK(got.idx == want.idx);
           CHECK(got.val == want.val);
         }
@@ -289,7 +326,7 @@ TEST_CASE("cpu thread pool: every task runs exactly once with concurrent submitt
   }
 }
 
-TEST_CASE("cpu accumulate: residual + widened grad, identical on every ISA and split",
+TEST_CASE("cpu accumulate: residual plus widened grad is identical on every ISA and split",
           "[kernels][accumulate][isa]") {
   KernelSettingsGuard guard;
   const size_t n = 150001;
@@ -341,7 +378,7 @@ TEST_CASE("cpu accumulate: residual + widened grad, identical on every ISA and s
         scclInvalidArgument);
 }
 
-TEST_CASE("cpu gather, scatter and zeroAt move elements of every width", "[kernels][indexed]") {
+TEST_CASE("cpu gather and scatter and zeroAt move elements of every width", "[kernels][indexed]") {
   KernelSettingsGuard guard;
   const size_t n = 100000;
   for (scclDataType_t dtype : {scclUint8, scclFloat16, scclFloat32, scclInt64}) {
@@ -379,7 +416,7 @@ TEST_CASE("cpu gather, scatter and zeroAt move elements of every width", "[kerne
   }
 }
 
-TEST_CASE("cpu absMoments: exact counts and extremes, sums identical on every ISA and split",
+TEST_CASE("cpu absMoments: exact counts and extremes and sums identical on every ISA and split",
           "[kernels][moments][isa]") {
   KernelSettingsGuard guard;
   const size_t n = 300007;  // several 64K chunks and a ragged tail

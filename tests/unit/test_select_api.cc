@@ -22,7 +22,7 @@ std::vector<float> sampleGradient(size_t n) {
 
 }  // namespace
 
-TEST_CASE("select returns |x| >= threshold in ascending order inside [begin, end)", "[select][api]") {
+TEST_CASE("select returns |x| >= threshold in ascending order inside the range", "[select][api]") {
   auto x = sampleGradient(1000);
   std::vector<int64_t> idx(1000);
   std::vector<float> val(1000);
@@ -40,7 +40,7 @@ TEST_CASE("select returns |x| >= threshold in ascending order inside [begin, end
   }
 }
 
-TEST_CASE("select with too small a capacity reports the full count, then a retry fits", "[select][api]") {
+TEST_CASE("select with too small a capacity reports the full count and a retry fits", "[select][api]") {
   auto x = sampleGradient(5000);
   size_t n = 0;
   std::vector<int64_t> idx(3, -1);

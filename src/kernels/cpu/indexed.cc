@@ -1,7 +1,8 @@
 // Gather, scatter and zero-at-indices on the CPU. They only move bits, so they work on every
-// dtype by element size. Large index lists run on the pool: gather and zeroAt split the list into
-// contiguous parts; scatter splits the destination instead (see scatter), because repeated
-// indices must keep "the last write wins".
+// dtype by element size. Large index lists run on the pool: gather splits the list into
+// contiguous parts (it only reads at the indices); scatter and zeroAt split the destination
+// instead, so that an element named twice in the list still has a single writer (see
+// writeOwned).
 #include <cstring>
 
 #include "core/dtype.h"
@@ -15,6 +16,10 @@ namespace {
 // Random accesses cost a cache miss each, so parts pay off sooner than for streaming kernels.
 constexpr size_t kMinPartIndices = size_t{1} << 14;
 
+// Destination elements are dealt to parts in blocks of this many (a few pages of any dtype), so
+// that sorted index lists, the usual case, spread evenly over the parts.
+constexpr int64_t kOwnerBlockElements = 1024;
+
 template <typename Element>
 void gatherRange(const void* src, const int64_t* idx, void* out, size_t begin, size_t end) {
   const Element* from = static_cast<const Element*>(src);
@@ -22,29 +27,22 @@ void gatherRange(const void* src, const int64_t* idx, void* out, size_t begin, s
   for (size_t j = begin; j < end; ++j) to[j] = from[idx[j]];
 }
 
-// Destination elements are dealt to parts in blocks of this many (a few pages of any dtype), so
-// that sorted index lists, the usual case, spread evenly over the parts.
-constexpr int64_t kScatterOwnerBlock = 1024;
-
-// Writes the entries whose destination belongs to `part` of `nparts`, in list order.
-template <typename Element>
-void scatterOwned(void* dst, const int64_t* idx, const void* vals, size_t n, size_t part,
-                  size_t nparts) {
+// dst[idx[j]] = value(j) for the entries whose destination block belongs to `part` of `nparts`,
+// in list order. Every part reads the whole index list but each element has exactly one writer,
+// which applies its entries in order: with repeated indices the last write wins as in a
+// sequential loop, and no two threads ever store to the same element. The extra index reads are
+// sequential and cheap next to the random writes they parallelise.
+template <typename Element, typename ValueOf>
+void writeOwned(void* dst, const int64_t* idx, size_t n, size_t part, size_t nparts,
+                ValueOf value) {
   Element* to = static_cast<Element*>(dst);
-  const Element* from = static_cast<const Element*>(vals);
   if (nparts == 1) {
-    for (size_t j = 0; j < n; ++j) to[idx[j]] = from[j];
+    for (size_t j = 0; j < n; ++j) to[idx[j]] = value(j);
     return;
   }
   for (size_t j = 0; j < n; ++j) {
-    if (static_cast<size_t>(idx[j] / kScatterOwnerBlock) % nparts == part) to[idx[j]] = from[j];
+    if (static_cast<size_t>(idx[j] / kOwnerBlockElements) % nparts == part) to[idx[j]] = value(j);
   }
-}
-
-template <typename Element>
-void zeroRange(void* dst, const int64_t* idx, size_t begin, size_t end) {
-  Element* to = static_cast<Element*>(dst);
-  for (size_t j = begin; j < end; ++j) to[idx[j]] = Element{0};
 }
 
 // Calls fn.template operator()<Element>() with the unsigned type of the dtype's width.
@@ -60,41 +58,35 @@ scclResult_t withElementType(scclDataType_t dtype, const char* kernel, Fn&& fn) 
   return fail(scclInvalidArgument, "%s: invalid dtype %d", kernel, static_cast<int>(dtype));
 }
 
-// Runs range_fn(begin, end) over [0, n) in contiguous parts on the pool.
-template <typename RangeFn>
-void forEachPart(size_t n, size_t nparts, RangeFn&& range_fn) {
-  cpuThreadPool().parallelFor(nparts,
-                              [&](size_t p) { range_fn(n * p / nparts, n * (p + 1) / nparts); });
-}
-
 }  // namespace
 
 scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
                     void* out) {
   return withElementType(dtype, "gather", [&]<typename Element>() {
-    forEachPart(n, kernelPartCount(n, kMinPartIndices),
-                [&](size_t begin, size_t end) { gatherRange<Element>(src, idx, out, begin, end); });
+    size_t nparts = kernelPartCount(n, kMinPartIndices);
+    cpuThreadPool().parallelFor(nparts, [&](size_t p) {
+      gatherRange<Element>(src, idx, out, n * p / nparts, n * (p + 1) / nparts);
+    });
   });
 }
 
-// Every part reads the whole index list but writes only the destination blocks it owns: each
-// element has one writer, which applies its entries in list order, so with repeated indices the
-// last write wins exactly as in a sequential loop. The extra index reads are sequential and cheap
-// next to the random writes they parallelise.
 scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                      size_t n) {
   return withElementType(dtype, "scatter", [&]<typename Element>() {
+    const Element* from = static_cast<const Element*>(vals);
     size_t nparts = kernelPartCount(n, kMinPartIndices);
-    cpuThreadPool().parallelFor(
-        nparts, [&](size_t part) { scatterOwned<Element>(dst, idx, vals, n, part, nparts); });
+    cpuThreadPool().parallelFor(nparts, [&](size_t part) {
+      writeOwned<Element>(dst, idx, n, part, nparts, [from](size_t j) { return from[j]; });
+    });
   });
 }
 
 scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n) {
-  // Every write stores the same zero, so repeated indices are harmless in parallel.
   return withElementType(dtype, "zeroAt", [&]<typename Element>() {
-    forEachPart(n, kernelPartCount(n, kMinPartIndices),
-                [&](size_t begin, size_t end) { zeroRange<Element>(dst, idx, begin, end); });
+    size_t nparts = kernelPartCount(n, kMinPartIndices);
+    cpuThreadPool().parallelFor(nparts, [&](size_t part) {
+      writeOwned<Element>(dst, idx, n, part, nparts, [](size_t) { return Element{0}; });
+    });
   });
 }
 

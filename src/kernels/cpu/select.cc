@@ -1,7 +1,9 @@
 // Threshold selection on the CPU: one streaming pass over the data, split into contiguous parts
-// that run on the kernel pool. Each part selects into its own staging buffer; the buffers belong
-// to the calling thread and are kept between calls, so the steady state allocates nothing. Part
-// counts are then prefix-summed and the staged entries copied to the output in index order.
+// that run on the kernel pool. The first part selects straight into the output when it fits (its
+// entries start at offset 0 whatever the others find); the others select into staging buffers
+// that belong to the calling thread and are kept between calls, so the steady state allocates
+// nothing. Part counts are then prefix-summed and the staged entries copied into place, sliced
+// evenly over the threads.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -127,7 +129,7 @@ struct SelectCall {
 };
 
 // The emit style for the next block, from the fraction of elements the last block selected:
-// branch-free where about 10-90 % of the 64-element groups hold a hit (the branchy loop would
+// branch-free where about 20-90 % of the 64-element groups hold a hit (the branchy loop would
 // mispredict on many groups), branchy where groups are nearly all empty or all full.
 cpu_select::EmitStyle nextEmitStyle(size_t selected, size_t elements) {
   bool unpredictable = selected * 256 >= elements && selected * 32 <= elements;
@@ -139,9 +141,12 @@ void selectPart(const SelectCall& call, StagingBuffer& staging, PartResult& part
   try {
     for (size_t block = part.begin; block < part.end; block += kBlockElements) {
       size_t block_end = std::min(part.end, block + kBlockElements);
-      int64_t* idx = call.idx + part.count;
-      unsigned char* val = static_cast<unsigned char*>(call.val) + part.count * call.element_bytes;
-      if (!part.direct) {
+      int64_t* idx;
+      unsigned char* val;
+      if (part.direct) {  // call.val is non-null for a direct part
+        idx = call.idx + part.count;
+        val = static_cast<unsigned char*>(call.val) + part.count * call.element_bytes;
+      } else {
         staging.reserve(part.count + (block_end - block), part.count, call.element_bytes);
         idx = staging.indices() + part.count;
         val = staging.values() + part.count * call.element_bytes;
@@ -187,8 +192,8 @@ void planParts(const SelectCall& call, size_t begin, size_t end, SelectScratch& 
   for (size_t p = 0; p < nparts; ++p) {
     PartResult& part = scratch.parts[p];
     part.begin = begin + groups * p / nparts * cpu_select::kGroupElements;
-    part.end = p + 1 == nparts ? end
-                               : begin + groups * (p + 1) / nparts * cpu_select::kGroupElements;
+    part.end =
+        p + 1 == nparts ? end : begin + groups * (p + 1) / nparts * cpu_select::kGroupElements;
   }
   PartResult& first = scratch.parts.front();
   first.direct = call.val != nullptr && call.capacity >= first.end - first.begin;
@@ -222,8 +227,8 @@ scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size
   if (!isFloatingType(dtype) || kernel == nullptr) {
     return fail(scclInvalidArgument, "selectAbove: unsupported dtype %s", dataTypeName(dtype));
   }
-  const SelectCall call{kernel, x,        element_bytes, cpu_select::thresholdBits(dtype, threshold),
-                        idx,    val,      capacity};
+  const SelectCall call{kernel, x,   element_bytes, cpu_select::thresholdBits(dtype, threshold),
+                        idx,    val, capacity};
   SelectScratch& scratch = t_scratch;
   planParts(call, begin, end, scratch);
   const size_t nparts = scratch.parts.size();

@@ -1,8 +1,8 @@
 // AVX2 block kernels of the threshold selection. AVX2 has only signed integer compares, which is
 // enough: magnitude bits (sign cleared) and threshold bits are non-negative as signed integers,
 // so |x| >= t is magnitude > t - 1 (t = 0 gives -1: everything qualifies). The compare results
-// of a 64-element group are ORed and tested once; only a group with a hit builds its 64-bit mask
-// (movemask) for emitGroup(). The data is prefetched kPrefetchBytes ahead.
+// of a 64-element group become one 64-bit mask (movemask) for emitGroup(); in the branchy style
+// an empty group (ORed results tested once) skips that. Data is prefetched kPrefetchBytes ahead.
 #include "kernels/cpu/select.h"
 #include "kernels/cpu/simd.h"
 
@@ -50,19 +50,16 @@ SCCL_TARGET_AVX2 inline uint64_t laneBits(const __m256i* v) {
   }
 }
 
-template <typename Bits>
-SCCL_TARGET_AVX2 size_t selectAvx2(const void* data, size_t begin, size_t end,
-                                   uint64_t threshold_bits, int64_t* idx, void* val_out) {
+template <typename Bits, EmitStyle kStyle>
+SCCL_TARGET_AVX2 size_t selectGroups(const Bits* x, size_t begin, size_t end, Bits threshold_bits,
+                                     int64_t* idx, Bits* val) {
   constexpr size_t kLanes = 32 / sizeof(Bits);
   constexpr size_t kVectors = kGroupElements / kLanes;
   // Vectors consumed per laneBits() call, and the elements it covers.
   constexpr size_t kVectorsPerBits = sizeof(Bits) == 2 ? 2 : 1;
   constexpr size_t kElementsPerBits = kLanes * kVectorsPerBits;
-  const Bits* x = static_cast<const Bits*>(data);
-  Bits* val = static_cast<Bits*>(val_out);
-  const Bits threshold_value = static_cast<Bits>(threshold_bits);
   // Wraps to all ones for threshold 0, which is -1 as a signed lane: every element qualifies.
-  const __m256i threshold_minus_one = broadcastBits<Bits>(static_cast<Bits>(threshold_value - 1));
+  const __m256i threshold_minus_one = broadcastBits<Bits>(static_cast<Bits>(threshold_bits - 1));
   const __m256i magnitude_mask = broadcastBits<Bits>(kMagnitudeMask<Bits>);
   size_t n = 0;
   size_t i = begin;
@@ -74,14 +71,29 @@ SCCL_TARGET_AVX2 size_t selectAvx2(const void* data, size_t begin, size_t end,
       hits[v] = compareLanes<Bits>(x + i + v * kLanes, threshold_minus_one, magnitude_mask);
       any = _mm256_or_si256(any, hits[v]);
     }
-    if (_mm256_testz_si256(any, any)) continue;  // no hit: skip building the mask
+    // Branchy: an empty group (the common case at low density) skips building the mask.
+    if (kStyle == EmitStyle::Branchy && _mm256_testz_si256(any, any)) continue;
     uint64_t mask = 0;
     for (size_t v = 0; v < kVectors; v += kVectorsPerBits) {
       mask |= laneBits<Bits>(&hits[v]) << (v / kVectorsPerBits * kElementsPerBits);
     }
-    n += emitGroup(x, i, mask, idx + n, val + n);
+    n += emitGroup<kStyle>(x, i, mask, idx + n, val + n);
   }
-  return n + selectTail(x, i, end, threshold_value, idx + n, val + n);
+  return n + selectTail(x, i, end, threshold_bits, idx + n, val + n);
+}
+
+template <typename Bits>
+SCCL_TARGET_AVX2 size_t selectAvx2(const void* data, size_t begin, size_t end,
+                                   uint64_t threshold_bits, EmitStyle style, int64_t* idx,
+                                   void* val) {
+  const Bits* x = static_cast<const Bits*>(data);
+  const Bits threshold = static_cast<Bits>(threshold_bits);
+  if (style == EmitStyle::BranchFree) {
+    return selectGroups<Bits, EmitStyle::BranchFree>(x, begin, end, threshold, idx,
+                                                     static_cast<Bits*>(val));
+  }
+  return selectGroups<Bits, EmitStyle::Branchy>(x, begin, end, threshold, idx,
+                                                static_cast<Bits*>(val));
 }
 
 }  // namespace

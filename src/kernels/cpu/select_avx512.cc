@@ -71,21 +71,33 @@ SCCL_TARGET_AVX512 inline __m512i broadcastBits(Bits bits) {
   }
 }
 
-template <typename Bits>
-SCCL_TARGET_AVX512 size_t selectAvx512(const void* data, size_t begin, size_t end,
-                                       uint64_t threshold_bits, int64_t* idx, void* val_out) {
-  const Bits* x = static_cast<const Bits*>(data);
-  Bits* val = static_cast<Bits*>(val_out);
-  const Bits threshold_value = static_cast<Bits>(threshold_bits);
-  const __m512i threshold = broadcastBits<Bits>(threshold_value);
+template <typename Bits, EmitStyle kStyle>
+SCCL_TARGET_AVX512 size_t selectGroups(const Bits* x, size_t begin, size_t end, Bits threshold_bits,
+                                       int64_t* idx, Bits* val) {
+  const __m512i threshold = broadcastBits<Bits>(threshold_bits);
   const __m512i magnitude_mask = broadcastBits<Bits>(kMagnitudeMask<Bits>);
   size_t n = 0;
   size_t i = begin;
   for (; i + kGroupElements <= end; i += kGroupElements) {
     prefetchAhead(x, i, end);
-    n += emitGroup(x, i, groupMask<Bits>(x + i, threshold, magnitude_mask), idx + n, val + n);
+    uint64_t mask = groupMask<Bits>(x + i, threshold, magnitude_mask);
+    n += emitGroup<kStyle>(x, i, mask, idx + n, val + n);
   }
-  return n + selectTail(x, i, end, threshold_value, idx + n, val + n);
+  return n + selectTail(x, i, end, threshold_bits, idx + n, val + n);
+}
+
+template <typename Bits>
+SCCL_TARGET_AVX512 size_t selectAvx512(const void* data, size_t begin, size_t end,
+                                       uint64_t threshold_bits, EmitStyle style, int64_t* idx,
+                                       void* val) {
+  const Bits* x = static_cast<const Bits*>(data);
+  const Bits threshold = static_cast<Bits>(threshold_bits);
+  if (style == EmitStyle::BranchFree) {
+    return selectGroups<Bits, EmitStyle::BranchFree>(x, begin, end, threshold, idx,
+                                                     static_cast<Bits*>(val));
+  }
+  return selectGroups<Bits, EmitStyle::Branchy>(x, begin, end, threshold, idx,
+                                                static_cast<Bits*>(val));
 }
 
 }  // namespace
