@@ -16,6 +16,8 @@ MemorySpace memorySpaceOf(const void* ptr) {
   return (attributes.type == cudaMemoryTypeDevice) ? MemorySpace::Device : MemorySpace::Host;
 }
 
-bool deviceMemoryRecognised() { return true; }
+bool deviceMemoryRecognised() {
+  return true;
+}
 
 }  // namespace sccl

@@ -2,6 +2,10 @@
 #include "core/memory_space.h"
 
 namespace sccl {
-MemorySpace memorySpaceOf(const void*) { return MemorySpace::Host; }
-bool deviceMemoryRecognised() { return false; }
+MemorySpace memorySpaceOf(const void*) {
+  return MemorySpace::Host;
+}
+bool deviceMemoryRecognised() {
+  return false;
+}
 }  // namespace sccl

@@ -19,18 +19,20 @@ void printBuild() {
   std::printf("# sparsecoll %d.%d.%d%s (version code %d)\n", version / 10000, (version / 100) % 100,
               version % 100, SCCL_SUFFIX, version);
   std::printf("# build: %s, %s\n", SCCL_BUILD_TYPE, SCCL_BUILD_COMPILER);
-  std::printf("# engines built in: %s\n", sccl::buildFeatureList(sccl::thisBuildFeatures()).c_str());
-  std::printf("#   MPI:  %s\n", SCCL_BUILD_WITH_MPI ? "yes (MPI " SCCL_BUILD_MPI_VERSION ")" : "no");
-  std::printf("#   UCX:  %s\n", SCCL_BUILD_WITH_UCX
-                                    ? "found (UCX " SCCL_BUILD_UCX_VERSION "); no UCX transport yet"
-                                    : "no");
+  std::printf("# engines built in: %s\n",
+              sccl::buildFeatureList(sccl::thisBuildFeatures()).c_str());
+  std::printf("#   MPI:  %s\n",
+              SCCL_BUILD_WITH_MPI ? "yes (MPI " SCCL_BUILD_MPI_VERSION ")" : "no");
+  std::printf("#   UCX:  %s\n", SCCL_BUILD_WITH_UCX ? "found (UCX " SCCL_BUILD_UCX_VERSION
+                                                      "); no UCX transport yet"
+                                                    : "no");
   std::printf("#   CUDA: %s\n", SCCL_BUILD_WITH_CUDA
                                     ? "yes (CUDA " SCCL_BUILD_CUDA_VERSION
                                       "): device pointers recognised; no device kernels yet"
                                     : "no");
-  std::printf("#   NCCL: %s\n", SCCL_BUILD_WITH_NCCL
-                                    ? "found (" SCCL_BUILD_NCCL_LIBRARY "); no NCCL transport yet"
-                                    : "no");
+  std::printf("#   NCCL: %s\n", SCCL_BUILD_WITH_NCCL ? "found (" SCCL_BUILD_NCCL_LIBRARY
+                                                       "); no NCCL transport yet"
+                                                     : "no");
 }
 
 void printTransportsAndBackends() {
@@ -40,14 +42,15 @@ void printTransportsAndBackends() {
   }
   std::printf("# kernel backends:\n");
   std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
-  std::printf("#   %-12s %s\n", "cuda", sccl::deviceMemoryRecognised() ? "device pointers recognised" : "not built");
+  std::printf("#   %-12s %s\n", "cuda",
+              sccl::deviceMemoryRecognised() ? "device pointers recognised" : "not built");
 }
 
 void printSettings() {
   std::printf("# settings (environment variable = value in effect  [default]  help):\n");
   for (const sccl::ParamInfo& param : sccl::registeredParams()) {
-    std::printf("%s=%s\n    [default: %s] %s\n", param.env_name.c_str(), param.current_value().c_str(),
-                param.default_value.c_str(), param.help.c_str());
+    std::printf("%s=%s\n    [default: %s] %s\n", param.env_name.c_str(),
+                param.current_value().c_str(), param.default_value.c_str(), param.help.c_str());
   }
 }
 

@@ -56,7 +56,8 @@ void reduceHalf(const void* const* inputs, int ninputs, void* out, size_t count,
     for (size_t i = begin; i < end; ++i) acc[i - begin] = ToFloat(first[i]);
     for (int r = 1; r < ninputs; ++r) {
       const uint16_t* in = static_cast<const uint16_t*>(inputs[r]);
-      for (size_t i = begin; i < end; ++i) acc[i - begin] = combine(acc[i - begin], ToFloat(in[i]), op);
+      for (size_t i = begin; i < end; ++i)
+        acc[i - begin] = combine(acc[i - begin], ToFloat(in[i]), op);
     }
     for (size_t i = begin; i < end; ++i) result[i] = FromFloat(acc[i - begin]);
   }

@@ -11,10 +11,9 @@ namespace sccl {
 
 const std::vector<TransportEntry>& transportRegistry() {
   static const std::vector<TransportEntry> entries = {
-      {"local", "ranks are threads of one process, over shared memory", true,
-       createLocalTransport},
+    {"local", "ranks are threads of one process, over shared memory", true, createLocalTransport},
 #if SCCL_BUILD_WITH_MPI
-      {"mpi", "MPI point-to-point and collectives (any MPI launch)", false, createMpiTransport},
+    {"mpi", "MPI point-to-point and collectives (any MPI launch)", false, createMpiTransport},
 #endif
   };
   return entries;

@@ -11,14 +11,14 @@
 
 static scclUniqueId job_id;
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    scclResult_t r_ = (call);                                                         \
-    if (r_ != scclSuccess) {                                                          \
-      fprintf(stderr, "%s failed: %s (%s)\n", #call, scclGetErrorString(r_),          \
-              scclGetLastError(NULL));                                                \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define CHECK(call)                                                          \
+  do {                                                                       \
+    scclResult_t r_ = (call);                                                \
+    if (r_ != scclSuccess) {                                                 \
+      fprintf(stderr, "%s failed: %s (%s)\n", #call, scclGetErrorString(r_), \
+              scclGetLastError(NULL));                                       \
+      exit(1);                                                               \
+    }                                                                        \
   } while (0)
 
 static void* run_rank(void* arg) {

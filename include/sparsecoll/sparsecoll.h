@@ -34,7 +34,7 @@ extern "C" {
 #define SCCL_PATCH 0
 #define SCCL_SUFFIX ""
 /* SCCL_VERSION(0,1,0) == 100. Comparable as integers. */
-#define SCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define SCCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define SCCL_VERSION_CODE SCCL_VERSION(SCCL_MAJOR, SCCL_MINOR, SCCL_PATCH)
 
 /* ---------------------------------------------------------------------------------------------
@@ -120,10 +120,10 @@ typedef struct {
   const char* commName;  /* shown in logs; NULL: none */
 } scclConfig_t;
 
-#define SCCL_CONFIG_INITIALIZER                                                                   \
-  {                                                                                               \
-    sizeof(scclConfig_t), SCCL_CONFIG_MAGIC, SCCL_VERSION_CODE, SCCL_CONFIG_UNDEF_PTR,            \
-        SCCL_CONFIG_UNDEF_INT, SCCL_CONFIG_UNDEF_PTR                                              \
+#define SCCL_CONFIG_INITIALIZER                                                        \
+  {                                                                                    \
+    sizeof(scclConfig_t), SCCL_CONFIG_MAGIC, SCCL_VERSION_CODE, SCCL_CONFIG_UNDEF_PTR, \
+        SCCL_CONFIG_UNDEF_INT, SCCL_CONFIG_UNDEF_PTR                                   \
   }
 
 /* Creates a unique id and starts the rendezvous service in this process. Call once per
@@ -134,8 +134,7 @@ SCCL_API scclResult_t scclGetUniqueId(scclUniqueId* uniqueId);
 
 /* Collective over the nranks callers (threads or processes) that pass the same id. Blocks until
  * all have joined or the timeout passes. On failure *comm is left untouched. */
-SCCL_API scclResult_t scclCommInitRank(scclComm_t* comm, int nranks, scclUniqueId commId,
-                                       int rank);
+SCCL_API scclResult_t scclCommInitRank(scclComm_t* comm, int nranks, scclUniqueId commId, int rank);
 SCCL_API scclResult_t scclCommInitRankConfig(scclComm_t* comm, int nranks, scclUniqueId commId,
                                              int rank, const scclConfig_t* config);
 

@@ -53,7 +53,8 @@ SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t s
                      comm->nranks);
     SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
     SCCL_CHECK(sccl::requireHostBuffer(recvbuf, total, "recvbuf", stream));
-    return runOnTransport(comm, [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); });
+    return runOnTransport(comm,
+                          [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); });
   });
 }
 
@@ -69,7 +70,8 @@ SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t c
     if (comm->rank == root) SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
     SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
     if (comm->rank == root && bytes > 0 && sendbuf != recvbuf) std::memcpy(recvbuf, sendbuf, bytes);
-    return runOnTransport(comm, [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); });
+    return runOnTransport(comm,
+                          [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); });
   });
 }
 
@@ -96,15 +98,22 @@ void divideHalf(uint16_t* values, size_t count, float divisor) {
 
 scclResult_t divideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks) {
   switch (dtype) {
-    case scclFloat32: divideTyped(static_cast<float*>(buffer), count, static_cast<float>(nranks)); break;
-    case scclFloat64: divideTyped(static_cast<double*>(buffer), count, static_cast<double>(nranks)); break;
+    case scclFloat32:
+      divideTyped(static_cast<float*>(buffer), count, static_cast<float>(nranks));
+      break;
+    case scclFloat64:
+      divideTyped(static_cast<double*>(buffer), count, static_cast<double>(nranks));
+      break;
     case scclFloat16:
-      divideHalf<sccl::fp16ToFloat, sccl::floatToFp16>(static_cast<uint16_t*>(buffer), count, float(nranks));
+      divideHalf<sccl::fp16ToFloat, sccl::floatToFp16>(static_cast<uint16_t*>(buffer), count,
+                                                       float(nranks));
       break;
     case scclBfloat16:
-      divideHalf<sccl::bf16ToFloat, sccl::floatToBf16>(static_cast<uint16_t*>(buffer), count, float(nranks));
+      divideHalf<sccl::bf16ToFloat, sccl::floatToBf16>(static_cast<uint16_t*>(buffer), count,
+                                                       float(nranks));
       break;
-    default: return sccl::fail(scclInternalError, "average of non-floating type reached the division");
+    default:
+      return sccl::fail(scclInternalError, "average of non-floating type reached the division");
   }
   return scclSuccess;
 }

@@ -7,7 +7,9 @@
 
 extern "C" {
 
-SCCL_API const char* scclGetErrorString(scclResult_t result) { return sccl::resultName(result); }
+SCCL_API const char* scclGetErrorString(scclResult_t result) {
+  return sccl::resultName(result);
+}
 
 SCCL_API const char* scclGetLastError(scclComm_t comm) {
   if (comm != nullptr && sccl::isLiveHandle(comm)) {

@@ -17,13 +17,15 @@ SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclD
     SCCL_CHECK(sccl::requireByteSize(count, dtype, &bytes));
     SCCL_REQUIRE_ARG(sccl::isFloatingType(dtype),
                      "selection needs a floating-point type (float32, float64, float16, bfloat16), "
-                     "not %s", sccl::dataTypeName(dtype));
+                     "not %s",
+                     sccl::dataTypeName(dtype));
     SCCL_REQUIRE_ARG(begin <= end, "begin %zu > end %zu", begin, end);
     SCCL_REQUIRE_ARG(end <= count, "end %zu > count %zu", end, count);
     SCCL_REQUIRE_ARG(!std::isnan(threshold), "threshold is NaN");
     SCCL_REQUIRE_ARG(threshold >= 0, "threshold %g is negative", threshold);
-    SCCL_REQUIRE_ARG(capacity > 0, "capacity is 0 (size idxOut for the range, or retry with "
-                                   "the count a previous call returned)");
+    SCCL_REQUIRE_ARG(capacity > 0,
+                     "capacity is 0 (size idxOut for the range, or retry with "
+                     "the count a previous call returned)");
     SCCL_REQUIRE_ARG(idxOut != nullptr, "idxOut is NULL");
     SCCL_REQUIRE_ARG(nselected != nullptr, "nselected is NULL");
     size_t capacity_bytes = 0;

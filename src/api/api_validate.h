@@ -35,8 +35,8 @@ inline scclResult_t requireRedOp(const scclRedOp_t& op) {
 // count elements of dtype: checks the type and that the byte size fits in size_t.
 inline scclResult_t requireByteSize(size_t count, const scclDataType_t& dtype, size_t* bytes) {
   SCCL_CHECK(requireDataType(dtype));
-  SCCL_REQUIRE_ARG(byteSize(count, dtype, bytes),
-                   "count %zu of %s overflows the address space", count, dataTypeName(dtype));
+  SCCL_REQUIRE_ARG(byteSize(count, dtype, bytes), "count %zu of %s overflows the address space",
+                   count, dataTypeName(dtype));
   return scclSuccess;
 }
 

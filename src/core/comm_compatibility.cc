@@ -26,14 +26,17 @@ uint64_t processNonce() {
   return nonce;
 }
 
-std::string fieldText(const char* field, size_t size) { return std::string(field, strnlen(field, size)); }
+std::string fieldText(const char* field, size_t size) {
+  return std::string(field, strnlen(field, size));
+}
 
 // Fails naming the first rank whose build or transport choice differs from rank 0's.
 scclResult_t checkAgainstRankZero(const std::vector<RankDescription>& all) {
   const RankDescription& first = all[0];
   for (size_t r = 1; r < all.size(); ++r) {
     const RankDescription& other = all[r];
-    if (other.library_version != first.library_version || other.build_features != first.build_features) {
+    if (other.library_version != first.library_version ||
+        other.build_features != first.build_features) {
       return fail(scclInvalidUsage,
                   "rank %zu runs sparsecoll %u built with {%s} but rank 0 runs %u built with {%s}; "
                   "every rank must use the same build",

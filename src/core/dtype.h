@@ -7,7 +7,9 @@
 
 namespace sccl {
 
-inline bool isValidDataType(int dtype) { return dtype >= 0 && dtype < scclNumTypes; }
+inline bool isValidDataType(int dtype) {
+  return dtype >= 0 && dtype < scclNumTypes;
+}
 
 // Bytes per element; 0 for an invalid value.
 inline size_t dataTypeSize(scclDataType_t dtype) {

@@ -21,8 +21,12 @@ scclResult_t fail(scclResult_t code, const char* fmt, ...) {
   return code;
 }
 
-const std::string& threadLastError() { return t_last_error; }
-void clearThreadLastError() { t_last_error.clear(); }
+const std::string& threadLastError() {
+  return t_last_error;
+}
+void clearThreadLastError() {
+  t_last_error.clear();
+}
 
 const char* resultName(scclResult_t result) {
   switch (result) {

@@ -21,21 +21,21 @@ const char* resultName(scclResult_t result);
 
 }  // namespace sccl
 
-#define SCCL_CHECK(call)                                                                       \
-  do {                                                                                         \
-    scclResult_t sccl_check_result_ = (call);                                                  \
-    if (sccl_check_result_ != scclSuccess) {                                                   \
-      SCCL_TRACE(::sccl::LogSubsys::All, "%s:%d -> %s", __FILE__, __LINE__,                    \
-                 ::sccl::resultName(sccl_check_result_));                                      \
-      return sccl_check_result_;                                                               \
-    }                                                                                          \
+#define SCCL_CHECK(call)                                                    \
+  do {                                                                      \
+    scclResult_t sccl_check_result_ = (call);                               \
+    if (sccl_check_result_ != scclSuccess) {                                \
+      SCCL_TRACE(::sccl::LogSubsys::All, "%s:%d -> %s", __FILE__, __LINE__, \
+                 ::sccl::resultName(sccl_check_result_));                   \
+      return sccl_check_result_;                                            \
+    }                                                                       \
   } while (0)
 
 // Argument validation: fails with scclInvalidArgument and the formatted message when cond is
 // false. Used before any side effect so that a rejected call changes nothing.
-#define SCCL_REQUIRE_ARG(cond, ...)                                                            \
-  do {                                                                                         \
-    if (!(cond)) return ::sccl::fail(scclInvalidArgument, __VA_ARGS__);                        \
+#define SCCL_REQUIRE_ARG(cond, ...)                                     \
+  do {                                                                  \
+    if (!(cond)) return ::sccl::fail(scclInvalidArgument, __VA_ARGS__); \
   } while (0)
 
 #include "core/log.h"

@@ -25,7 +25,9 @@ SCCL_HOST_DEVICE inline uint32_t floatToBits(float value) {
   return bits;
 }
 
-SCCL_HOST_DEVICE inline float bf16ToFloat(uint16_t h) { return bitsToFloat(uint32_t(h) << 16); }
+SCCL_HOST_DEVICE inline float bf16ToFloat(uint16_t h) {
+  return bitsToFloat(uint32_t(h) << 16);
+}
 
 // Round to nearest even; NaN stays NaN (quiet), infinities stay infinite.
 SCCL_HOST_DEVICE inline uint16_t floatToBf16(float f) {
@@ -54,9 +56,9 @@ SCCL_HOST_DEVICE inline uint16_t floatToFp16(float f) {
   uint32_t bits = floatToBits(f);
   uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   uint32_t abs_bits = bits & 0x7fffffffu;
-  if (abs_bits > 0x7f800000u) return uint16_t(sign | 0x7e00u);                // NaN
-  if (abs_bits >= 0x477ff000u) return uint16_t(sign | 0x7c00u);               // rounds to inf
-  if (abs_bits < 0x38800000u) {                                               // subnormal or 0
+  if (abs_bits > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+  if (abs_bits >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to inf
+  if (abs_bits < 0x38800000u) {                                  // subnormal or 0
     // value / 2^-24 rounded to nearest even gives the subnormal mantissa.
     float magnitude = bitsToFloat(abs_bits) * 16777216.0f;  // exact scaling by 2^24
     uint32_t q = uint32_t(magnitude);

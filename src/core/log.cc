@@ -39,8 +39,16 @@ std::string expandLogFileName(const std::string& pattern, const char* host) {
   std::string name;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      if (pattern[i + 1] == 'h') { name += host; ++i; continue; }
-      if (pattern[i + 1] == 'p') { name += std::to_string(getpid()); ++i; continue; }
+      if (pattern[i + 1] == 'h') {
+        name += host;
+        ++i;
+        continue;
+      }
+      if (pattern[i + 1] == 'p') {
+        name += std::to_string(getpid());
+        ++i;
+        continue;
+      }
     }
     name += pattern[i];
   }
@@ -86,7 +94,8 @@ uint32_t parseSubsysMask(const char* text) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     for (LogSubsys subsys : {LogSubsys::Init, LogSubsys::Coll, LogSubsys::Transport,
                              LogSubsys::Bootstrap, LogSubsys::Kernel, LogSubsys::All}) {
       if (strcasecmp(item.c_str(), subsysName(subsys)) == 0) mask |= static_cast<uint32_t>(subsys);
@@ -102,7 +111,8 @@ const LogState& logState() {
   return state;
 }
 
-void logMessage(LogLevel level, LogSubsys subsys, const char* file, int line, const char* fmt, ...) {
+void logMessage(LogLevel level, LogSubsys subsys, const char* file, int line, const char* fmt,
+                ...) {
   static const char* const level_names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
   char text[1024];
   va_list args;

@@ -32,18 +32,18 @@ inline bool logEnabled(LogLevel level, LogSubsys subsys) {
          (state.subsys_mask & static_cast<uint32_t>(subsys)) != 0;
 }
 
-void logMessage(LogLevel level, LogSubsys subsys, const char* file, int line, const char* fmt,
-                ...) __attribute__((format(printf, 5, 6)));
+void logMessage(LogLevel level, LogSubsys subsys, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 // Parses "INIT,COLL" or "^KERNEL" into a mask; exposed for tests.
 uint32_t parseSubsysMask(const char* text);
 
 }  // namespace sccl
 
-#define SCCL_LOG_AT(level, subsys, ...)                                                         \
-  do {                                                                                          \
-    if (::sccl::logEnabled(level, subsys))                                                      \
-      ::sccl::logMessage(level, subsys, __FILE__, __LINE__, __VA_ARGS__);                       \
+#define SCCL_LOG_AT(level, subsys, ...)                                   \
+  do {                                                                    \
+    if (::sccl::logEnabled(level, subsys))                                \
+      ::sccl::logMessage(level, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 #define SCCL_WARN(subsys, ...) SCCL_LOG_AT(::sccl::LogLevel::Warn, subsys, __VA_ARGS__)

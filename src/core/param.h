@@ -32,23 +32,23 @@ std::string readStringParam(const char* env_name, const char* default_value);
 
 // Declares `int64_t sccl::param<Name>()` reading SCCL_<env>. Use once, in a .cc file, and declare
 // the accessor in a header where other files need it.
-#define SCCL_PARAM_INT(Name, env, default_value, help_text)                                    \
-  namespace sccl {                                                                             \
-  int64_t param##Name() {                                                                      \
-    static const int64_t value = detail::readIntParam("SCCL_" env, default_value);             \
-    return value;                                                                              \
-  }                                                                                            \
-  static detail::ParamRegistrar param_registrar_##Name(                                        \
-      ParamInfo{"SCCL_" env, std::to_string(default_value), help_text,                         \
-                [] { return std::to_string(param##Name()); }});                                \
+#define SCCL_PARAM_INT(Name, env, default_value, help_text)                        \
+  namespace sccl {                                                                 \
+  int64_t param##Name() {                                                          \
+    static const int64_t value = detail::readIntParam("SCCL_" env, default_value); \
+    return value;                                                                  \
+  }                                                                                \
+  static detail::ParamRegistrar param_registrar_##Name(ParamInfo{                  \
+      "SCCL_" env, std::to_string(default_value), help_text,                       \
+      [] { return std::to_string(param##Name()); }});                              \
   }
 
-#define SCCL_PARAM_STRING(Name, env, default_value, help_text)                                 \
-  namespace sccl {                                                                             \
-  const std::string& param##Name() {                                                           \
-    static const std::string value = detail::readStringParam("SCCL_" env, default_value);      \
-    return value;                                                                              \
-  }                                                                                            \
-  static detail::ParamRegistrar param_registrar_##Name(                                        \
-      ParamInfo{"SCCL_" env, default_value, help_text, [] { return param##Name(); }});         \
+#define SCCL_PARAM_STRING(Name, env, default_value, help_text)                            \
+  namespace sccl {                                                                        \
+  const std::string& param##Name() {                                                      \
+    static const std::string value = detail::readStringParam("SCCL_" env, default_value); \
+    return value;                                                                         \
+  }                                                                                       \
+  static detail::ParamRegistrar param_registrar_##Name(ParamInfo{                         \
+      "SCCL_" env, default_value, help_text, [] { return param##Name(); }});              \
   }

@@ -55,7 +55,8 @@ inline std::vector<std::string> runLocalRanks(int nranks, const RankBody& body,
   }
   for (auto& thread : threads) thread.join();
   std::vector<std::string> failures;
-  for (const RankLog& log : logs) failures.insert(failures.end(), log.failures().begin(), log.failures().end());
+  for (const RankLog& log : logs)
+    failures.insert(failures.end(), log.failures().begin(), log.failures().end());
   return failures;
 }
 
@@ -73,9 +74,9 @@ inline int testValue(uint32_t seed, int rank, size_t index) {
 }  // namespace sccl_test
 
 // Checks that the failures list is empty, printing them when not.
-#define REQUIRE_NO_RANK_FAILURES(failures)                                     \
-  do {                                                                         \
-    const auto& sccl_failures_ = (failures);                                   \
+#define REQUIRE_NO_RANK_FAILURES(failures)                                         \
+  do {                                                                             \
+    const auto& sccl_failures_ = (failures);                                       \
     for (const auto& sccl_failure_ : sccl_failures_) UNSCOPED_INFO(sccl_failure_); \
-    REQUIRE(sccl_failures_.empty());                                           \
+    REQUIRE(sccl_failures_.empty());                                               \
   } while (0)

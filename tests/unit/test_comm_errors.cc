@@ -44,9 +44,12 @@ TEST_CASE("collectives reject bad arguments and the communicator stays usable", 
         {"null comm", scclAllReduce(x, y, 4, scclFloat32, scclSum, nullptr, nullptr)},
         {"null sendbuf", scclAllReduce(nullptr, y, 4, scclFloat32, scclSum, comm, nullptr)},
         {"null recvbuf", scclAllReduce(x, nullptr, 4, scclFloat32, scclSum, comm, nullptr)},
-        {"dtype -1", scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(-1), scclSum, comm, nullptr)},
-        {"dtype 99", scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(99), scclSum, comm, nullptr)},
-        {"op 7", scclAllReduce(x, y, 4, scclFloat32, sccl_test::rawEnum<scclRedOp_t>(7), comm, nullptr)},
+        {"dtype -1",
+         scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(-1), scclSum, comm, nullptr)},
+        {"dtype 99",
+         scclAllReduce(x, y, 4, sccl_test::rawEnum<scclDataType_t>(99), scclSum, comm, nullptr)},
+        {"op 7",
+         scclAllReduce(x, y, 4, scclFloat32, sccl_test::rawEnum<scclRedOp_t>(7), comm, nullptr)},
         {"count overflow", scclAllReduce(x, y, SIZE_MAX, scclFloat32, scclSum, comm, nullptr)},
         {"stream on host", scclAllReduce(x, y, 4, scclFloat32, scclSum, comm, &dummy_stream)},
         {"allgather overflow", scclAllGather(x, y, SIZE_MAX / 2, scclFloat32, comm, nullptr)},
@@ -117,7 +120,8 @@ TEST_CASE("destroyed and foreign handles are caught", "[local][errors]") {
   CHECK(scclCommDestroy(nullptr) == scclInvalidArgument);
 }
 
-TEST_CASE("a rank that never arrives makes the others time out and abort releases them", "[local][errors]") {
+TEST_CASE("a rank that never arrives makes the others time out and abort releases them",
+          "[local][errors]") {
   scclUniqueId id;
   REQUIRE(scclGetUniqueId(&id) == scclSuccess);
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;

@@ -23,8 +23,8 @@ int valueFor(scclDataType_t dtype, uint32_t seed, int rank, size_t i) {
   int v = testValue(seed, rank, i);
   bool is_unsigned = dtype == scclUint8 || dtype == scclUint32 || dtype == scclUint64;
   bool is_small = dtype == scclInt8 || dtype == scclUint8;
-  if (is_unsigned) v = v + 15;   // 0..30
-  if (is_small) v = v % 4;       // sums of 64 ranks stay inside int8/uint8
+  if (is_unsigned) v = v + 15;  // 0..30
+  if (is_small) v = v % 4;      // sums of 64 ranks stay inside int8/uint8
   return v;
 }
 
@@ -34,16 +34,16 @@ void checkAllReduceSum(int rank, int nranks, scclComm_t comm, RankLog& log, sccl
   std::vector<unsigned char> send(count * element + 1), recv(count * element + 1);
   for (size_t i = 0; i < count; ++i) storeValue(dtype, send.data(), i, valueFor(dtype, 7, rank, i));
   void* out = in_place ? send.data() : recv.data();
-  log.checkResult(scclAllReduce(send.data(), out, count, dtype, scclSum, comm, nullptr), scclSuccess,
-                  std::string("allreduce ") + sccl::dataTypeName(dtype));
+  log.checkResult(scclAllReduce(send.data(), out, count, dtype, scclSum, comm, nullptr),
+                  scclSuccess, std::string("allreduce ") + sccl::dataTypeName(dtype));
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
     double expected = 0;
     for (int r = 0; r < nranks; ++r) expected += valueFor(dtype, 7, r, i);
     if (loadValue(dtype, out, i) != expected) ++wrong;
   }
-  log.check(wrong == 0, std::to_string(wrong) + " wrong elements in " +
-                            sccl::dataTypeName(dtype) + " allreduce of " + std::to_string(count) +
+  log.check(wrong == 0, std::to_string(wrong) + " wrong elements in " + sccl::dataTypeName(dtype) +
+                            " allreduce of " + std::to_string(count) +
                             (in_place ? " (in place)" : ""));
 }
 
@@ -63,13 +63,15 @@ void checkAllGatherAndBroadcast(int rank, int nranks, scclComm_t comm, RankLog& 
                     scclSuccess, "broadcast");
     size_t bad = 0;
     for (size_t i = 0; i < count; ++i) bad += buf[i] != testValue(5, root, i);
-    log.check(bad == 0, "broadcast from root " + std::to_string(root) + ": " + std::to_string(bad) + " wrong");
+    log.check(bad == 0, "broadcast from root " + std::to_string(root) + ": " + std::to_string(bad) +
+                            " wrong");
   }
 }
 
 }  // namespace
 
-TEST_CASE("local communicators: every collective and data type with exact results", "[local][comm]") {
+TEST_CASE("local communicators: every collective and data type with exact results",
+          "[local][comm]") {
   for (int nranks : {1, 2, 3, 4, 8}) {
     DYNAMIC_SECTION("nranks " << nranks) {
       auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
@@ -107,8 +109,9 @@ TEST_CASE("local communicators: average divides the rank-order sum", "[local][co
   auto failures = runLocalRanks(4, [&](int rank, scclComm_t comm, RankLog& log) {
     std::vector<float> x(100), y(100);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(testValue(11, rank, i));
-    log.checkResult(scclAllReduce(x.data(), y.data(), x.size(), scclFloat32, scclAvg, comm, nullptr),
-                    scclSuccess, "avg");
+    log.checkResult(
+        scclAllReduce(x.data(), y.data(), x.size(), scclFloat32, scclAvg, comm, nullptr),
+        scclSuccess, "avg");
     size_t wrong = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       float sum = 0;
@@ -129,13 +132,16 @@ TEST_CASE("local communicators: identical results on every rank and every run", 
     std::vector<std::vector<float>> per_rank(5);
     auto failures = runLocalRanks(5, [&](int rank, scclComm_t comm, RankLog& log) {
       std::vector<float> x(2049);
-      for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(rank + 1) + 1e-7f * float(i) + 1e7f * float(i % 3);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = 0.1f * float(rank + 1) + 1e-7f * float(i) + 1e7f * float(i % 3);
       per_rank[rank].resize(x.size());
-      log.checkResult(scclAllReduce(x.data(), per_rank[rank].data(), x.size(), scclFloat32, scclSum, comm, nullptr),
+      log.checkResult(scclAllReduce(x.data(), per_rank[rank].data(), x.size(), scclFloat32, scclSum,
+                                    comm, nullptr),
                       scclSuccess, "allreduce");
     });
     REQUIRE_NO_RANK_FAILURES(failures);
-    for (int r = 1; r < 5; ++r) REQUIRE(std::memcmp(per_rank[r].data(), per_rank[0].data(), 2049 * 4) == 0);
+    for (int r = 1; r < 5; ++r)
+      REQUIRE(std::memcmp(per_rank[r].data(), per_rank[0].data(), 2049 * 4) == 0);
     results[run] = per_rank[0];
   }
   REQUIRE(std::memcmp(results[1].data(), results[0].data(), 2049 * 4) == 0);

@@ -40,7 +40,8 @@ TEST_CASE("select returns |x| >= threshold in ascending order inside the range",
   }
 }
 
-TEST_CASE("select with too small a capacity reports the full count and a retry fits", "[select][api]") {
+TEST_CASE("select with too small a capacity reports the full count and a retry fits",
+          "[select][api]") {
   auto x = sampleGradient(5000);
   size_t n = 0;
   std::vector<int64_t> idx(3, -1);
@@ -79,19 +80,32 @@ TEST_CASE("select rejects bad input with a message and no side effect", "[select
     scclResult_t result;
   };
   std::vector<Case> cases = {
-      {"null buf", scclPartitionedSelect(nullptr, 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"null idx", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, nullptr, nullptr, 100, &n, nullptr)},
-      {"null nselected", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, 100, nullptr, nullptr)},
-      {"begin > end", scclPartitionedSelect(x.data(), 100, scclFloat32, 60, 50, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"end > count", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 101, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"capacity 0", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, 0, &n, nullptr)},
-      {"NaN threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, nan, idx.data(), nullptr, 100, &n, nullptr)},
-      {"negative threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, -1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"unknown dtype", scclPartitionedSelect(x.data(), 100, sccl_test::rawEnum<scclDataType_t>(42), 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"integer dtype", scclPartitionedSelect(x.data(), 100, scclInt32, 0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"count overflow", scclPartitionedSelect(x.data(), SIZE_MAX, scclFloat32, 0, 10, 1, idx.data(), nullptr, 100, &n, nullptr)},
-      {"capacity overflow", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, SIZE_MAX, &n, nullptr)},
-      {"stream with host memory", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(), nullptr, 100, &n, &stream)},
+      {"null buf", scclPartitionedSelect(nullptr, 100, scclFloat32, 0, 100, 1, idx.data(), nullptr,
+                                         100, &n, nullptr)},
+      {"null idx", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, nullptr, nullptr,
+                                         100, &n, nullptr)},
+      {"null nselected", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(),
+                                               nullptr, 100, nullptr, nullptr)},
+      {"begin > end", scclPartitionedSelect(x.data(), 100, scclFloat32, 60, 50, 1, idx.data(),
+                                            nullptr, 100, &n, nullptr)},
+      {"end > count", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 101, 1, idx.data(),
+                                            nullptr, 100, &n, nullptr)},
+      {"capacity 0", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(),
+                                           nullptr, 0, &n, nullptr)},
+      {"NaN threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, nan, idx.data(),
+                                              nullptr, 100, &n, nullptr)},
+      {"negative threshold", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, -1,
+                                                   idx.data(), nullptr, 100, &n, nullptr)},
+      {"unknown dtype", scclPartitionedSelect(x.data(), 100, sccl_test::rawEnum<scclDataType_t>(42),
+                                              0, 100, 1, idx.data(), nullptr, 100, &n, nullptr)},
+      {"integer dtype", scclPartitionedSelect(x.data(), 100, scclInt32, 0, 100, 1, idx.data(),
+                                              nullptr, 100, &n, nullptr)},
+      {"count overflow", scclPartitionedSelect(x.data(), SIZE_MAX, scclFloat32, 0, 10, 1,
+                                               idx.data(), nullptr, 100, &n, nullptr)},
+      {"capacity overflow", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1, idx.data(),
+                                                  nullptr, SIZE_MAX, &n, nullptr)},
+      {"stream with host memory", scclPartitionedSelect(x.data(), 100, scclFloat32, 0, 100, 1,
+                                                        idx.data(), nullptr, 100, &n, &stream)},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -106,6 +120,7 @@ TEST_CASE("select of an empty range succeeds with zero selected", "[select][api]
   auto x = sampleGradient(10);
   int64_t idx[1];
   size_t n = 99;
-  REQUIRE(scclPartitionedSelect(x.data(), x.size(), scclFloat32, 4, 4, 0.0, idx, nullptr, 1, &n, nullptr) == scclSuccess);
+  REQUIRE(scclPartitionedSelect(x.data(), x.size(), scclFloat32, 4, 4, 0.0, idx, nullptr, 1, &n,
+                                nullptr) == scclSuccess);
   CHECK(n == 0);
 }

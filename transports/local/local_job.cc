@@ -24,8 +24,8 @@ scclResult_t LocalJob::barrier(int rank, std::chrono::steady_clock::time_point d
     changed_.notify_all();
     return scclSuccess;
   }
-  bool released = changed_.wait_until(lock, deadline,
-                                      [&] { return generation_ != my_generation || broken_; });
+  bool released =
+      changed_.wait_until(lock, deadline, [&] { return generation_ != my_generation || broken_; });
   if (generation_ != my_generation) return scclSuccess;
   if (broken_) return brokenError(what);
   if (!released) {

@@ -47,8 +47,8 @@ class LocalTransport final : public Transport {
     return allGatherV(send, bytes_per_rank, recv, sizes.data(), offsets.data());
   }
 
-  scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv,
-                          const size_t* recv_bytes, const size_t* recv_offsets) override {
+  scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+                          const size_t* recv_offsets) override {
     SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
                      "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_,
                      send_bytes, recv_bytes[rank_]);
@@ -69,7 +69,8 @@ class LocalTransport final : public Transport {
     auto deadline = Clock::now() + timeout_;
     size_t element = dataTypeSize(dtype);
     // Rank 0 sizes the scratch before the first barrier; no one touches it until after.
-    if (rank_ == 0 && job_->scratch().size() < count * element) job_->scratch().resize(count * element);
+    if (rank_ == 0 && job_->scratch().size() < count * element)
+      job_->scratch().resize(count * element);
     job_->posted(rank_).send = send;
     SCCL_CHECK(job_->barrier(rank_, deadline, "allReduce"));
     size_t begin = 0, end = 0;
