@@ -198,6 +198,124 @@ SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclD
                                             int64_t* idxOut, void* valOut, size_t capacity,
                                             size_t* nselected, void* stream);
 
+/* ---------------------------------------------------------------------------------------------
+ * Sparse all-reduce
+ * ------------------------------------------------------------------------------------------- */
+typedef struct scclSparsifier* scclSparsifier_t;
+
+/* What happens when the accumulated gradient (residual + gradient) holds NaN or +-Inf on any
+ * rank. Every rank learns it in the same call and acts the same. */
+typedef enum {
+  /* recvbuf is filled with NaN on every rank (so an AMP grad scaler skips the step) and every
+   * residual is left as it was before the call: the step's gradient is discarded. */
+  scclNonFinitePropagate = 0,
+  /* The call returns scclInvalidArgument on every rank naming the first rank with non-finite
+   * values; recvbuf and the sparsifier are left untouched. */
+  scclNonFiniteError = 1
+} scclNonFinitePolicy_t;
+
+#define SCCL_SPARSE_CONFIG_MAGIC 0x5cc15a45u
+
+/* A sparsifier is a preset (`algorithm`) over three axes: how the threshold is estimated, where
+ * each rank selects (search space), and how the selection travels (reduction). NULL axis names
+ * take the preset's. Start from SCCL_SPARSE_CONFIG_INITIALIZER, which holds the reference
+ * defaults; append-only like scclConfig_t. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default) */
+  const char* estimator;   /* NULL, or topk, fixed, scaling */
+  const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */
+  const char* reduction;   /* NULL, or dense, gather */
+  double density;          /* target fraction k/count in (0, 1]; default 0.01 */
+  int errorFeedback;       /* 1 (default): unsent values stay in the residual; 0: dropped */
+  scclNonFinitePolicy_t nonFinite; /* default scclNonFinitePropagate */
+  double maxDensitySlack;  /* < 0 (default): off; >= 0: each rank sends at most
+                              ceil(k/n * (1 + slack)) entries, the largest */
+  double threshold;        /* fixed (hard_threshold) or initial (scaling) threshold; < 0 (default):
+                              1/(2 sqrt(k)) as the reference code */
+  double scalingBand;      /* beta of the threshold scaling, default 1.1 */
+  double scalingStep;      /* gamma of the threshold scaling, default 0.005 */
+  int numBlocks;           /* ExDyna blocks, default 1024 */
+  int blockAlign;          /* ExDyna block size is a multiple of this, default 32 */
+  double rebalanceAlpha;   /* ExDyna imbalance trigger, default 1.05 */
+  int rebalanceMoveBlocks; /* ExDyna blocks moved per step, default 1 */
+  double minBlocksFactor;  /* ExDyna minimum blocks per partition = numBlocks*factor/n, 0.25 */
+} scclSparseConfig_t;
+
+#define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
+  {                                                                                              \
+    sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
+        NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
+        0.25                                                                                     \
+  }
+
+/* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
+ * "algorithm", "estimator", "search", "reduction", "density", "error_feedback",
+ * "non_finite" ("propagate" | "error"), "max_density_slack", "threshold", "scaling_band",
+ * "scaling_step", "num_blocks", "block_align", "rebalance_alpha", "rebalance_move_blocks",
+ * "min_blocks_factor". An unknown key, a wrong type or an out-of-range value is
+ * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
+ * static storage of the library. */
+SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);
+
+/* Per-buffer state of the sparse all-reduce: error-feedback residual, threshold, partitions,
+ * iteration and statistics. Collective over comm: every rank must pass the same count, dtype and
+ * config (checked; a mismatch is scclInvalidUsage naming the first differing rank). dtype:
+ * float32, float16 or bfloat16 (residual kept in float32) or float64. */
+SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclComm_t comm,
+                                           size_t count, scclDataType_t dtype,
+                                           const scclSparseConfig_t* config);
+SCCL_API scclResult_t scclSparsifierDestroy(scclSparsifier_t sparsifier);
+/* Clears the residual and returns threshold, partitions, iteration and statistics to their
+ * initial state. Local (every rank should reset at the same call to stay in step). */
+SCCL_API scclResult_t scclSparsifierReset(scclSparsifier_t sparsifier);
+
+/* Drop-in for an all-reduce of a gradient: recvbuf receives the aggregated sparse gradient in
+ * dense layout (zeros where nothing was selected), sum or average over ranks, bitwise identical
+ * on every rank. sendbuf == recvbuf allowed. count and dtype must be the sparsifier's, comm the
+ * one it was created on. Unsent values stay in the residual (error feedback). */
+SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          scclDataType_t dtype, scclRedOp_t op,
+                                          scclSparsifier_t sparsifier, scclComm_t comm,
+                                          void* stream);
+
+/* Statistics of the last call and cumulative ones. Set `size` to sizeof(scclSparseStats_t). */
+typedef struct {
+  size_t size;
+  uint64_t iteration;        /* calls completed */
+  /* last call */
+  uint64_t kTarget;          /* k = max(1, floor(density * count)) */
+  uint64_t kLocal;           /* k_i: entries this rank selected */
+  uint64_t kGlobal;          /* k': distinct entries aggregated */
+  uint64_t kMax;             /* max over ranks of k_i */
+  double density;            /* k' / count */
+  double densityError;       /* k'/k - 1 */
+  double gatherInflation;    /* f(t) = n * max(k_i) / k' (1 = no padding waste); 0 if k' = 0 */
+  uint64_t bytesSent;        /* by this rank, all collectives of the call */
+  uint64_t bytesReceived;
+  double threshold;          /* threshold used in the call */
+  double residualNorm;       /* L2 norm of this rank's residual after the call */
+  uint64_t nonFinite;        /* non-finite accumulated values on this rank */
+  double timeSelectUs;       /* accumulate + estimate + select */
+  double timeCommUs;         /* collectives */
+  double timeOtherUs;        /* gather, scatter, residual update, bookkeeping */
+  /* since creation or reset */
+  uint64_t totalBytesSent;
+  uint64_t totalBytesReceived;
+  double totalTimeSelectUs;
+  double totalTimeCommUs;
+  double totalTimeOtherUs;
+  double meanAbsDensityError; /* mean over calls of |k'/k - 1| */
+} scclSparseStats_t;
+
+SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
+                                             scclSparseStats_t* stats);
+/* counts[r] = k_r of the last call for every rank r (nranks entries). */
+SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
+                                                  int nranks);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

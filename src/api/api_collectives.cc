@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "api/api_validate.h"
-#include "core/half.h"
+#include "core/average.h"
 
 namespace {
 
@@ -13,10 +13,6 @@ template <typename Operation>
 scclResult_t runOnTransport(scclComm* comm, Operation&& operation) {
   return sccl::commRecordFailure(comm, operation(*comm->transport));
 }
-
-// sum -> sum; avg -> sum then divide by nranks (floating types only: an integer average
-// would silently truncate).
-scclResult_t divideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks);
 
 }  // namespace
 
@@ -37,7 +33,7 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     SCCL_CHECK(runOnTransport(comm, [&](sccl::Transport& t) {
       return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
     }));
-    if (op == scclAvg) return divideByRanks(recvbuf, count, datatype, comm->nranks);
+    if (op == scclAvg) return sccl::divideByRanks(recvbuf, count, datatype, comm->nranks);
     return scclSuccess;
   });
 }
@@ -84,38 +80,3 @@ SCCL_API scclResult_t scclBarrier(scclComm_t comm) {
 
 }  // extern "C"
 
-namespace {
-
-template <typename T>
-void divideTyped(T* values, size_t count, T divisor) {
-  for (size_t i = 0; i < count; ++i) values[i] /= divisor;
-}
-
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void divideHalf(uint16_t* values, size_t count, float divisor) {
-  for (size_t i = 0; i < count; ++i) values[i] = FromFloat(ToFloat(values[i]) / divisor);
-}
-
-scclResult_t divideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks) {
-  switch (dtype) {
-    case scclFloat32:
-      divideTyped(static_cast<float*>(buffer), count, static_cast<float>(nranks));
-      break;
-    case scclFloat64:
-      divideTyped(static_cast<double*>(buffer), count, static_cast<double>(nranks));
-      break;
-    case scclFloat16:
-      divideHalf<sccl::fp16ToFloat, sccl::floatToFp16>(static_cast<uint16_t*>(buffer), count,
-                                                       float(nranks));
-      break;
-    case scclBfloat16:
-      divideHalf<sccl::bf16ToFloat, sccl::floatToBf16>(static_cast<uint16_t*>(buffer), count,
-                                                       float(nranks));
-      break;
-    default:
-      return sccl::fail(scclInternalError, "average of non-floating type reached the division");
-  }
-  return scclSuccess;
-}
-
-}  // namespace

@@ -1,0 +1,55 @@
+// The algorithm registry: presets (named rows of the three axes of ARCHITECTURE.md) and the
+// reductions (how a selection travels), which are the code of each algorithm family.
+//
+// A reduction runs one scclSparseAllreduce call after the sparsifier has accumulated the
+// gradient: it selects (through the estimator and search space), exchanges, writes recvbuf,
+// leaves the new residual in `call.acc` (the sparsifier swaps it in) and records its statistics.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sparsecoll/sparsecoll.h"
+
+struct scclSparsifier;
+
+namespace sccl {
+
+// One call's arguments and outcome, shared by the sparsifier and the reduction.
+struct SparseCall {
+  scclSparsifier* sp = nullptr;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  scclRedOp_t op = scclSum;
+  void* acc = nullptr;           // residual + gradient (float32, or float64 for float64 data)
+  uint64_t nonfinite_local = 0;  // non-finite values in acc on this rank
+  // Set by the reduction.
+  bool residual_updated = false;  // acc now holds the new residual (else the residual is kept)
+  bool step_discarded = false;    // non-finite step discarded under scclNonFinitePropagate
+  double threshold = 0;
+  uint64_t k_local = 0, k_global = 0, k_max = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+  double time_select_us = 0, time_comm_us = 0;
+};
+
+struct PresetEntry {
+  const char* name;
+  const char* description;
+  const char* estimator;
+  const char* search;
+  const char* reduction;
+};
+
+struct ReductionEntry {
+  const char* name;
+  const char* description;
+  bool needs_selection;  // false: the estimator and search space are unused (dense)
+  scclResult_t (*run)(SparseCall& call);
+};
+
+const std::vector<PresetEntry>& presetRegistry();
+const std::vector<ReductionEntry>& reductionRegistry();
+const PresetEntry* findPreset(const char* name);
+const ReductionEntry* findReduction(const char* name);
+
+}  // namespace sccl

@@ -1,0 +1,244 @@
+// gather: the data path of MiCRO, ExDyna, Top-k, CLT-k and the hard threshold.
+//
+// Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
+// Steps of one call on rank r at iteration t (acc = residual + gradient is already computed):
+//  1. range = search space's range for (r, t); threshold from the estimator; select |acc| >=
+//     threshold in the range (exact top-k: ties at the k-th value trimmed by highest index;
+//     max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest).
+//  2. all-gather a 32-byte header per rank: k_i, non-finite count, config fingerprint, sequence.
+//     Mismatched fingerprints or sequences are scclInvalidUsage naming the rank; any non-finite
+//     value triggers the scclNonFinitePolicy_t on every rank.
+//  3. indices: a sole selector (CLT-k's leader) broadcasts its k indices; otherwise all-gather
+//     the index lists padded to max k_i. Peer indices are range-checked before use.
+//  4. gather acc at the k' global indices, all-reduce those float32 (float64) values.
+//  5. recvbuf = zeros + scatter (divided by n for scclAvg); residual = acc zeroed at all k'
+//     indices, including those other ranks chose, since this rank's values there were sent too.
+//  6. estimator and search space observe (k', k_i): identical on every rank.
+// Bytes per rank (int64 indices, float32 values): header 32 (n-1) in; indices: max_k*8 out,
+// (n-1)*max_k*8 in (padded), or k*8 broadcast; values 2 (n-1)/n k' 4 each way.
+// Differences from the reference code: n = 1 works; padding is -1 and never read; a rank that
+// selects nothing sends nothing (the reference forces one index); the in-band threshold rule
+// (see estimators/scaling_estimator.cc); NaN/Inf never stay in a residual.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "algorithms/exchange_accounting.h"
+#include "algorithms/index_exchange.h"
+#include "algorithms/reductions.h"
+#include "algorithms/selection_trim.h"
+#include "core/average.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+struct CallHeader {
+  uint64_t k_local;
+  uint64_t nonfinite;
+  uint64_t fingerprint;
+  uint64_t sequence;
+};
+
+uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
+  if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
+  // A partition's share of k, proportional to its size (at least one if it has elements).
+  uint64_t share = uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
+  return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
+}
+
+// Step 1: this rank's selection into sp.local_indices; returns its size.
+scclResult_t selectLocal(SparseCall& call, IndexRange range, size_t* selected) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = cpuKernels();
+  ThresholdQuery query;
+  query.kernels = &kernels;
+  query.acc = call.acc;
+  query.acc_dtype = sp.acc_dtype;
+  query.range = range;
+  query.k_target_local = localTarget(sp, range);
+  query.iteration = sp.iteration;
+  SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+  sp.local_indices.resize(std::max<size_t>(1, range.size()));
+  size_t n = 0;
+  SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+                                 sp.local_indices.data(), nullptr, sp.local_indices.size(), &n,
+                                 nullptr));
+  if (sp.estimator->exactCount()) {
+    n = trimSelection(call.acc, sp.acc_dtype, sp.local_indices.data(), n, query.k_target_local,
+                      call.threshold);
+  }
+  if (sp.config.max_density_slack >= 0) {
+    double per_rank = double(sp.k_target) / double(sp.comm->nranks);
+    size_t cap = size_t(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)));
+    cap = std::max<size_t>(cap, 1);
+    if (n > cap) {
+      sp.values.resize(n * accElementSize(sp));
+      double cutoff = 0;
+      SCCL_CHECK(cutoffAmongSelected(call.acc, sp.acc_dtype, sp.local_indices.data(), n, cap,
+                                     sp.values.data(), &cutoff));
+      n = trimSelection(call.acc, sp.acc_dtype, sp.local_indices.data(), n, cap, cutoff);
+    }
+  }
+  *selected = n;
+  return scclSuccess;
+}
+
+// Step 2 checks: every rank is at the same call of the same sparsifier, counts are in bounds.
+scclResult_t checkHeaders(const scclSparsifier& sp, const std::vector<CallHeader>& headers,
+                          const CallHeader& mine, int sole) {
+  for (size_t r = 0; r < headers.size(); ++r) {
+    const CallHeader& h = headers[r];
+    if (h.fingerprint != mine.fingerprint || h.sequence != mine.sequence) {
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
+                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
+                  r, static_cast<unsigned long long>(h.sequence),
+                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(mine.sequence),
+                  static_cast<unsigned long long>(mine.fingerprint));
+    }
+    uint64_t allowed = sp.search->exclusive()
+                           ? sp.search->rangeFor(static_cast<int>(r), sp.iteration).size()
+                           : sp.count;
+    if (sole >= 0 && static_cast<int>(r) != sole) allowed = 0;
+    if (h.k_local > allowed) {
+      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %llu allowed",
+                  r, static_cast<unsigned long long>(h.k_local),
+                  static_cast<unsigned long long>(allowed));
+    }
+  }
+  return scclSuccess;
+}
+
+template <typename T>
+void fillWith(void* buffer, size_t count, T value) {
+  T* typed = static_cast<T*>(buffer);
+  std::fill(typed, typed + count, value);
+}
+
+// A step with NaN/Inf on some rank: every rank applies the same policy.
+scclResult_t handleNonFinite(SparseCall& call, const std::vector<CallHeader>& headers) {
+  scclSparsifier& sp = *call.sp;
+  size_t first = 0;
+  while (headers[first].nonfinite == 0) ++first;
+  if (sp.config.non_finite == scclNonFiniteError) {
+    return fail(scclInvalidArgument,
+                "sparse all-reduce: the accumulated gradient of rank %zu holds %llu NaN/Inf "
+                "values (policy error); nothing was changed",
+                first, static_cast<unsigned long long>(headers[first].nonfinite));
+  }
+  SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
+            sp.comm->rank, first);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  switch (sp.dtype) {
+    case scclFloat64: fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN()); break;
+    case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
+    case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
+    default: fillWith(call.recvbuf, sp.count, nan); break;
+  }
+  call.step_discarded = true;
+  return scclSuccess;
+}
+
+// Step 3: the global index list in sp.global_indices.
+scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
+  scclSparsifier& sp = *call.sp;
+  const int n = sp.comm->nranks;
+  if (sole >= 0) {
+    uint64_t k = sp.rank_counts[static_cast<size_t>(sole)];
+    sp.gathered_indices.resize(std::max<uint64_t>(1, k));
+    if (sp.comm->rank == sole) std::copy_n(sp.local_indices.data(), k, sp.gathered_indices.data());
+    SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+      return t.broadcast(sp.gathered_indices.data(), k * sizeof(int64_t), sole);
+    }));
+    countBroadcast(call, k * sizeof(int64_t), sole);
+    std::vector<const int64_t*> slices(static_cast<size_t>(n), nullptr);
+    slices[static_cast<size_t>(sole)] = sp.gathered_indices.data();
+    return assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
+                                 &sp.global_indices);
+  }
+  const uint64_t max_k = call.k_max;
+  sp.local_indices.resize(std::max<uint64_t>(1, max_k));
+  std::fill(sp.local_indices.begin() + long(selected), sp.local_indices.end(), int64_t{-1});
+  sp.gathered_indices.resize(std::max<uint64_t>(1, max_k * uint64_t(n)));
+  if (max_k > 0) {
+    SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+      return t.allGather(sp.local_indices.data(), sp.gathered_indices.data(), max_k * sizeof(int64_t));
+    }));
+    countAllGather(call, max_k * sizeof(int64_t));
+  }
+  std::vector<const int64_t*> slices(static_cast<size_t>(n));
+  for (size_t r = 0; r < slices.size(); ++r) slices[r] = sp.gathered_indices.data() + r * max_k;
+  return assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
+                               &sp.global_indices);
+}
+
+// Steps 4 and 5.
+scclResult_t reduceValuesAndWrite(SparseCall& call) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = cpuKernels();
+  const size_t k = sp.global_indices.size();
+  const int64_t* idx = sp.global_indices.data();
+  sp.values.resize(std::max<size_t>(1, k) * accElementSize(sp));
+  SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, k, sp.values.data(), nullptr));
+  if (k > 0) {
+    SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+      return t.allReduce(sp.values.data(), sp.values.data(), k, sp.acc_dtype, ReduceOp::Sum);
+    }));
+    countAllReduce(call, k * accElementSize(sp));
+  }
+  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(sp.values.data(), k, sp.acc_dtype, sp.comm->nranks));
+  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), nullptr));
+  SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, sp.values.data(), sp.acc_dtype, k,
+                                   1.0, nullptr));
+  SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, k, nullptr));
+  call.residual_updated = true;
+  return scclSuccess;
+}
+
+}  // namespace
+
+scclResult_t runGatherReduction(SparseCall& call) {
+  scclSparsifier& sp = *call.sp;
+  const int rank = sp.comm->rank;
+  const int sole = sp.search->soleSelector(sp.iteration);
+  auto start = std::chrono::steady_clock::now();
+  IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  size_t selected = 0;
+  call.threshold = sp.estimator->currentThreshold();
+  if ((sole < 0 || sole == rank) && range.size() > 0) SCCL_CHECK(selectLocal(call, range, &selected));
+  call.k_local = selected;
+  call.time_select_us +=
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+
+  const CallHeader mine{selected, call.nonfinite_local,
+                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
+  std::vector<CallHeader> headers(static_cast<size_t>(sp.comm->nranks));
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allGather(&mine, headers.data(), sizeof(CallHeader));
+  }));
+  countAllGather(call, sizeof(CallHeader));
+  SCCL_CHECK(checkHeaders(sp, headers, mine, sole));
+  for (const CallHeader& h : headers) {
+    if (h.nonfinite > 0) return handleNonFinite(call, headers);
+  }
+  call.k_max = 0;
+  for (size_t r = 0; r < headers.size(); ++r) {
+    sp.rank_counts[r] = headers[r].k_local;
+    call.k_max = std::max(call.k_max, headers[r].k_local);
+  }
+  SCCL_CHECK(exchangeIndices(call, sole, selected));
+  SCCL_CHECK(reduceValuesAndWrite(call));
+  call.k_global = sp.global_indices.size();
+  sp.estimator->observe(call.k_global, sp.k_target);
+  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  return scclSuccess;
+}
+
+}  // namespace sccl

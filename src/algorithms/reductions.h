@@ -1,0 +1,9 @@
+// The reductions listed in registry.cc, one file each.
+#pragma once
+
+#include "algorithms/algorithm.h"
+
+namespace sccl {
+scclResult_t runDenseReduction(SparseCall& call);   // dense_reduction.cc
+scclResult_t runGatherReduction(SparseCall& call);  // gather_reduction.cc
+}  // namespace sccl

@@ -1,0 +1,49 @@
+// The one table of presets and the one table of reductions. A new algorithm adds a row here,
+// its file, and a line in CMakeLists.txt.
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/reductions.h"
+
+namespace sccl {
+
+const std::vector<PresetEntry>& presetRegistry() {
+  static const std::vector<PresetEntry> presets = {
+      {"dense", "plain all-reduce of the whole gradient (the baseline)", "fixed", "whole", "dense"},
+      {"topk", "every rank sends its exact top-k of the whole vector (gradient build-up)", "topk",
+       "whole", "gather"},
+      {"cltk", "the leader (t mod n) picks the top-k indices for everyone", "topk", "leader",
+       "gather"},
+      {"hard_threshold", "fixed threshold on the whole vector", "fixed", "whole", "gather"},
+      {"micro", "MiCRO: exclusive equal partitions, threshold scaling", "scaling", "micro",
+       "gather"},
+      {"exdyna", "ExDyna: exclusive block partitions with rebalancing, threshold scaling",
+       "scaling", "exdyna", "gather"},
+  };
+  return presets;
+}
+
+const std::vector<ReductionEntry>& reductionRegistry() {
+  static const std::vector<ReductionEntry> reductions = {
+      {"dense", "all-reduce of the whole gradient", false, runDenseReduction},
+      {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
+       runGatherReduction},
+  };
+  return reductions;
+}
+
+const PresetEntry* findPreset(const char* name) {
+  for (const PresetEntry& entry : presetRegistry()) {
+    if (std::strcmp(entry.name, name) == 0) return &entry;
+  }
+  return nullptr;
+}
+
+const ReductionEntry* findReduction(const char* name) {
+  for (const ReductionEntry& entry : reductionRegistry()) {
+    if (std::strcmp(entry.name, name) == 0) return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace sccl

@@ -1,0 +1,110 @@
+// Sparsifiers and the sparse all-reduce.
+#include "api/api_guard.h"
+#include "api/api_validate.h"
+#include "core/sparsifier.h"
+
+namespace sccl {
+scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);
+}
+
+namespace {
+
+scclResult_t requireLiveSparsifier(const scclSparsifier* sp) {
+  SCCL_REQUIRE_ARG(sp != nullptr, "sparsifier is NULL");
+  SCCL_REQUIRE_ARG(sccl::isLiveHandle(sp) && sp->magic == scclSparsifier::kMagic,
+                   "%p is not a live sparsifier (destroyed, or never created)",
+                   static_cast<const void*>(sp));
+  return scclSuccess;
+}
+
+// The communicator a sparsifier call reports its errors on (only if both handles are live).
+scclComm* commOf(const scclSparsifier* sp) {
+  return (sp != nullptr && sccl::isLiveHandle(sp)) ? sp->comm : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config) {
+  return sccl::guardedCall(__func__, nullptr,
+                           [&] { return sccl::sparseConfigFromJson(json, config); });
+}
+
+SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclComm_t comm,
+                                           size_t count, scclDataType_t dtype,
+                                           const scclSparseConfig_t* config) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_REQUIRE_ARG(sparsifier != nullptr, "sparsifier output pointer is NULL");
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    SCCL_CHECK(sccl::requireDataType(dtype));
+    SCCL_REQUIRE_ARG(config != nullptr, "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
+    scclSparsifier* created = nullptr;
+    SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, *config, &created));
+    *sparsifier = created;
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierDestroy(scclSparsifier_t sparsifier) {
+  return sccl::guardedCall(__func__, nullptr, [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    sccl::sparsifierDestroy(sparsifier);
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierReset(scclSparsifier_t sparsifier) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    return sccl::sparsifierReset(sparsifier);
+  });
+}
+
+SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          scclDataType_t dtype, scclRedOp_t op,
+                                          scclSparsifier_t sparsifier, scclComm_t comm,
+                                          void* stream) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(sparsifier->comm == comm,
+                     "sparsifier was created on communicator %p, not %p",
+                     static_cast<void*>(sparsifier->comm), static_cast<void*>(comm));
+    SCCL_CHECK(sccl::requireDataType(dtype));
+    SCCL_REQUIRE_ARG(count == sparsifier->count, "count %zu differs from the sparsifier's %zu",
+                     count, sparsifier->count);
+    SCCL_REQUIRE_ARG(dtype == sparsifier->dtype, "dtype %s differs from the sparsifier's %s",
+                     sccl::dataTypeName(dtype), sccl::dataTypeName(sparsifier->dtype));
+    SCCL_CHECK(sccl::requireRedOp(op));
+    size_t bytes = count * sccl::dataTypeSize(dtype);
+    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
+    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
+    return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op);
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
+                                             scclSparseStats_t* stats) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(stats != nullptr, "stats is NULL");
+    SCCL_REQUIRE_ARG(stats->size >= sizeof(size_t) + sizeof(uint64_t),
+                     "stats->size %zu: set it to sizeof(scclSparseStats_t)", stats->size);
+    return sccl::sparsifierStats(sparsifier, stats);
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
+                                                  int nranks) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(counts != nullptr, "counts is NULL");
+    SCCL_REQUIRE_ARG(nranks == sparsifier->comm->nranks, "nranks %d differs from the communicator's %d",
+                     nranks, sparsifier->comm->nranks);
+    std::copy(sparsifier->rank_counts.begin(), sparsifier->rank_counts.end(), counts);
+    return scclSuccess;
+  });
+}
+
+}  // extern "C"

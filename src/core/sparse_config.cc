@@ -1,0 +1,148 @@
+#include "core/sparse_config.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+#include "core/error.h"
+#include "estimators/threshold_estimator.h"
+#include "partition/search_space.h"
+
+namespace sccl {
+namespace {
+
+template <typename Registry>
+bool registryHas(const Registry& registry, const std::string& name) {
+  for (const auto& entry : registry) {
+    if (name == entry.name) return true;
+  }
+  return false;
+}
+
+template <typename Registry>
+std::string registryNames(const Registry& registry) {
+  std::string names;
+  for (const auto& entry : registry) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  return names;
+}
+
+// An axis: the caller's choice if given, else the preset's; either way it must be registered.
+template <typename Registry>
+scclResult_t resolveAxis(const char* field, const char* chosen, const char* preset_default,
+                         const Registry& registry, std::string* out) {
+  std::string name = chosen != nullptr ? chosen : preset_default;
+  if (!registryHas(registry, name)) {
+    return fail(scclInvalidArgument, "sparse config %s '%s' is unknown (choose from: %s)", field,
+                name.c_str(), registryNames(registry).c_str());
+  }
+  *out = std::move(name);
+  return scclSuccess;
+}
+
+scclResult_t checkHeader(const scclSparseConfig_t& config) {
+  SCCL_REQUIRE_ARG(config.magic == SCCL_SPARSE_CONFIG_MAGIC,
+                   "sparse config was not initialised with SCCL_SPARSE_CONFIG_INITIALIZER");
+  SCCL_REQUIRE_ARG(config.size >= sizeof(scclSparseConfig_t) ||
+                       config.version < SCCL_VERSION_CODE,
+                   "sparse config size %zu is smaller than this library's (%zu)", config.size,
+                   sizeof(scclSparseConfig_t));
+  SCCL_REQUIRE_ARG(config.size <= sizeof(scclSparseConfig_t) ||
+                       config.version <= SCCL_VERSION_CODE,
+                   "sparse config from a newer sparsecoll (%u) has fields this library lacks",
+                   config.version);
+  return scclSuccess;
+}
+
+scclResult_t checkRanges(const scclSparseConfig_t& c) {
+  SCCL_REQUIRE_ARG(c.density > 0 && c.density <= 1, "density %g must be in (0, 1]", c.density);
+  SCCL_REQUIRE_ARG(c.errorFeedback == 0 || c.errorFeedback == 1,
+                   "errorFeedback %d must be 0 or 1", c.errorFeedback);
+  int policy = 0;
+  std::memcpy(&policy, &c.nonFinite, sizeof(policy));
+  SCCL_REQUIRE_ARG(policy == scclNonFinitePropagate || policy == scclNonFiniteError,
+                   "nonFinite %d is not a scclNonFinitePolicy_t", policy);
+  SCCL_REQUIRE_ARG(!std::isnan(c.maxDensitySlack), "maxDensitySlack is NaN");
+  SCCL_REQUIRE_ARG(std::isfinite(c.threshold) || c.threshold == INFINITY,
+                   "threshold %g must be a number", c.threshold);
+  SCCL_REQUIRE_ARG(c.scalingBand > 1 && std::isfinite(c.scalingBand),
+                   "scalingBand %g must be > 1", c.scalingBand);
+  SCCL_REQUIRE_ARG(c.scalingStep > 0 && c.scalingStep < 1, "scalingStep %g must be in (0, 1)",
+                   c.scalingStep);
+  SCCL_REQUIRE_ARG(c.numBlocks > 0, "numBlocks %d must be > 0", c.numBlocks);
+  SCCL_REQUIRE_ARG(c.blockAlign > 0, "blockAlign %d must be > 0", c.blockAlign);
+  SCCL_REQUIRE_ARG(c.rebalanceAlpha > 1 && std::isfinite(c.rebalanceAlpha),
+                   "rebalanceAlpha %g must be > 1", c.rebalanceAlpha);
+  SCCL_REQUIRE_ARG(c.rebalanceMoveBlocks > 0, "rebalanceMoveBlocks %d must be > 0",
+                   c.rebalanceMoveBlocks);
+  SCCL_REQUIRE_ARG(c.minBlocksFactor >= 0 && c.minBlocksFactor <= 1,
+                   "minBlocksFactor %g must be in [0, 1]", c.minBlocksFactor);
+  return scclSuccess;
+}
+
+uint64_t mixHash(uint64_t hash, const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;  // FNV-1a
+  return hash;
+}
+
+}  // namespace
+
+scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSparseConfig* out) {
+  SCCL_CHECK(checkHeader(config));
+  SCCL_REQUIRE_ARG(config.algorithm != nullptr, "sparse config algorithm is NULL");
+  const PresetEntry* preset = findPreset(config.algorithm);
+  if (preset == nullptr) {
+    return fail(scclInvalidArgument, "sparse config algorithm '%s' is unknown (choose from: %s)",
+                config.algorithm, registryNames(presetRegistry()).c_str());
+  }
+  SCCL_CHECK(checkRanges(config));
+  ResolvedSparseConfig resolved;
+  resolved.algorithm = preset->name;
+  SCCL_CHECK(resolveAxis("estimator", config.estimator, preset->estimator, estimatorRegistry(),
+                         &resolved.estimator));
+  SCCL_CHECK(resolveAxis("searchSpace", config.searchSpace, preset->search,
+                         searchSpaceRegistry(), &resolved.search));
+  SCCL_CHECK(resolveAxis("reduction", config.reduction, preset->reduction, reductionRegistry(),
+                         &resolved.reduction));
+  resolved.density = config.density;
+  resolved.error_feedback = config.errorFeedback == 1;
+  resolved.non_finite = config.nonFinite;
+  resolved.max_density_slack = config.maxDensitySlack;
+  resolved.threshold = config.threshold;
+  resolved.scaling_band = config.scalingBand;
+  resolved.scaling_step = config.scalingStep;
+  resolved.num_blocks = config.numBlocks;
+  resolved.block_align = config.blockAlign;
+  resolved.rebalance_alpha = config.rebalanceAlpha;
+  resolved.rebalance_move_blocks = config.rebalanceMoveBlocks;
+  resolved.min_blocks_factor = config.minBlocksFactor;
+  *out = std::move(resolved);
+  return scclSuccess;
+}
+
+uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
+                                 scclDataType_t dtype) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const std::string* text : {&c.algorithm, &c.estimator, &c.search, &c.reduction}) {
+    hash = mixHash(hash, text->data(), text->size() + 1);
+  }
+  const double reals[] = {c.density,      c.max_density_slack, c.threshold,
+                          c.scaling_band, c.scaling_step,      c.rebalance_alpha,
+                          c.min_blocks_factor};
+  const int64_t integers[] = {static_cast<int64_t>(count), static_cast<int64_t>(dtype),
+                              c.error_feedback, static_cast<int64_t>(c.non_finite),
+                              c.num_blocks,     c.block_align,
+                              c.rebalance_move_blocks};
+  hash = mixHash(hash, reals, sizeof(reals));
+  return mixHash(hash, integers, sizeof(integers));
+}
+
+std::string describeSparseConfig(const ResolvedSparseConfig& c) {
+  char text[256];
+  std::snprintf(text, sizeof(text), "%s(estimator %s, search %s, reduction %s) density %g",
+                c.algorithm.c_str(), c.estimator.c_str(), c.search.c_str(), c.reduction.c_str(),
+                c.density);
+  return text;
+}
+
+}  // namespace sccl

@@ -1,0 +1,41 @@
+// The sparse configuration as the library uses it: the public scclSparseConfig_t checked, with
+// the preset's axes filled in, and a fingerprint so that ranks can verify they agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+struct ResolvedSparseConfig {
+  std::string algorithm;  // preset name
+  std::string estimator;  // axis 1
+  std::string search;     // axis 2
+  std::string reduction;  // axis 3
+  double density = 0.01;
+  bool error_feedback = true;
+  scclNonFinitePolicy_t non_finite = scclNonFinitePropagate;
+  double max_density_slack = -1;
+  double threshold = -1;
+  double scaling_band = 1.1;
+  double scaling_step = 0.005;
+  int num_blocks = 1024;
+  int block_align = 32;
+  double rebalance_alpha = 1.05;
+  int rebalance_move_blocks = 1;
+  double min_blocks_factor = 0.25;
+};
+
+// Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.
+scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSparseConfig* out);
+
+// A 64-bit digest of everything that must be equal on every rank.
+uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& config, size_t count,
+                                 scclDataType_t dtype);
+
+// Text for logs and error messages, e.g. "exdyna(scaling, exdyna, gather) density 0.01".
+std::string describeSparseConfig(const ResolvedSparseConfig& config);
+
+}  // namespace sccl

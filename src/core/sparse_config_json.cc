@@ -1,0 +1,153 @@
+// scclSparseConfigFromJson: a JSON object's keys applied over a scclSparseConfig_t. Every key is
+// known, typed and range-checked; any error names the key and leaves the config untouched.
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "algorithms/algorithm.h"
+#include "core/error.h"
+#include "core/sparse_config.h"
+#include "estimators/threshold_estimator.h"
+#include "partition/search_space.h"
+
+namespace sccl {
+namespace {
+
+using Json = nlohmann::json;
+using KeyApplier = std::function<scclResult_t(const Json&, scclSparseConfig_t&)>;
+
+scclResult_t wrongType(const char* key, const char* expected, const Json& value) {
+  return fail(scclInvalidArgument, "sparse config key \"%s\" must be %s, not %s", key, expected,
+              value.type_name());
+}
+
+// String keys name registry entries; the config keeps the entry's static name.
+template <typename Registry>
+KeyApplier registryName(const char* key, const Registry& (*registry)(),
+                        const char* scclSparseConfig_t::*field) {
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (!value.is_string()) return wrongType(key, "a string", value);
+    const std::string text = value.get<std::string>();
+    for (const auto& entry : registry()) {
+      if (text == entry.name) {
+        config.*field = entry.name;
+        return scclSuccess;
+      }
+    }
+    return fail(scclInvalidArgument, "sparse config key \"%s\": '%s' is unknown", key,
+                text.c_str());
+  };
+}
+
+KeyApplier number(const char* key, double scclSparseConfig_t::*field) {
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (!value.is_number()) return wrongType(key, "a number", value);
+    config.*field = value.get<double>();
+    return scclSuccess;
+  };
+}
+
+KeyApplier integer(const char* key, int scclSparseConfig_t::*field) {
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (!value.is_number_integer()) return wrongType(key, "an integer", value);
+    int64_t v = value.get<int64_t>();
+    SCCL_REQUIRE_ARG(v >= INT32_MIN && v <= INT32_MAX, "sparse config key \"%s\": %lld is out of range",
+                     key, static_cast<long long>(v));
+    config.*field = static_cast<int>(v);
+    return scclSuccess;
+  };
+}
+
+scclResult_t applyErrorFeedback(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_boolean()) return wrongType("error_feedback", "true or false", value);
+  config.errorFeedback = value.get<bool>() ? 1 : 0;
+  return scclSuccess;
+}
+
+scclResult_t applyNonFinite(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_string()) return wrongType("non_finite", "a string", value);
+  std::string text = value.get<std::string>();
+  if (text == "propagate") {
+    config.nonFinite = scclNonFinitePropagate;
+  } else if (text == "error") {
+    config.nonFinite = scclNonFiniteError;
+  } else {
+    return fail(scclInvalidArgument,
+                "sparse config key \"non_finite\": '%s' is neither \"propagate\" nor \"error\"",
+                text.c_str());
+  }
+  return scclSuccess;
+}
+
+const std::map<std::string, KeyApplier>& keyAppliers() {
+  static const std::map<std::string, KeyApplier> appliers = {
+      {"algorithm", registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm)},
+      {"estimator", registryName("estimator", estimatorRegistry, &scclSparseConfig_t::estimator)},
+      {"search", registryName("search", searchSpaceRegistry, &scclSparseConfig_t::searchSpace)},
+      {"reduction", registryName("reduction", reductionRegistry, &scclSparseConfig_t::reduction)},
+      {"density", number("density", &scclSparseConfig_t::density)},
+      {"error_feedback", applyErrorFeedback},
+      {"non_finite", applyNonFinite},
+      {"max_density_slack", number("max_density_slack", &scclSparseConfig_t::maxDensitySlack)},
+      {"threshold", number("threshold", &scclSparseConfig_t::threshold)},
+      {"scaling_band", number("scaling_band", &scclSparseConfig_t::scalingBand)},
+      {"scaling_step", number("scaling_step", &scclSparseConfig_t::scalingStep)},
+      {"num_blocks", integer("num_blocks", &scclSparseConfig_t::numBlocks)},
+      {"block_align", integer("block_align", &scclSparseConfig_t::blockAlign)},
+      {"rebalance_alpha", number("rebalance_alpha", &scclSparseConfig_t::rebalanceAlpha)},
+      {"rebalance_move_blocks",
+       integer("rebalance_move_blocks", &scclSparseConfig_t::rebalanceMoveBlocks)},
+      {"min_blocks_factor", number("min_blocks_factor", &scclSparseConfig_t::minBlocksFactor)},
+  };
+  return appliers;
+}
+
+// Maps a range error of the whole config back to the JSON key that caused it.
+const char* jsonKeyForField(const std::string& message) {
+  static const std::pair<const char*, const char*> fields[] = {
+      {"density", "density"},           {"errorFeedback", "error_feedback"},
+      {"maxDensitySlack", "max_density_slack"}, {"threshold", "threshold"},
+      {"scalingBand", "scaling_band"},  {"scalingStep", "scaling_step"},
+      {"numBlocks", "num_blocks"},      {"blockAlign", "block_align"},
+      {"rebalanceAlpha", "rebalance_alpha"}, {"rebalanceMoveBlocks", "rebalance_move_blocks"},
+      {"minBlocksFactor", "min_blocks_factor"}};
+  for (const auto& [field, key] : fields) {
+    if (message.rfind(field, 0) == 0) return key;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config) {
+  SCCL_REQUIRE_ARG(text != nullptr, "json text is NULL");
+  SCCL_REQUIRE_ARG(config != nullptr, "config is NULL");
+  Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return fail(scclInvalidArgument, "sparse config is not valid JSON");
+  if (!document.is_object()) return fail(scclInvalidArgument, "sparse config JSON must be an object");
+  scclSparseConfig_t updated = *config;
+  for (const auto& [key, value] : document.items()) {
+    auto applier = keyAppliers().find(key);
+    if (applier == keyAppliers().end()) {
+      return fail(scclInvalidArgument, "sparse config key \"%s\" is unknown", key.c_str());
+    }
+    SCCL_CHECK(applier->second(value, updated));
+  }
+  // Range checks of the combined result, reported with the JSON key's name.
+  ResolvedSparseConfig resolved;
+  if (resolveSparseConfig(updated, &resolved) != scclSuccess) {
+    std::string message = threadLastError();
+    const char* key = jsonKeyForField(message);
+    if (key != nullptr) {
+      return fail(scclInvalidArgument, "sparse config key \"%s\": %s", key, message.c_str());
+    }
+    return fail(scclInvalidArgument, "%s", message.c_str());
+  }
+  *config = updated;
+  return scclSuccess;
+}
+
+}  // namespace sccl

@@ -1,0 +1,204 @@
+#include "core/sparsifier.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/handle_registry.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// What every rank must agree on, all-gathered at creation.
+struct SparsifierDescription {
+  uint64_t fingerprint;
+  uint64_t count;
+  int32_t dtype;
+  int32_t rank;
+};
+
+scclResult_t checkRanksAgree(scclComm* comm, const ResolvedSparseConfig& config, size_t count,
+                             scclDataType_t dtype) {
+  SparsifierDescription mine{sparseConfigFingerprint(config, count, dtype), count,
+                             static_cast<int32_t>(dtype), comm->rank};
+  std::vector<SparsifierDescription> all(static_cast<size_t>(comm->nranks));
+  SCCL_CHECK(commRecordFailure(comm, comm->transport->allGather(&mine, all.data(), sizeof(mine))));
+  for (size_t r = 0; r < all.size(); ++r) {
+    const SparsifierDescription& other = all[r];
+    if (other.fingerprint == mine.fingerprint) continue;
+    if (other.count != mine.count || other.dtype != mine.dtype) {
+      return fail(scclInvalidUsage,
+                  "sparsifier: rank %zu created one for %llu elements of %s, rank %d for %zu of %s",
+                  r, static_cast<unsigned long long>(other.count),
+                  dataTypeName(static_cast<scclDataType_t>(other.dtype)), comm->rank, count,
+                  dataTypeName(dtype));
+    }
+    return fail(scclInvalidUsage,
+                "sparsifier: rank %zu's sparse config differs from rank %d's (%s); every rank "
+                "must pass the same config",
+                r, comm->rank, describeSparseConfig(config).c_str());
+  }
+  return scclSuccess;
+}
+
+scclResult_t buildAxes(scclSparsifier& sp) {
+  const ResolvedSparseConfig& c = sp.config;
+  EstimatorParams estimator;
+  estimator.density = c.density;
+  estimator.count = sp.count;
+  estimator.nranks = sp.comm->nranks;
+  estimator.threshold = c.threshold;
+  estimator.scaling_band = c.scaling_band;
+  estimator.scaling_step = c.scaling_step;
+  SCCL_CHECK(makeEstimator(c.estimator, estimator, &sp.estimator));
+  SearchSpaceParams search;
+  search.count = sp.count;
+  search.nranks = sp.comm->nranks;
+  search.num_blocks = c.num_blocks;
+  search.block_align = c.block_align;
+  search.rebalance_alpha = c.rebalance_alpha;
+  search.rebalance_move_blocks = c.rebalance_move_blocks;
+  search.min_blocks_factor = c.min_blocks_factor;
+  SCCL_CHECK(makeSearchSpace(c.search, search, &sp.search));
+  sp.reduction = findReduction(c.reduction.c_str());
+  return scclSuccess;
+}
+
+void clearStats(scclSparsifier& sp) {
+  sp.stats = scclSparseStats_t{};
+  sp.stats.size = sizeof(scclSparseStats_t);
+  sp.stats.kTarget = sp.k_target;
+  sp.stats.threshold = sp.estimator->currentThreshold();
+  sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
+}
+
+void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
+  scclSparseStats_t& s = sp.stats;
+  s.iteration = sp.iteration;
+  s.kLocal = call.k_local;
+  s.kGlobal = call.k_global;
+  s.kMax = call.k_max;
+  s.density = sp.count == 0 ? 0.0 : double(call.k_global) / double(sp.count);
+  s.densityError = double(call.k_global) / double(sp.k_target) - 1.0;
+  s.gatherInflation =
+      call.k_global == 0 ? 0.0 : double(sp.comm->nranks) * double(call.k_max) / double(call.k_global);
+  s.bytesSent = call.bytes_sent;
+  s.bytesReceived = call.bytes_received;
+  s.threshold = call.threshold;
+  s.nonFinite = call.nonfinite_local;
+  s.timeSelectUs = call.time_select_us;
+  s.timeCommUs = call.time_comm_us;
+  s.timeOtherUs = std::max(0.0, total_us - call.time_select_us - call.time_comm_us);
+  s.totalBytesSent += s.bytesSent;
+  s.totalBytesReceived += s.bytesReceived;
+  s.totalTimeSelectUs += s.timeSelectUs;
+  s.totalTimeCommUs += s.timeCommUs;
+  s.totalTimeOtherUs += s.timeOtherUs;
+  // Running mean over completed calls (the iteration counter counts them).
+  double calls = double(std::max<uint64_t>(1, sp.iteration));
+  s.meanAbsDensityError += (std::fabs(s.densityError) - s.meanAbsDensityError) / calls;
+}
+
+}  // namespace
+
+scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
+                              const scclSparseConfig_t& config, scclSparsifier** out) {
+  SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat16 || dtype == scclBfloat16 ||
+                       dtype == scclFloat64,
+                   "sparsifier dtype %s: gradients must be float32, float16, bfloat16 or float64",
+                   dataTypeName(dtype));
+  size_t bytes = 0;
+  SCCL_REQUIRE_ARG(byteSize(count, scclFloat64, &bytes) && count <= (size_t{1} << 62),
+                   "sparsifier count %zu is too large", count);
+  auto sp = std::make_unique<scclSparsifier>();
+  sp->comm = comm;
+  sp->count = count;
+  sp->dtype = dtype;
+  sp->acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
+  SCCL_CHECK(resolveSparseConfig(config, &sp->config));
+  sp->k_target = std::max<uint64_t>(1, uint64_t(std::floor(sp->config.density * double(count))));
+  SCCL_CHECK(buildAxes(*sp));
+  SCCL_CHECK(checkRanksAgree(comm, sp->config, count, dtype));
+  sp->residual.resize(count * accElementSize(*sp));
+  sp->acc.resize(count * accElementSize(*sp));
+  SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
+  clearStats(*sp);
+  SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: %zu x %s, %s, k = %llu",
+            static_cast<void*>(sp.get()), comm->rank, count, dataTypeName(dtype),
+            describeSparseConfig(sp->config).c_str(),
+            static_cast<unsigned long long>(sp->k_target));
+  registerHandle(sp.get());
+  *out = sp.release();
+  return scclSuccess;
+}
+
+void sparsifierDestroy(scclSparsifier* sp) {
+  unregisterHandle(sp);
+  sp->magic = 0;
+  delete sp;
+}
+
+scclResult_t sparsifierReset(scclSparsifier* sp) {
+  SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
+  sp->estimator->reset();
+  sp->search->reset();
+  sp->iteration = 0;
+  clearStats(*sp);
+  return scclSuccess;
+}
+
+scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
+                             scclRedOp_t op) {
+  Clock::time_point start = Clock::now();
+  SparseCall call;
+  call.sp = sp;
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.op = op;
+  call.acc = sp->acc.data();
+  if (sp->reduction->needs_selection) {
+    const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;
+    SCCL_CHECK(cpuKernels().accumulate(call.acc, residual, sp->acc_dtype, sendbuf, sp->dtype,
+                                       sp->count, &call.nonfinite_local, nullptr));
+    call.time_select_us = microsecondsSince(start);
+  }
+  SCCL_CHECK(sp->reduction->run(call));
+  if (call.step_discarded) {
+    sp->stats.nonFinite = call.nonfinite_local;
+    return scclSuccess;
+  }
+  if (call.residual_updated) {
+    if (sp->config.error_feedback) {
+      sp->residual.swap(sp->acc);
+    }
+  }
+  ++sp->iteration;
+  recordCall(*sp, call, microsecondsSince(start));
+  return scclSuccess;
+}
+
+scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
+  AbsMoments moments;
+  if (sp->count > 0) {
+    SCCL_CHECK(cpuKernels().absMoments(sp->residual.data(), sp->acc_dtype, 0, sp->count, 0.0,
+                                       false, &moments, nullptr));
+  }
+  sp->stats.residualNorm = std::sqrt(moments.sum_sq);
+  size_t bytes = std::min(stats->size, sizeof(scclSparseStats_t));
+  scclSparseStats_t copy = sp->stats;
+  copy.size = bytes;
+  std::memcpy(stats, &copy, bytes);
+  return scclSuccess;
+}
+
+}  // namespace sccl

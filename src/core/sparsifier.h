@@ -1,0 +1,64 @@
+// The sparsifier: per-buffer state of the sparse all-reduce (error-feedback residual, the
+// estimator and search space of its preset, iteration, statistics) and the orchestration of one
+// call: accumulate, hand over to the reduction, swap in the new residual, record statistics.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "core/aligned_buffer.h"
+#include "core/sparse_config.h"
+#include "estimators/threshold_estimator.h"
+#include "partition/search_space.h"
+#include "sparsecoll/sparsecoll.h"
+
+struct scclComm;
+
+struct scclSparsifier {
+  static constexpr uint64_t kMagic = 0x5343434c53706172ull;  // "SCCLSpar"
+  uint64_t magic = kMagic;
+
+  scclComm* comm = nullptr;
+  size_t count = 0;
+  scclDataType_t dtype = scclFloat32;      // gradient type
+  scclDataType_t acc_dtype = scclFloat32;  // residual type: float32, or float64 for float64
+  sccl::ResolvedSparseConfig config;
+  uint64_t k_target = 1;
+
+  const sccl::ReductionEntry* reduction = nullptr;
+  std::unique_ptr<sccl::ThresholdEstimator> estimator;
+  std::unique_ptr<sccl::SearchSpace> search;
+
+  // Double-buffered residual: a call accumulates residual + gradient into `acc`; if the step
+  // completes, acc (zeroed where sent) becomes the residual by a swap; if it is discarded (NaN
+  // policy), the residual is untouched.
+  sccl::AlignedBuffer residual;
+  sccl::AlignedBuffer acc;
+
+  uint64_t iteration = 0;
+  std::vector<uint64_t> rank_counts;  // k_i of the last call
+  scclSparseStats_t stats{};
+
+  // Scratch reused across calls, so the steady state of a training loop allocates nothing.
+  std::vector<int64_t> local_indices;
+  std::vector<int64_t> gathered_indices;
+  std::vector<int64_t> global_indices;
+  sccl::AlignedBuffer values;
+};
+
+namespace sccl {
+
+scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
+                              const scclSparseConfig_t& config, scclSparsifier** out);
+void sparsifierDestroy(scclSparsifier* sp);
+scclResult_t sparsifierReset(scclSparsifier* sp);
+scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
+                             scclRedOp_t op);
+scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
+
+// Element size of the residual.
+inline size_t accElementSize(const scclSparsifier& sp) { return sp.acc_dtype == scclFloat64 ? 8 : 4; }
+
+}  // namespace sccl
