@@ -39,11 +39,15 @@ class KernelBackend {
   // Short name with the chosen instruction set, e.g. "cpu-avx512".
   virtual const char* name() const = 0;
 
-  // residual[i] += grad[i], i < count. residual is float32 for float32/float16/bfloat16 gradients
-  // (half types widen exactly) and float64 for float64 gradients; other pairs are
-  // scclInvalidArgument.
-  virtual scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
-                                  scclDataType_t grad_dtype, size_t count, void* stream) const = 0;
+  // acc[i] = residual[i] + grad[i], i < count, grad widened exactly to acc's type: acc is
+  // float32 for float32/float16/bfloat16 gradients and float64 for float64 gradients (other
+  // pairs are scclInvalidArgument); residual has acc's type. acc may equal residual (in place),
+  // otherwise the two do not overlap; residual may be null (acc[i] = grad[i] widened). If
+  // nonfinite is not null, *nonfinite = the number of i with acc[i] NaN or +-inf, counted in the
+  // same pass, so a caller can discard a step with a bad gradient and keep its residual intact.
+  virtual scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
+                                  const void* grad, scclDataType_t grad_dtype, size_t count,
+                                  uint64_t* nonfinite, void* stream) const = 0;
 
   // The selection primitive behind scclPartitionedSelect (same contract, arguments already
   // validated): elements of [begin, end) with !(|x| < threshold), ascending indices; writes at
@@ -63,6 +67,23 @@ class KernelBackend {
   // dst[idx[j]] = 0, j < n.
   virtual scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
                               void* stream) const = 0;
+
+  // dst[idx[j]] = vals[j] * scale converted to dst_dtype, j < n (indices distinct). float32 values
+  // are multiplied in float32 by (float)scale and rounded to a float32, float16 or bfloat16
+  // destination to nearest even (core/half.h); float64 values go to float64, multiplied in double.
+  // A scale of 1 copies or converts without multiplying. Other pairs are scclInvalidArgument.
+  virtual scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                                     const void* vals, scclDataType_t val_dtype, size_t n,
+                                     double scale, void* stream) const = 0;
+
+  // dst[0, bytes) = 0.
+  virtual scclResult_t fillZero(void* dst, size_t bytes, void* stream) const = 0;
+
+  // *value = the k-th largest |x| over [begin, end), exactly (k = 1: the maximum), with NaN above
+  // +inf (a NaN among the k largest magnitudes can be the answer, returned as NaN). For the four
+  // floating types; k outside [1, end - begin] is scclInvalidArgument.
+  virtual scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                     uint64_t k, double* value, void* stream) const = 0;
 
   // Moments of |x| over [begin, end) restricted to |x| >= floor. sum_log is computed only when
   // want_log (it costs a logarithm per counted element).

@@ -17,96 +17,19 @@
 #include "kernels/cpu/select.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
+#include "unit/cpu_kernel_test_data.h"
 
 namespace {
 
-using sccl::CpuIsa;
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-
-// Restores the process-wide ISA and part-count settings when a test leaves.
-struct KernelSettingsGuard {
-  CpuIsa isa = sccl::activeCpuIsa();
-  int parts = sccl::setKernelPartsForTesting(0);
-  KernelSettingsGuard() { sccl::setKernelPartsForTesting(parts); }
-  ~KernelSettingsGuard() {
-    sccl::setCpuIsaForTesting(isa);
-    sccl::setKernelPartsForTesting(parts);
-  }
-};
-
-std::vector<CpuIsa> supportedIsas() {
-  std::vector<CpuIsa> isas;
-  for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
-    if (sccl::cpuIsaSupported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
-// Part counts to try: 0 is the automatic rule; odd counts leave uneven parts and tails.
-const int kPartCounts[] = {0, 1, 2, 3, 7};
-
-uint64_t mix(uint64_t seed, uint64_t index) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Laplace-like values with a sprinkling of NaN, zeros, subnormals and (optionally) infinities.
-double sampleValue(uint64_t seed, size_t i, bool with_infinities) {
-  uint64_t r = mix(seed, i);
-  switch (r % 997) {
-    case 0: return std::numeric_limits<double>::quiet_NaN();
-    case 1: return -std::numeric_limits<double>::quiet_NaN();
-    case 2:
-      if (with_infinities) return (r & 1024) ? INFINITY : -INFINITY;
-      return 1.0;
-    case 3: return 0.0;
-    case 4: return -0.0;
-    case 5: return 1e-41;  // float subnormal, fp16/bf16 zero or subnormal
-    default: break;
-  }
-  double u = double((r >> 11) | 1) * 0x1.0p-53;  // (0, 1)
-  return ((r & 2048) ? -1.0 : 1.0) * -std::log(u);
-}
-
-std::vector<unsigned char> makeData(scclDataType_t dtype, size_t n, uint64_t seed,
-                                    bool with_infinities = true) {
-  std::vector<unsigned char> data(n * sccl::dataTypeSize(dtype));
-  for (size_t i = 0; i < n; ++i) {
-    double v = sampleValue(seed, i, with_infinities);
-    unsigned char* at = data.data() + i * sccl::dataTypeSize(dtype);
-    if (dtype == scclFloat64) {
-      std::memcpy(at, &v, 8);
-    } else if (dtype == scclFloat32) {
-      float f = float(v);
-      std::memcpy(at, &f, 4);
-    } else {
-      uint16_t h = dtype == scclFloat16 ? sccl::floatToFp16(float(v)) : sccl::floatToBf16(float(v));
-      std::memcpy(at, &h, 2);
-    }
-  }
-  return data;
-}
-
-// The element as a long double: exact for all four types.
-long double exactValue(scclDataType_t dtype, const unsigned char* data, size_t i) {
-  const unsigned char* at = data + i * sccl::dataTypeSize(dtype);
-  if (dtype == scclFloat64) {
-    double v;
-    std::memcpy(&v, at, 8);
-    return v;
-  }
-  if (dtype == scclFloat32) {
-    float v;
-    std::memcpy(&v, at, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, at, 2);
-  return dtype == scclFloat16 ? sccl::fp16ToFloat(h) : sccl::bf16ToFloat(h);
-}
+using cpu_kernel_test::CpuIsa;
+using cpu_kernel_test::exactValue;
+using cpu_kernel_test::KernelSettingsGuard;
+using cpu_kernel_test::kInf;
+using cpu_kernel_test::kNan;
+using cpu_kernel_test::kPartCounts;
+using cpu_kernel_test::makeData;
+using cpu_kernel_test::mix;
+using cpu_kernel_test::supportedIsas;
 
 struct Selection {
   std::vector<int64_t> idx;
@@ -324,58 +247,6 @@ TEST_CASE("cpu thread pool: every task runs exactly once with concurrent submitt
   for (const auto& per_task : runs) {
     for (int count : per_task) CHECK(count == int(kJobs));
   }
-}
-
-TEST_CASE("cpu accumulate: residual plus widened grad is identical on every ISA and split",
-          "[kernels][accumulate][isa]") {
-  KernelSettingsGuard guard;
-  const size_t n = 150001;
-  struct Pair {
-    scclDataType_t residual, grad;
-  };
-  for (Pair pair : {Pair{scclFloat32, scclFloat32}, Pair{scclFloat32, scclFloat16},
-                    Pair{scclFloat32, scclBfloat16}, Pair{scclFloat64, scclFloat64}}) {
-    const auto start = makeData(pair.residual, n, 1);
-    const auto grad = makeData(pair.grad, n, 2);
-    // One IEEE addition in the residual's type, the grad widened exactly.
-    auto want = start;
-    for (size_t i = 0; i < n; ++i) {
-      if (pair.residual == scclFloat32) {
-        float sum = float(exactValue(scclFloat32, start.data(), i)) +
-                    float(exactValue(pair.grad, grad.data(), i));
-        std::memcpy(want.data() + 4 * i, &sum, 4);
-      } else {
-        double sum = double(exactValue(scclFloat64, start.data(), i)) +
-                     double(exactValue(scclFloat64, grad.data(), i));
-        std::memcpy(want.data() + 8 * i, &sum, 8);
-      }
-    }
-    for (CpuIsa isa : supportedIsas()) {
-      sccl::setCpuIsaForTesting(isa);
-      for (int parts : kPartCounts) {
-        sccl::setKernelPartsForTesting(parts);
-        INFO(sccl::dataTypeName(pair.grad)
-             << " isa " << sccl::cpuIsaName(isa) << " parts " << parts);
-        auto residual = start;
-        REQUIRE(sccl::cpuKernels().accumulate(residual.data(), pair.residual, grad.data(),
-                                              pair.grad, n, nullptr) == scclSuccess);
-        size_t differing = 0;
-        for (size_t i = 0; i < n; ++i) {
-          long double got = exactValue(pair.residual, residual.data(), i);
-          long double expected = exactValue(pair.residual, want.data(), i);
-          bool same = std::isnan(expected) ? std::isnan(got) : got == expected;
-          differing += same ? 0 : 1;
-        }
-        CHECK(differing == 0);
-      }
-    }
-  }
-  float r = 0;
-  uint16_t g = 0;
-  CHECK(sccl::cpuKernels().accumulate(&r, scclFloat16, &g, scclFloat16, 1, nullptr) ==
-        scclInvalidArgument);
-  CHECK(sccl::cpuKernels().accumulate(&r, scclFloat32, &g, scclFloat64, 1, nullptr) ==
-        scclInvalidArgument);
 }
 
 TEST_CASE("cpu gather and scatter and zeroAt move elements of every width", "[kernels][indexed]") {

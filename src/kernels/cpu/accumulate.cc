@@ -1,7 +1,14 @@
-// residual += grad on the CPU. Every element is one IEEE addition (residual + widened grad), so
-// all ISA paths and any split into parts give bitwise the same sums; fp16 and bf16 widen to
-// float32 exactly (F16C conversion, or a 16-bit shift for bf16) before the addition.
-#include <algorithm>
+// acc = residual + widen(grad) on the CPU, counting the non-finite results in the same pass.
+//
+// Every element is one IEEE addition (or a plain widening copy when there is no residual), so all
+// ISA paths and any split into parts give bitwise the same sums. fp16 and bf16 widen to float32
+// exactly (F16C conversion, or a 16-bit shift for bf16). The non-finite test is on the result's
+// bits (exponent all ones: +-inf or NaN) while they are still in a register: an and, a compare
+// into a mask and a popcount per vector, which the memory-bound loop hides (docs/kernels.md has
+// the measurement). Counts are integers, so their sum does not depend on the split either.
+#include <atomic>
+#include <cstring>
+#include <type_traits>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -14,126 +21,188 @@
 namespace sccl::cpu {
 namespace {
 
-// The four supported (residual, grad) pairs.
+// The four supported (acc, grad) pairs.
 enum class AccumulateKind { F32F32, F32F16, F32Bf16, F64F64 };
 
-// Elements [begin, end) of one pair; every ISA path ends with this for its tail.
-void accumulateScalar(AccumulateKind kind, void* residual, const void* grad, size_t begin,
-                      size_t end) {
-  float* r32 = static_cast<float*>(residual);
-  const uint16_t* g16 = static_cast<const uint16_t*>(grad);
-  switch (kind) {
-    case AccumulateKind::F32F32:
-      for (size_t i = begin; i < end; ++i) r32[i] += static_cast<const float*>(grad)[i];
-      break;
-    case AccumulateKind::F32F16:
-      for (size_t i = begin; i < end; ++i) r32[i] += fp16ToFloat(g16[i]);
-      break;
-    case AccumulateKind::F32Bf16:
-      for (size_t i = begin; i < end; ++i) r32[i] += bf16ToFloat(g16[i]);
-      break;
-    case AccumulateKind::F64F64: {
-      double* r64 = static_cast<double*>(residual);
-      const double* g64 = static_cast<const double*>(grad);
-      for (size_t i = begin; i < end; ++i) r64[i] += g64[i];
-      break;
-    }
+template <AccumulateKind kKind>
+using AccValue = std::conditional_t<kKind == AccumulateKind::F64F64, double, float>;
+
+// F16C turns a signalling NaN into a quiet one; the scalar widening does the same so that a
+// copy without residual is bitwise identical on every path.
+inline float widenFp16Quiet(uint16_t h) {
+  uint32_t bits = floatToBits(fp16ToFloat(h));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) bits |= 0x00400000u;
+  return bitsToFloat(bits);
+}
+
+template <AccumulateKind kKind>
+inline AccValue<kKind> widenGrad(const void* grad, size_t i) {
+  if constexpr (kKind == AccumulateKind::F32F16) {
+    return widenFp16Quiet(static_cast<const uint16_t*>(grad)[i]);
+  } else if constexpr (kKind == AccumulateKind::F32Bf16) {
+    return bf16ToFloat(static_cast<const uint16_t*>(grad)[i]);
+  } else {
+    return static_cast<const AccValue<kKind>*>(grad)[i];
   }
 }
 
-SCCL_TARGET_AVX2 size_t accumulateAvx2(AccumulateKind kind, void* residual, const void* grad,
-                                       size_t begin, size_t end) {
-  float* r32 = static_cast<float*>(residual);
-  const uint16_t* g16 = static_cast<const uint16_t*>(grad);
+inline bool isNonFinite(float value) {
+  return (floatToBits(value) & 0x7f800000u) == 0x7f800000u;
+}
+
+inline bool isNonFinite(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+}
+
+// Elements [begin, end); every ISA path ends with this for its tail. Returns the non-finite count.
+template <AccumulateKind kKind, bool kHasResidual>
+uint64_t accumulateScalar(void* acc, const void* residual, const void* grad, size_t begin,
+                          size_t end) {
+  using Value = AccValue<kKind>;
+  Value* out = static_cast<Value*>(acc);
+  uint64_t nonfinite = 0;
+  for (size_t i = begin; i < end; ++i) {
+    Value sum = widenGrad<kKind>(grad, i);
+    if constexpr (kHasResidual) sum = static_cast<const Value*>(residual)[i] + sum;
+    out[i] = sum;
+    nonfinite += isNonFinite(sum);
+  }
+  return nonfinite;
+}
+
+template <AccumulateKind kKind>
+SCCL_TARGET_AVX2 inline __m256 loadGradAvx2(const void* grad, size_t i) {
+  if constexpr (kKind == AccumulateKind::F32F32) {
+    return _mm256_loadu_ps(static_cast<const float*>(grad) + i);
+  } else {
+    __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(grad) + i));
+    if constexpr (kKind == AccumulateKind::F32F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <AccumulateKind kKind>
+SCCL_TARGET_AVX512 inline __m512 loadGradAvx512(const void* grad, size_t i) {
+  if constexpr (kKind == AccumulateKind::F32F32) {
+    return _mm512_loadu_ps(static_cast<const float*>(grad) + i);
+  } else {
+    __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(grad) + i));
+    if constexpr (kKind == AccumulateKind::F32F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+// The vector loops return where they stopped and add their non-finite count to *nonfinite.
+template <AccumulateKind kKind, bool kHasResidual>
+SCCL_TARGET_AVX2 size_t accumulateAvx2(void* acc, const void* residual, const void* grad,
+                                       size_t begin, size_t end, uint64_t* nonfinite) {
+  uint64_t count = 0;
   size_t i = begin;
-  switch (kind) {
-    case AccumulateKind::F32F32:
-      for (const float* g = static_cast<const float*>(grad); i + 8 <= end; i += 8) {
-        _mm256_storeu_ps(r32 + i, _mm256_add_ps(_mm256_loadu_ps(r32 + i), _mm256_loadu_ps(g + i)));
+  if constexpr (kKind == AccumulateKind::F64F64) {
+    double* out = static_cast<double*>(acc);
+    const double* g = static_cast<const double*>(grad);
+    const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000ll);
+    for (; i + 4 <= end; i += 4) {
+      __m256d sum = _mm256_loadu_pd(g + i);
+      if constexpr (kHasResidual) {
+        sum = _mm256_add_pd(_mm256_loadu_pd(static_cast<const double*>(residual) + i), sum);
       }
-      break;
-    case AccumulateKind::F32F16:
-      for (; i + 8 <= end; i += 8) {
-        __m256 g = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g16 + i)));
-        _mm256_storeu_ps(r32 + i, _mm256_add_ps(_mm256_loadu_ps(r32 + i), g));
+      _mm256_storeu_pd(out + i, sum);
+      __m256i bits = _mm256_and_si256(_mm256_castpd_si256(sum), exponent);
+      __m256i bad = _mm256_cmpeq_epi64(bits, exponent);
+      count += __builtin_popcount(_mm256_movemask_pd(_mm256_castsi256_pd(bad)));
+    }
+  } else {
+    float* out = static_cast<float*>(acc);
+    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+    for (; i + 8 <= end; i += 8) {
+      __m256 sum = loadGradAvx2<kKind>(grad, i);
+      if constexpr (kHasResidual) {
+        sum = _mm256_add_ps(_mm256_loadu_ps(static_cast<const float*>(residual) + i), sum);
       }
-      break;
-    case AccumulateKind::F32Bf16:
-      for (; i + 8 <= end; i += 8) {
-        __m256i wide =
-            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g16 + i)));
-        __m256 g = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-        _mm256_storeu_ps(r32 + i, _mm256_add_ps(_mm256_loadu_ps(r32 + i), g));
-      }
-      break;
-    case AccumulateKind::F64F64: {
-      double* r64 = static_cast<double*>(residual);
-      for (const double* g = static_cast<const double*>(grad); i + 4 <= end; i += 4) {
-        _mm256_storeu_pd(r64 + i, _mm256_add_pd(_mm256_loadu_pd(r64 + i), _mm256_loadu_pd(g + i)));
-      }
-      break;
+      _mm256_storeu_ps(out + i, sum);
+      __m256i bits = _mm256_and_si256(_mm256_castps_si256(sum), exponent);
+      __m256i bad = _mm256_cmpeq_epi32(bits, exponent);
+      count += __builtin_popcount(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
     }
   }
+  *nonfinite += count;
   return i;
 }
 
-SCCL_TARGET_AVX512 size_t accumulateAvx512(AccumulateKind kind, void* residual, const void* grad,
-                                           size_t begin, size_t end) {
-  float* r32 = static_cast<float*>(residual);
-  const uint16_t* g16 = static_cast<const uint16_t*>(grad);
+template <AccumulateKind kKind, bool kHasResidual>
+SCCL_TARGET_AVX512 size_t accumulateAvx512(void* acc, const void* residual, const void* grad,
+                                           size_t begin, size_t end, uint64_t* nonfinite) {
+  uint64_t count = 0;
   size_t i = begin;
-  switch (kind) {
-    case AccumulateKind::F32F32:
-      for (const float* g = static_cast<const float*>(grad); i + 16 <= end; i += 16) {
-        _mm512_storeu_ps(r32 + i, _mm512_add_ps(_mm512_loadu_ps(r32 + i), _mm512_loadu_ps(g + i)));
+  if constexpr (kKind == AccumulateKind::F64F64) {
+    double* out = static_cast<double*>(acc);
+    const double* g = static_cast<const double*>(grad);
+    const __m512i exponent = _mm512_set1_epi64(0x7ff0000000000000ll);
+    for (; i + 8 <= end; i += 8) {
+      __m512d sum = _mm512_loadu_pd(g + i);
+      if constexpr (kHasResidual) {
+        sum = _mm512_add_pd(_mm512_loadu_pd(static_cast<const double*>(residual) + i), sum);
       }
-      break;
-    case AccumulateKind::F32F16:
-      for (; i + 16 <= end; i += 16) {
-        __m512 g = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g16 + i)));
-        _mm512_storeu_ps(r32 + i, _mm512_add_ps(_mm512_loadu_ps(r32 + i), g));
+      _mm512_storeu_pd(out + i, sum);
+      __m512i bits = _mm512_and_si512(_mm512_castpd_si512(sum), exponent);
+      count += __builtin_popcount(static_cast<unsigned>(_mm512_cmpeq_epi64_mask(bits, exponent)));
+    }
+  } else {
+    float* out = static_cast<float*>(acc);
+    const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+    for (; i + 16 <= end; i += 16) {
+      __m512 sum = loadGradAvx512<kKind>(grad, i);
+      if constexpr (kHasResidual) {
+        sum = _mm512_add_ps(_mm512_loadu_ps(static_cast<const float*>(residual) + i), sum);
       }
-      break;
-    case AccumulateKind::F32Bf16:
-      for (; i + 16 <= end; i += 16) {
-        __m512i wide =
-            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g16 + i)));
-        __m512 g = _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-        _mm512_storeu_ps(r32 + i, _mm512_add_ps(_mm512_loadu_ps(r32 + i), g));
-      }
-      break;
-    case AccumulateKind::F64F64: {
-      double* r64 = static_cast<double*>(residual);
-      for (const double* g = static_cast<const double*>(grad); i + 8 <= end; i += 8) {
-        _mm512_storeu_pd(r64 + i, _mm512_add_pd(_mm512_loadu_pd(r64 + i), _mm512_loadu_pd(g + i)));
-      }
-      break;
+      _mm512_storeu_ps(out + i, sum);
+      __m512i bits = _mm512_and_si512(_mm512_castps_si512(sum), exponent);
+      count += __builtin_popcount(static_cast<unsigned>(_mm512_cmpeq_epi32_mask(bits, exponent)));
     }
   }
+  *nonfinite += count;
   return i;
 }
 
-void accumulateRange(CpuIsa isa, AccumulateKind kind, void* residual, const void* grad,
-                     size_t begin, size_t end) {
+// One part: the ISA's vector loop, then the scalar tail. Returns the part's non-finite count.
+template <AccumulateKind kKind, bool kHasResidual>
+uint64_t accumulateRange(CpuIsa isa, void* acc, const void* residual, const void* grad,
+                         size_t begin, size_t end) {
+  uint64_t nonfinite = 0;
   size_t vector_end = begin;
-  if (isa == CpuIsa::Avx512) vector_end = accumulateAvx512(kind, residual, grad, begin, end);
-  if (isa == CpuIsa::Avx2) vector_end = accumulateAvx2(kind, residual, grad, begin, end);
-  accumulateScalar(kind, residual, grad, vector_end, end);
+  if (isa == CpuIsa::Avx512) {
+    vector_end = accumulateAvx512<kKind, kHasResidual>(acc, residual, grad, begin, end, &nonfinite);
+  } else if (isa == CpuIsa::Avx2) {
+    vector_end = accumulateAvx2<kKind, kHasResidual>(acc, residual, grad, begin, end, &nonfinite);
+  }
+  return nonfinite + accumulateScalar<kKind, kHasResidual>(acc, residual, grad, vector_end, end);
 }
 
-bool accumulateKind(scclDataType_t residual_dtype, scclDataType_t grad_dtype,
-                    AccumulateKind* kind) {
-  if (residual_dtype == scclFloat64 && grad_dtype == scclFloat64) {
-    *kind = AccumulateKind::F64F64;
-    return true;
+using RangeFn = uint64_t (*)(CpuIsa, void*, const void*, const void*, size_t, size_t);
+
+template <AccumulateKind kKind>
+RangeFn rangeFnFor(bool has_residual) {
+  return has_residual ? accumulateRange<kKind, true> : accumulateRange<kKind, false>;
+}
+
+// The instantiation for a dtype pair, or null when the pair is not supported.
+RangeFn chooseRangeFn(scclDataType_t acc_dtype, scclDataType_t grad_dtype, bool has_residual) {
+  if (acc_dtype == scclFloat64 && grad_dtype == scclFloat64) {
+    return rangeFnFor<AccumulateKind::F64F64>(has_residual);
   }
-  if (residual_dtype != scclFloat32) return false;
+  if (acc_dtype != scclFloat32) return nullptr;
   switch (grad_dtype) {
-    case scclFloat32: *kind = AccumulateKind::F32F32; return true;
-    case scclFloat16: *kind = AccumulateKind::F32F16; return true;
-    case scclBfloat16: *kind = AccumulateKind::F32Bf16; return true;
-    default: return false;
+    case scclFloat32: return rangeFnFor<AccumulateKind::F32F32>(has_residual);
+    case scclFloat16: return rangeFnFor<AccumulateKind::F32F16>(has_residual);
+    case scclBfloat16: return rangeFnFor<AccumulateKind::F32Bf16>(has_residual);
+    default: break;
   }
+  return nullptr;
 }
 
 // Three streams (two reads, one write) per element: parts smaller than this are not worth a
@@ -142,22 +211,24 @@ constexpr size_t kMinPartElements = size_t{1} << 16;
 
 }  // namespace
 
-scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
-                        scclDataType_t grad_dtype, size_t count) {
-  AccumulateKind kind;
-  if (!accumulateKind(residual_dtype, grad_dtype, &kind)) {
-    return fail(scclInvalidArgument, "accumulate: residual %s += grad %s is not supported",
-                dataTypeName(residual_dtype), dataTypeName(grad_dtype));
+scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
+                        scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite) {
+  const RangeFn range_fn = chooseRangeFn(acc_dtype, grad_dtype, residual != nullptr);
+  if (range_fn == nullptr) {
+    return fail(scclInvalidArgument, "accumulate: %s = %s + %s is not supported",
+                dataTypeName(acc_dtype), dataTypeName(acc_dtype), dataTypeName(grad_dtype));
   }
   const CpuIsa isa = activeCpuIsa();
   const size_t nparts = kernelPartCount(count, kMinPartElements);
+  std::atomic<uint64_t> total{0};
   cpuThreadPool().parallelFor(nparts, [&](size_t p) {
     // Part boundaries on multiples of 16 elements keep every part's vector loop whole.
     size_t blocks = count / 16;
     size_t begin = blocks * p / nparts * 16;
     size_t end = p + 1 == nparts ? count : blocks * (p + 1) / nparts * 16;
-    accumulateRange(isa, kind, residual, grad, begin, end);
+    total.fetch_add(range_fn(isa, acc, residual, grad, begin, end), std::memory_order_relaxed);
   });
+  if (nonfinite != nullptr) *nonfinite = total.load(std::memory_order_relaxed);
   return scclSuccess;
 }
 

@@ -18,9 +18,10 @@ class CpuBackend final : public KernelBackend {
     return "cpu-scalar";
   }
 
-  scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
-                          scclDataType_t grad_dtype, size_t count, void*) const override {
-    return cpu::accumulate(residual, residual_dtype, grad, grad_dtype, count);
+  scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
+                          const void* grad, scclDataType_t grad_dtype, size_t count,
+                          uint64_t* nonfinite, void*) const override {
+    return cpu::accumulate(acc, residual, acc_dtype, grad, grad_dtype, count, nonfinite);
   }
 
   scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
@@ -42,6 +43,21 @@ class CpuBackend final : public KernelBackend {
   scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
                       void*) const override {
     return cpu::zeroAt(dst, dtype, idx, n);
+  }
+
+  scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                             const void* vals, scclDataType_t val_dtype, size_t n, double scale,
+                             void*) const override {
+    return cpu::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale);
+  }
+
+  scclResult_t fillZero(void* dst, size_t bytes, void*) const override {
+    return cpu::fillZero(dst, bytes);
+  }
+
+  scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                             uint64_t k, double* value, void*) const override {
+    return cpu::kthLargestAbs(x, dtype, begin, end, k, value);
   }
 
   scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,

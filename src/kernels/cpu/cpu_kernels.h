@@ -13,13 +13,19 @@ scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size
                          double threshold, int64_t* idx, void* val, size_t capacity,
                          size_t* nselected);
 
-scclResult_t accumulate(void* residual, scclDataType_t residual_dtype, const void* grad,
-                        scclDataType_t grad_dtype, size_t count);
+scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
+                        scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite);
 
 scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n, void* out);
 scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                      size_t n);
 scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n);
+scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                           const void* vals, scclDataType_t val_dtype, size_t n, double scale);
+scclResult_t fillZero(void* dst, size_t bytes);
+
+scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                           uint64_t k, double* value);
 
 scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end, double floor,
                         bool want_log, AbsMoments* out);

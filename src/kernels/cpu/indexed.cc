@@ -1,12 +1,13 @@
-// Gather, scatter and zero-at-indices on the CPU. They only move bits, so they work on every
-// dtype by element size. Large index lists run on the pool: gather splits the list into
-// contiguous parts (it only reads at the indices); scatter and zeroAt split the destination
-// instead, so that an element named twice in the list still has a single writer (see
-// writeOwned).
+// Gather, scatter, zero-at-indices and the converting scatter on the CPU. The first three only
+// move bits, so they work on every dtype by element size. Large index lists run on the pool:
+// gather splits the list into contiguous parts (it only reads at the indices); the scatters and
+// zeroAt split the destination instead, so that an element named twice in the list still has a
+// single writer (see writeOwned).
 #include <cstring>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -58,6 +59,47 @@ scclResult_t withElementType(scclDataType_t dtype, const char* kernel, Fn&& fn) 
   return fail(scclInvalidArgument, "%s: invalid dtype %d", kernel, static_cast<int>(dtype));
 }
 
+// Runs writeOwned over the pool for a destination of Element.
+template <typename Element, typename ValueOf>
+void scatterConverted(void* dst, const int64_t* idx, size_t n, ValueOf value) {
+  size_t nparts = kernelPartCount(n, kMinPartIndices);
+  cpuThreadPool().parallelFor(
+      nparts, [&](size_t part) { writeOwned<Element>(dst, idx, n, part, nparts, value); });
+}
+
+// float32 values times `scale` (in float32) into a float32, float16 or bfloat16 destination. A
+// unit scale skips the multiply: the result is then a copy or a plain conversion, bit for bit,
+// signalling NaNs included (a multiply would quiet them).
+scclResult_t scatterFloatValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                                const float* vals, size_t n, float scale) {
+  const bool unit = scale == 1.0f;
+  switch (dst_dtype) {
+    case scclFloat32:
+      if (unit) return scatter(dst, scclFloat32, idx, vals, n);
+      scatterConverted<float>(dst, idx, n, [=](size_t j) { return vals[j] * scale; });
+      return scclSuccess;
+    case scclFloat16:
+      if (unit) {
+        scatterConverted<uint16_t>(dst, idx, n, [=](size_t j) { return floatToFp16(vals[j]); });
+      } else {
+        scatterConverted<uint16_t>(dst, idx, n,
+                                   [=](size_t j) { return floatToFp16(vals[j] * scale); });
+      }
+      return scclSuccess;
+    case scclBfloat16:
+      if (unit) {
+        scatterConverted<uint16_t>(dst, idx, n, [=](size_t j) { return floatToBf16(vals[j]); });
+      } else {
+        scatterConverted<uint16_t>(dst, idx, n,
+                                   [=](size_t j) { return floatToBf16(vals[j] * scale); });
+      }
+      return scclSuccess;
+    default: break;
+  }
+  return fail(scclInvalidArgument, "scatterValues: float32 values into %s is not supported",
+              dataTypeName(dst_dtype));
+}
+
 }  // namespace
 
 scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
@@ -88,6 +130,22 @@ scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t 
       writeOwned<Element>(dst, idx, n, part, nparts, [](size_t) { return Element{0}; });
     });
   });
+}
+
+scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                           const void* vals, scclDataType_t val_dtype, size_t n, double scale) {
+  if (val_dtype == scclFloat32) {
+    return scatterFloatValues(dst, dst_dtype, idx, static_cast<const float*>(vals), n,
+                              static_cast<float>(scale));
+  }
+  if (val_dtype != scclFloat64 || dst_dtype != scclFloat64) {
+    return fail(scclInvalidArgument, "scatterValues: %s values into %s is not supported",
+                dataTypeName(val_dtype), dataTypeName(dst_dtype));
+  }
+  if (scale == 1.0) return scatter(dst, scclFloat64, idx, vals, n);
+  const double* from = static_cast<const double*>(vals);
+  scatterConverted<double>(dst, idx, n, [=](size_t j) { return from[j] * scale; });
+  return scclSuccess;
 }
 
 }  // namespace sccl::cpu

@@ -1,0 +1,87 @@
+// Online threshold scaling (MiCRO Sec. IV-C; ExDyna Alg. 5): the threshold follows the density
+// error of the previous call instead of being estimated from the data, at no cost per element.
+//   delta_0 = threshold if given, else 1/(2 sqrt(k)) (the hard-threshold value, as both papers).
+//   After each call, exam = k' / k with k' the entries selected by all ranks:
+//     exam > beta      -> delta *= 1 + gamma
+//     exam < 1 / beta  -> delta *= 1 - gamma     (k' = 0, nothing selected, lands here)
+//     inside the band  -> a step of gamma / 4 toward the target (see below)
+//   beta = scaling_band (1.1), gamma = scaling_step (0.005), the reference's constants.
+// Where we differ from the reference code, on purpose:
+//  - Inside the band the reference (and Alg. 5 line 5) always multiplies by 1 + gamma/4: its
+//    `else` branch for a decrease is dead code. The threshold then drifts up until k' < k/beta and
+//    jumps back by 1 - gamma, so the achieved density sits below the target on average. We step
+//    toward the target: exam > 1 -> 1 + gamma/4, exam < 1 -> 1 - gamma/4, exam = 1 -> unchanged.
+//  - delta stays within the normal doubles [DBL_MIN, DBL_MAX]: a long run of empty selections
+//    (all-zero gradients) or of selections above the band (NaN everywhere) would otherwise reach
+//    0 or infinity, where multiplication can never bring it back. For the same reason a given
+//    initial threshold must be finite and > 0.
+//  - k = max(1, floor(density * count)) (the reference's int(density * n_g) can be 0).
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "core/error.h"
+#include "estimators/estimator_factories.h"
+
+namespace sccl {
+namespace {
+
+class ScalingEstimator final : public ThresholdEstimator {
+ public:
+  ScalingEstimator(double initial, double band, double step)
+      : initial_(initial), delta_(initial), band_(band), step_(step) {}
+
+  const char* name() const override { return "scaling"; }
+
+  scclResult_t threshold(const ThresholdQuery&, double* threshold) override {
+    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'scaling': threshold output is null");
+    *threshold = delta_;
+    return scclSuccess;
+  }
+
+  void observe(uint64_t k_global, uint64_t k_target) override {
+    delta_ = std::clamp(delta_ * scaleFactor(k_global, k_target), DBL_MIN, DBL_MAX);
+  }
+
+  double currentThreshold() const override { return delta_; }
+  void reset() override { delta_ = initial_; }
+
+ private:
+  double scaleFactor(uint64_t k_global, uint64_t k_target) const {
+    // A zero target cannot come from targetSelectionCount(); read it as "select nothing".
+    if (k_target == 0) return k_global > 0 ? 1 + step_ : 1;
+    const double exam = static_cast<double>(k_global) / static_cast<double>(k_target);
+    if (exam > band_) return 1 + step_;
+    if (exam < 1 / band_) return 1 - step_;
+    // Inside the band: compared as integers, so exactly on target means no change.
+    if (k_global > k_target) return 1 + step_ / 4;
+    if (k_global < k_target) return 1 - step_ / 4;
+    return 1;
+  }
+
+  double initial_, delta_, band_, step_;
+};
+
+}  // namespace
+
+scclResult_t createScalingEstimator(const EstimatorParams& params,
+                                    std::unique_ptr<ThresholdEstimator>* out) {
+  SCCL_REQUIRE_ARG(params.scaling_band > 1 && std::isfinite(params.scaling_band),
+                   "estimator 'scaling': scaling_band must be a finite number > 1 (got %g)",
+                   params.scaling_band);
+  SCCL_REQUIRE_ARG(params.scaling_step > 0 && params.scaling_step < 1,
+                   "estimator 'scaling': scaling_step must be in (0, 1) (got %g)",
+                   params.scaling_step);
+  SCCL_REQUIRE_ARG(
+      params.threshold < 0 || (params.threshold > 0 && std::isfinite(params.threshold)),
+      "estimator 'scaling': threshold must be finite and > 0, or < 0 for the default "
+      "1/(2 sqrt(k)) (got %g): 0 and infinity cannot be scaled",
+      params.threshold);
+  const double initial =
+      params.threshold > 0 ? params.threshold : defaultThreshold(params.density, params.count);
+  *out = std::make_unique<ScalingEstimator>(std::max(initial, DBL_MIN), params.scaling_band,
+                                            params.scaling_step);
+  return scclSuccess;
+}
+
+}  // namespace sccl

@@ -1,0 +1,172 @@
+// ExDyna (D. Yoon, S. Oh, "Preserving Near-Optimal Gradient Sparsification Cost for Scalable
+// Distributed Deep Learning"): fine-grained block partitions whose boundaries follow the load.
+//   Alg. 2  Cut [0, count) into n_b blocks of sz_blk elements (a multiple of block_align), the
+//           remainder going to the last partition; partition p holds n_b / n blocks, one more for
+//           each of the first n_b % n; blk_pos is the prefix sum.
+//   Alg. 3  After each call, with the counts k_i in partition order and k_acc = k' / n, one pass
+//           over adjacent pairs (i, i + 1): if k_i / k_acc > alpha and k_{i+1} / k_acc < 1 / alpha,
+//           move rebalance_move_blocks blocks from i to i + 1 (and symmetrically), unless the
+//           donor would drop below min_blk; then adjust k_i, k_{i+1} by the expected selections
+//           of the moved blocks, int(move * sz_blk * k' / count), so later pairs see the move.
+//   Assign  At iteration t rank r takes partition (t % n + r) % n, as MiCRO.
+// The pass shrinks the largest per-rank count m_t, and with it the padded index all-gather
+// (n * m_t indices instead of k'; f(t) = n * m_t / k' in the paper). Bytes on the wire:
+// docs/algorithms/exdyna.md.
+// Where we differ from the reference ExDynaReducer, on purpose:
+//  - Small vectors: the reference gives sz_blk = 0 when count / n_b < 32 (every partition empty,
+//    everything in the remainder). We shrink the block count instead (exdynaBlockLayout()), and
+//    raise n_b to n when num_blocks < n so that every partition starts with a block.
+//  - k_acc is k' / n exactly (the reference truncates it to an integer, which divides by zero
+//    when k' < n); k' = 0 moves nothing. The ratios are compared in double, identically on every
+//    rank; k_move is computed in exact integer arithmetic.
+//  - min_blk = max(1, floor(n_b * min_blocks_factor / n)): the reference's num_blk / (4n) is a
+//    float that reaches 0 past 256 ranks. n = 1 works (the reference fails with a NameError).
+#include "partition/exdyna_partition.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "partition/search_space_factories.h"
+
+namespace sccl {
+
+ExDynaBlockLayout exdynaBlockLayout(size_t count, int nranks, int num_blocks, int block_align) {
+  const size_t n = static_cast<size_t>(std::max(nranks, 1));
+  const size_t align = static_cast<size_t>(std::max(block_align, 1));
+  const size_t blocks = std::max(static_cast<size_t>(std::max(num_blocks, 1)), n);
+  ExDynaBlockLayout layout;
+  const size_t per_block = count / blocks;
+  layout.block_size = per_block - per_block % align;
+  if (layout.block_size > 0) {
+    layout.block_count = static_cast<int64_t>(blocks);  // Alg. 2 as the reference
+  } else if (count / align >= n) {
+    // Too few elements for n_b aligned blocks: fewer blocks, still aligned, at least n of them.
+    layout.block_size = align;
+    layout.block_count = static_cast<int64_t>(count / align);
+  } else {
+    // Fewer than n aligned blocks: one-element blocks (count < n * block_align, so few of them).
+    layout.block_size = 1;
+    layout.block_count = static_cast<int64_t>(count);
+  }
+  layout.remainder = count - layout.block_size * static_cast<size_t>(layout.block_count);
+  return layout;
+}
+
+scclResult_t ExDynaSearchSpace::validateParams(const SearchSpaceParams& p) {
+  SCCL_REQUIRE_ARG(p.nranks >= 1, "search space 'exdyna': nranks must be >= 1 (got %d)", p.nranks);
+  SCCL_REQUIRE_ARG(p.num_blocks > 0, "search space 'exdyna': num_blocks must be > 0 (got %d)",
+                   p.num_blocks);
+  SCCL_REQUIRE_ARG(p.block_align > 0, "search space 'exdyna': block_align must be > 0 (got %d)",
+                   p.block_align);
+  SCCL_REQUIRE_ARG(p.rebalance_alpha > 1 && std::isfinite(p.rebalance_alpha),
+                   "search space 'exdyna': rebalance_alpha must be a finite number > 1 (got %g)",
+                   p.rebalance_alpha);
+  SCCL_REQUIRE_ARG(p.rebalance_move_blocks > 0,
+                   "search space 'exdyna': rebalance_move_blocks must be > 0 (got %d)",
+                   p.rebalance_move_blocks);
+  // Above 1 no partition could ever give a block away (min_blk > n_b / n).
+  SCCL_REQUIRE_ARG(p.min_blocks_factor >= 0 && p.min_blocks_factor <= 1,
+                   "search space 'exdyna': min_blocks_factor must be in [0, 1] (got %g)",
+                   p.min_blocks_factor);
+  return scclSuccess;
+}
+
+ExDynaSearchSpace::ExDynaSearchSpace(const SearchSpaceParams& params) : params_(params) {
+  reset();
+}
+
+void ExDynaSearchSpace::reset() {
+  const size_t n = static_cast<size_t>(params_.nranks);
+  layout_ =
+      exdynaBlockLayout(params_.count, params_.nranks, params_.num_blocks, params_.block_align);
+  const double min_blocks = std::floor(static_cast<double>(layout_.block_count) *
+                                       params_.min_blocks_factor / static_cast<double>(n));
+  min_blocks_ = std::max<int64_t>(1, static_cast<int64_t>(min_blocks));
+  const int64_t quotient = layout_.block_count / static_cast<int64_t>(n);
+  const size_t extra = static_cast<size_t>(layout_.block_count % static_cast<int64_t>(n));
+  blocks_.assign(n, quotient);
+  first_block_.assign(n, 0);
+  for (size_t p = 0; p < n; ++p) {
+    if (p < extra) ++blocks_[p];
+    if (p > 0) first_block_[p] = first_block_[p - 1] + blocks_[p - 1];
+  }
+  ks_.assign(n, 0);
+  last_moved_ = 0;
+}
+
+IndexRange ExDynaSearchSpace::partition(size_t p) const {
+  if (p >= blocks_.size()) return {};
+  const size_t size = layout_.block_size;
+  const size_t begin = static_cast<size_t>(first_block_[p]) * size;
+  size_t end = static_cast<size_t>(first_block_[p] + blocks_[p]) * size;
+  if (p + 1 == blocks_.size()) end += layout_.remainder;
+  return {begin, end};
+}
+
+IndexRange ExDynaSearchSpace::rangeFor(int rank, uint64_t iteration) const {
+  if (rank < 0 || rank >= params_.nranks) return {};
+  return partition(cyclicPartition(rank, iteration, params_.nranks));
+}
+
+void ExDynaSearchSpace::observeCounts(const uint64_t* counts, uint64_t iteration) {
+  last_moved_ = 0;
+  if (counts == nullptr || params_.nranks == 1) return;
+  // Rank r selected in partition (t % n + r) % n: bring the counts into partition order.
+  uint64_t total = 0;
+  for (int r = 0; r < params_.nranks; ++r) {
+    ks_[cyclicPartition(r, iteration, params_.nranks)] = static_cast<int64_t>(counts[r]);
+    total += counts[r];
+  }
+  if (total == 0 || params_.count == 0) return;  // nothing selected: no load to balance
+  rebalance(ks_, total);
+  if (last_moved_ != 0) {
+    SCCL_TRACE(LogSubsys::Coll, "exdyna: iteration %llu k'=%llu, %lld blocks moved",
+               static_cast<unsigned long long>(iteration), static_cast<unsigned long long>(total),
+               static_cast<long long>(last_moved_));
+  }
+}
+
+void ExDynaSearchSpace::moveBoundary(size_t left, int64_t blocks) {
+  blocks_[left] -= blocks;
+  blocks_[left + 1] += blocks;
+  first_block_[left + 1] -= blocks;
+  last_moved_ += blocks < 0 ? -blocks : blocks;
+}
+
+void ExDynaSearchSpace::rebalance(std::vector<int64_t>& ks, uint64_t total) {
+  const size_t n = ks.size();
+  const double k_acc = static_cast<double>(total) / static_cast<double>(n);
+  const double alpha = params_.rebalance_alpha, inv_alpha = 1.0 / alpha;
+  const int64_t move = params_.rebalance_move_blocks;
+  // Expected selections in the moved blocks at the current density k' / count (exact: the
+  // product can exceed 64 bits for large vectors).
+  const unsigned __int128 moved_elements =
+      static_cast<unsigned __int128>(move) * layout_.block_size;
+  const int64_t k_move = static_cast<int64_t>(moved_elements * total / params_.count);
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const double det = static_cast<double>(ks[i]) / k_acc;
+    const double det2 = static_cast<double>(ks[i + 1]) / k_acc;
+    if (det > alpha && det2 < inv_alpha) {
+      if (blocks_[i] - move < min_blocks_) continue;
+      moveBoundary(i, move);
+      ks[i] -= k_move;
+      ks[i + 1] += k_move;
+    } else if (det < inv_alpha && det2 > alpha) {
+      if (blocks_[i + 1] - move < min_blocks_) continue;
+      moveBoundary(i, -move);
+      ks[i] += k_move;
+      ks[i + 1] -= k_move;
+    }
+  }
+}
+
+scclResult_t createExDynaSearchSpace(const SearchSpaceParams& params,
+                                     std::unique_ptr<SearchSpace>* out) {
+  SCCL_CHECK(ExDynaSearchSpace::validateParams(params));
+  *out = std::make_unique<ExDynaSearchSpace>(params);
+  return scclSuccess;
+}
+
+}  // namespace sccl
