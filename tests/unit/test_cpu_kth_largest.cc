@@ -56,9 +56,9 @@ bool sameMagnitude(double got, long double want) {
 }
 
 // The k to try for a range of n elements: the ends, the neighbours of the ends, the usual
-// densities of top-k selection, and the median.
+// densities of top-k selection, a quartile and the median.
 std::vector<uint64_t> ranksFor(size_t n) {
-  std::vector<uint64_t> ks = {1, 2, n / 1000, n / 100, n / 2, n - 1, n};
+  std::vector<uint64_t> ks = {1, 2, n / 1000, n / 100, n / 4, n / 2, n - 1, n};
   ks.erase(std::remove_if(ks.begin(), ks.end(), [n](uint64_t k) { return k < 1 || k > n; }),
            ks.end());
   return ks;
@@ -122,14 +122,17 @@ TEST_CASE("cpu kthLargestAbs: heavy ties and narrow ranges of values resolve eve
           "[kernels][kth_largest][isa]") {
   KernelSettingsGuard guard;
   const size_t n = 200000;
-  std::vector<double> mostly_equal(n), all_equal(n, -2.5), narrow(n), all_nan(n, std::nan(""));
+  std::vector<double> mostly_equal(n), tenth_equal(n), all_equal(n, -2.5), narrow(n);
+  std::vector<double> all_nan(n, std::nan(""));
   for (size_t i = 0; i < n; ++i) {
     uint64_t r = mix(31, i);
     mostly_equal[i] = r % 5 == 0 ? double(r % 1000) / 7 : 1.5;
+    // Few enough to be copied after the first pass, too many to finish with nth_element.
+    tenth_equal[i] = r % 10 == 0 ? 1.5 : cpu_kernel_test::sampleValue(37, i, true);
     narrow[i] = (r & 1 ? 1 : -1) * (1 + double(i) * 0x1.0p-40);  // one binade, low bits differ
   }
   for (scclDataType_t dtype : kFloatTypes) {
-    for (const auto* values : {&mostly_equal, &all_equal, &narrow, &all_nan}) {
+    for (const auto* values : {&mostly_equal, &tenth_equal, &all_equal, &narrow, &all_nan}) {
       checkAllRanks(dtype, encodeValues(dtype, *values), 0, n);
     }
   }
