@@ -185,6 +185,8 @@ def train(args):
 
     global_batch = args.workers * args.batch
     steps_per_epoch = len(train_x) // global_batch  # the last partial batch is dropped
+    if steps_per_epoch == 0:
+        raise SystemExit(f"global batch {global_batch} exceeds the {len(train_x)} training images")
     steps = args.steps if args.steps else args.epochs * steps_per_epoch
     wanted = sorted(set(args.iterations))
     if wanted and wanted[-1] > steps:
@@ -202,7 +204,6 @@ def train(args):
         if position == 0:
             order = rng.permutation(len(train_x))
         batch_ids = order[position * global_batch:(position + 1) * global_batch]
-        optimizer.zero_grad(set_to_none=True)
         grads = []
         losses = []
         for worker in range(args.workers):

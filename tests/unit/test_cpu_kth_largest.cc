@@ -178,3 +178,28 @@ TEST_CASE("cpu kthLargestAbs: many threads selecting at once keep their own scra
   for (std::thread& t : callers) t.join();
   for (int m : mismatches) CHECK(m == 0);
 }
+
+TEST_CASE("cpu kthLargestAbs: a misleading sample falls back to the histogram passes",
+          "[kernels][kth_largest]") {
+  KernelSettingsGuard guard;
+  // For top-k ranks the kernel first samples 16384 keys at a stride of n / 16384 (16 here, so
+  // the sample is exactly the elements at multiples of 16) and selects above a bound taken from
+  // it. Data that differs at those positions makes the bound wrong in both directions.
+  const size_t n = size_t{16384} * 16;
+  std::vector<double> sampled_large(n), sampled_small(n);
+  for (size_t i = 0; i < n; ++i) {
+    double large = 1000 + double(mix(41, i) % 100000), small = double(mix(43, i) % 1000) / 1000;
+    sampled_large[i] = i % 16 == 0 ? large : small;  // bound too high: fewer than k above it
+    sampled_small[i] = i % 16 == 0 ? small : large;  // bound too low: too many above it
+  }
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64}) {
+    for (const auto* values : {&sampled_large, &sampled_small}) {
+      const Bytes data = encodeValues(dtype, *values);
+      const std::vector<long double> want = sortedMagnitudes(dtype, data, 0, n);
+      for (uint64_t k : {uint64_t{1000}, uint64_t{n / 12}}) {
+        INFO(sccl::dataTypeName(dtype) << " k " << k);
+        CHECK(sameMagnitude(kernelKth(dtype, data, 0, n, k), want[k - 1]));
+      }
+    }
+  }
+}
