@@ -64,11 +64,20 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, size_t* selected) {
   query.k_target_local = localTarget(sp, range);
   query.iteration = sp.iteration;
   SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
-  sp.local_indices.resize(std::max<size_t>(1, range.size()));
+  // Size the index buffer for what is likely, not for the whole range (which would cost 8 bytes
+  // per element): the selection reports the exact count on overflow, so one retry suffices.
+  size_t capacity = std::min<size_t>(
+      range.size(), std::max<size_t>({4096, 2 * query.k_target_local, 2 * sp.stats.kLocal}));
+  if (sp.local_indices.size() < capacity) sp.local_indices.resize(capacity);
   size_t n = 0;
   SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
                                  sp.local_indices.data(), nullptr, sp.local_indices.size(), &n,
                                  nullptr));
+  if (n > sp.local_indices.size()) {
+    sp.local_indices.resize(n);
+    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+                                   sp.local_indices.data(), nullptr, n, &n, nullptr));
+  }
   if (sp.estimator->exactCount()) {
     n = trimSelection(call.acc, sp.acc_dtype, sp.local_indices.data(), n, query.k_target_local,
                       call.threshold);
@@ -152,7 +161,7 @@ scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
   const int n = sp.comm->nranks;
   if (sole >= 0) {
     uint64_t k = sp.rank_counts[static_cast<size_t>(sole)];
-    sp.gathered_indices.resize(std::max<uint64_t>(1, k));
+    if (sp.gathered_indices.size() < k) sp.gathered_indices.resize(k);
     if (sp.comm->rank == sole) std::copy_n(sp.local_indices.data(), k, sp.gathered_indices.data());
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
       return t.broadcast(sp.gathered_indices.data(), k * sizeof(int64_t), sole);
@@ -164,9 +173,11 @@ scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
                                  &sp.global_indices);
   }
   const uint64_t max_k = call.k_max;
-  sp.local_indices.resize(std::max<uint64_t>(1, max_k));
-  std::fill(sp.local_indices.begin() + long(selected), sp.local_indices.end(), int64_t{-1});
-  sp.gathered_indices.resize(std::max<uint64_t>(1, max_k * uint64_t(n)));
+  // Buffers only grow (no shrink-and-refill each call); the padding past k_i is -1.
+  if (sp.local_indices.size() < max_k) sp.local_indices.resize(max_k);
+  std::fill(sp.local_indices.begin() + long(selected), sp.local_indices.begin() + long(max_k),
+            int64_t{-1});
+  if (sp.gathered_indices.size() < max_k * uint64_t(n)) sp.gathered_indices.resize(max_k * uint64_t(n));
   if (max_k > 0) {
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
       return t.allGather(sp.local_indices.data(), sp.gathered_indices.data(), max_k * sizeof(int64_t));
