@@ -71,7 +71,8 @@ class KernelBackend {
   // dst[idx[j]] = vals[j] * scale converted to dst_dtype, j < n (indices distinct). float32 values
   // are multiplied in float32 by (float)scale and rounded to a float32, float16 or bfloat16
   // destination to nearest even (core/half.h); float64 values go to float64, multiplied in double.
-  // A scale of 1 copies or converts without multiplying. Other pairs are scclInvalidArgument.
+  // A scale that is 1 in the values' precision copies or converts without multiplying (bit for
+  // bit, signalling NaN included). Other pairs are scclInvalidArgument.
   virtual scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
                                      const void* vals, scclDataType_t val_dtype, size_t n,
                                      double scale, void* stream) const = 0;

@@ -4,8 +4,9 @@
 // ISA paths and any split into parts give bitwise the same sums. fp16 and bf16 widen to float32
 // exactly (F16C conversion, or a 16-bit shift for bf16). The non-finite test is on the result's
 // bits (exponent all ones: +-inf or NaN) while they are still in a register: an and, a compare
-// into a mask and a popcount per vector, which the memory-bound loop hides (docs/kernels.md has
-// the measurement). Counts are integers, so their sum does not depend on the split either.
+// and a count per vector, which the memory-bound loop hides (docs/kernels.md has the
+// measurement). Counts are integers, so their sum does not depend on the split either.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <type_traits>
@@ -96,16 +97,30 @@ SCCL_TARGET_AVX512 inline __m512 loadGradAvx512(const void* grad, size_t i) {
   }
 }
 
+// AVX2 counts in vector lanes (a compare gives -1 per non-finite lane, so subtracting it counts)
+// rather than movemask + popcount per vector, which cost 10-20 % on data in cache. 32-bit lanes
+// are added to the total every kCountBlockVectors vectors, long before they could wrap.
+constexpr size_t kCountBlockVectors = size_t{1} << 30;
+
+template <typename Lane>
+SCCL_TARGET_AVX2 inline uint64_t sumLanes(__m256i lanes) {
+  Lane values[32 / sizeof(Lane)];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(values), lanes);
+  uint64_t sum = 0;
+  for (Lane value : values) sum += value;
+  return sum;
+}
+
 // The vector loops return where they stopped and add their non-finite count to *nonfinite.
 template <AccumulateKind kKind, bool kHasResidual>
 SCCL_TARGET_AVX2 size_t accumulateAvx2(void* acc, const void* residual, const void* grad,
                                        size_t begin, size_t end, uint64_t* nonfinite) {
-  uint64_t count = 0;
   size_t i = begin;
   if constexpr (kKind == AccumulateKind::F64F64) {
     double* out = static_cast<double*>(acc);
     const double* g = static_cast<const double*>(grad);
     const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000ll);
+    __m256i lanes = _mm256_setzero_si256();
     for (; i + 4 <= end; i += 4) {
       __m256d sum = _mm256_loadu_pd(g + i);
       if constexpr (kHasResidual) {
@@ -113,24 +128,27 @@ SCCL_TARGET_AVX2 size_t accumulateAvx2(void* acc, const void* residual, const vo
       }
       _mm256_storeu_pd(out + i, sum);
       __m256i bits = _mm256_and_si256(_mm256_castpd_si256(sum), exponent);
-      __m256i bad = _mm256_cmpeq_epi64(bits, exponent);
-      count += __builtin_popcount(_mm256_movemask_pd(_mm256_castsi256_pd(bad)));
+      lanes = _mm256_sub_epi64(lanes, _mm256_cmpeq_epi64(bits, exponent));
     }
-  } else {
-    float* out = static_cast<float*>(acc);
-    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
-    for (; i + 8 <= end; i += 8) {
+    *nonfinite += sumLanes<uint64_t>(lanes);
+    return i;
+  }
+  float* out = static_cast<float*>(acc);
+  const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+  while (i + 8 <= end) {
+    const size_t block_end = i + std::min((end - i) / 8, kCountBlockVectors) * 8;
+    __m256i lanes = _mm256_setzero_si256();
+    for (; i < block_end; i += 8) {
       __m256 sum = loadGradAvx2<kKind>(grad, i);
       if constexpr (kHasResidual) {
         sum = _mm256_add_ps(_mm256_loadu_ps(static_cast<const float*>(residual) + i), sum);
       }
       _mm256_storeu_ps(out + i, sum);
       __m256i bits = _mm256_and_si256(_mm256_castps_si256(sum), exponent);
-      __m256i bad = _mm256_cmpeq_epi32(bits, exponent);
-      count += __builtin_popcount(_mm256_movemask_ps(_mm256_castsi256_ps(bad)));
+      lanes = _mm256_sub_epi32(lanes, _mm256_cmpeq_epi32(bits, exponent));
     }
+    *nonfinite += sumLanes<uint32_t>(lanes);
   }
-  *nonfinite += count;
   return i;
 }
 
