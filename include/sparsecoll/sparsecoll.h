@@ -242,20 +242,23 @@ typedef struct {
   double rebalanceAlpha;   /* ExDyna imbalance trigger, default 1.05 */
   int rebalanceMoveBlocks; /* ExDyna blocks moved per step, default 1 */
   double minBlocksFactor;  /* ExDyna minimum blocks per partition = numBlocks*factor/n, 0.25 */
+  const char* scalingRule; /* threshold scaling outside the target: "proportional" (default: a
+                              step sized by the density error) or "band" (the papers' fixed
+                              steps of scalingStep); see docs/algorithms/micro.md */
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
   {                                                                                              \
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
-        0.25                                                                                     \
+        0.25, "proportional"                                                                     \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
  * "algorithm", "estimator", "search", "reduction", "density", "error_feedback",
  * "non_finite" ("propagate" | "error"), "max_density_slack", "threshold", "scaling_band",
- * "scaling_step", "num_blocks", "block_align", "rebalance_alpha", "rebalance_move_blocks",
- * "min_blocks_factor". An unknown key, a wrong type or an out-of-range value is
+ * "scaling_step", "scaling_rule", "num_blocks", "block_align", "rebalance_alpha",
+ * "rebalance_move_blocks", "min_blocks_factor". An unknown key, a wrong type or an out-of-range value is
  * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
  * static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);

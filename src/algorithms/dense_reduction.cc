@@ -17,7 +17,8 @@ scclResult_t runDenseReduction(SparseCall& call) {
     return transport.allReduce(call.sendbuf, call.recvbuf, sp.count, sp.dtype, ReduceOp::Sum);
   }));
   countAllReduce(call, sp.count * dataTypeSize(sp.dtype));
-  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(call.recvbuf, sp.count, sp.dtype, sp.comm->nranks));
+  if (call.op == scclAvg)
+    SCCL_CHECK(divideByRanks(call.recvbuf, sp.count, sp.dtype, sp.comm->nranks));
   call.k_local = sp.count;
   call.k_global = sp.count;
   call.k_max = sp.count;

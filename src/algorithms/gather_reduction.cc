@@ -48,7 +48,8 @@ struct CallHeader {
 uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
   if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
   // A partition's share of k, proportional to its size (at least one if it has elements).
-  uint64_t share = uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
+  uint64_t share =
+      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
   return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
 }
 
@@ -117,8 +118,8 @@ scclResult_t checkHeaders(const scclSparsifier& sp, const std::vector<CallHeader
                            : sp.count;
     if (sole >= 0 && static_cast<int>(r) != sole) allowed = 0;
     if (h.k_local > allowed) {
-      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %llu allowed",
-                  r, static_cast<unsigned long long>(h.k_local),
+      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %llu allowed", r,
+                  static_cast<unsigned long long>(h.k_local),
                   static_cast<unsigned long long>(allowed));
     }
   }
@@ -146,7 +147,9 @@ scclResult_t handleNonFinite(SparseCall& call, const std::vector<CallHeader>& he
             sp.comm->rank, first);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   switch (sp.dtype) {
-    case scclFloat64: fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN()); break;
+    case scclFloat64:
+      fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN());
+      break;
     case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
     case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
     default: fillWith(call.recvbuf, sp.count, nan); break;
@@ -177,10 +180,12 @@ scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
   if (sp.local_indices.size() < max_k) sp.local_indices.resize(max_k);
   std::fill(sp.local_indices.begin() + long(selected), sp.local_indices.begin() + long(max_k),
             int64_t{-1});
-  if (sp.gathered_indices.size() < max_k * uint64_t(n)) sp.gathered_indices.resize(max_k * uint64_t(n));
+  if (sp.gathered_indices.size() < max_k * uint64_t(n))
+    sp.gathered_indices.resize(max_k * uint64_t(n));
   if (max_k > 0) {
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-      return t.allGather(sp.local_indices.data(), sp.gathered_indices.data(), max_k * sizeof(int64_t));
+      return t.allGather(sp.local_indices.data(), sp.gathered_indices.data(),
+                         max_k * sizeof(int64_t));
     }));
     countAllGather(call, max_k * sizeof(int64_t));
   }
@@ -204,7 +209,8 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
     }));
     countAllReduce(call, k * accElementSize(sp));
   }
-  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(sp.values.data(), k, sp.acc_dtype, sp.comm->nranks));
+  if (call.op == scclAvg)
+    SCCL_CHECK(divideByRanks(sp.values.data(), k, sp.acc_dtype, sp.comm->nranks));
   SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), nullptr));
   SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, sp.values.data(), sp.acc_dtype, k,
                                    1.0, nullptr));
@@ -223,7 +229,8 @@ scclResult_t runGatherReduction(SparseCall& call) {
   IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   size_t selected = 0;
   call.threshold = sp.estimator->currentThreshold();
-  if ((sole < 0 || sole == rank) && range.size() > 0) SCCL_CHECK(selectLocal(call, range, &selected));
+  if ((sole < 0 || sole == rank) && range.size() > 0)
+    SCCL_CHECK(selectLocal(call, range, &selected));
   call.k_local = selected;
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -231,9 +238,8 @@ scclResult_t runGatherReduction(SparseCall& call) {
   const CallHeader mine{selected, call.nonfinite_local,
                         sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
   std::vector<CallHeader> headers(static_cast<size_t>(sp.comm->nranks));
-  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allGather(&mine, headers.data(), sizeof(CallHeader));
-  }));
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allGather(&mine, headers.data(), sizeof(CallHeader)); }));
   countAllGather(call, sizeof(CallHeader));
   SCCL_CHECK(checkHeaders(sp, headers, mine, sole));
   for (const CallHeader& h : headers) {

@@ -33,8 +33,8 @@ scclResult_t assembleGlobalIndices(const std::vector<const int64_t*>& slices,
   global->clear();
   const bool exclusive = search.exclusive();
   for (size_t r = 0; r < counts.size(); ++r) {
-    IndexRange allowed = exclusive ? search.rangeFor(static_cast<int>(r), iteration)
-                                   : IndexRange{0, count};
+    IndexRange allowed =
+        exclusive ? search.rangeFor(static_cast<int>(r), iteration) : IndexRange{0, count};
     const int64_t* slice = slices[r];
     if (counts[r] == 0) continue;
     SCCL_CHECK(checkSlice(slice, counts[r], allowed, r));

@@ -25,8 +25,8 @@ size_t trimTyped(const T* acc, int64_t* idx, size_t n, size_t keep, T cutoff) {
 
 }  // namespace
 
-size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, size_t n,
-                     size_t keep, double cutoff) {
+size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, size_t n, size_t keep,
+                     double cutoff) {
   if (n <= keep) return n;
   if (acc_dtype == scclFloat64) {
     return trimTyped(static_cast<const double*>(acc), idx, n, keep, cutoff);

@@ -12,8 +12,8 @@ namespace sccl {
 
 // idx[0..n) ascending indices into acc (float32 or float64). Keeps every entry with
 // |acc| > cutoff and as many entries with |acc| == cutoff as fit in `keep`; returns the new count.
-size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, size_t n,
-                     size_t keep, double cutoff);
+size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, size_t n, size_t keep,
+                     double cutoff);
 
 // The cap-th largest |acc| among the selected entries (cap in [1, n]); `scratch` holds n values.
 scclResult_t cutoffAmongSelected(const void* acc, scclDataType_t acc_dtype, const int64_t* idx,

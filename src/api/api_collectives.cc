@@ -79,4 +79,3 @@ SCCL_API scclResult_t scclBarrier(scclComm_t comm) {
 }
 
 }  // extern "C"
-

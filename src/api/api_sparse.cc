@@ -38,7 +38,8 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     SCCL_REQUIRE_ARG(sparsifier != nullptr, "sparsifier output pointer is NULL");
     SCCL_CHECK(sccl::requireHealthyComm(comm));
     SCCL_CHECK(sccl::requireDataType(dtype));
-    SCCL_REQUIRE_ARG(config != nullptr, "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
+    SCCL_REQUIRE_ARG(config != nullptr,
+                     "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
     scclSparsifier* created = nullptr;
     SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, *config, &created));
     *sparsifier = created;
@@ -68,8 +69,7 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
   return sccl::guardedCall(__func__, comm, [&] {
     SCCL_CHECK(sccl::requireHealthyComm(comm));
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
-    SCCL_REQUIRE_ARG(sparsifier->comm == comm,
-                     "sparsifier was created on communicator %p, not %p",
+    SCCL_REQUIRE_ARG(sparsifier->comm == comm, "sparsifier was created on communicator %p, not %p",
                      static_cast<void*>(sparsifier->comm), static_cast<void*>(comm));
     SCCL_CHECK(sccl::requireDataType(dtype));
     SCCL_REQUIRE_ARG(count == sparsifier->count, "count %zu differs from the sparsifier's %zu",
@@ -100,8 +100,9 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
   return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
     SCCL_REQUIRE_ARG(counts != nullptr, "counts is NULL");
-    SCCL_REQUIRE_ARG(nranks == sparsifier->comm->nranks, "nranks %d differs from the communicator's %d",
-                     nranks, sparsifier->comm->nranks);
+    SCCL_REQUIRE_ARG(nranks == sparsifier->comm->nranks,
+                     "nranks %d differs from the communicator's %d", nranks,
+                     sparsifier->comm->nranks);
     std::copy(sparsifier->rank_counts.begin(), sparsifier->rank_counts.end(), counts);
     return scclSuccess;
   });

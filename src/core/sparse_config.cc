@@ -42,12 +42,10 @@ scclResult_t resolveAxis(const char* field, const char* chosen, const char* pres
 scclResult_t checkHeader(const scclSparseConfig_t& config) {
   SCCL_REQUIRE_ARG(config.magic == SCCL_SPARSE_CONFIG_MAGIC,
                    "sparse config was not initialised with SCCL_SPARSE_CONFIG_INITIALIZER");
-  SCCL_REQUIRE_ARG(config.size >= sizeof(scclSparseConfig_t) ||
-                       config.version < SCCL_VERSION_CODE,
+  SCCL_REQUIRE_ARG(config.size >= sizeof(scclSparseConfig_t) || config.version < SCCL_VERSION_CODE,
                    "sparse config size %zu is smaller than this library's (%zu)", config.size,
                    sizeof(scclSparseConfig_t));
-  SCCL_REQUIRE_ARG(config.size <= sizeof(scclSparseConfig_t) ||
-                       config.version <= SCCL_VERSION_CODE,
+  SCCL_REQUIRE_ARG(config.size <= sizeof(scclSparseConfig_t) || config.version <= SCCL_VERSION_CODE,
                    "sparse config from a newer sparsecoll (%u) has fields this library lacks",
                    config.version);
   return scclSuccess;
@@ -55,8 +53,8 @@ scclResult_t checkHeader(const scclSparseConfig_t& config) {
 
 scclResult_t checkRanges(const scclSparseConfig_t& c) {
   SCCL_REQUIRE_ARG(c.density > 0 && c.density <= 1, "density %g must be in (0, 1]", c.density);
-  SCCL_REQUIRE_ARG(c.errorFeedback == 0 || c.errorFeedback == 1,
-                   "errorFeedback %d must be 0 or 1", c.errorFeedback);
+  SCCL_REQUIRE_ARG(c.errorFeedback == 0 || c.errorFeedback == 1, "errorFeedback %d must be 0 or 1",
+                   c.errorFeedback);
   int policy = 0;
   std::memcpy(&policy, &c.nonFinite, sizeof(policy));
   SCCL_REQUIRE_ARG(policy == scclNonFinitePropagate || policy == scclNonFiniteError,
@@ -64,10 +62,13 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
   SCCL_REQUIRE_ARG(!std::isnan(c.maxDensitySlack), "maxDensitySlack is NaN");
   SCCL_REQUIRE_ARG(std::isfinite(c.threshold) || c.threshold == INFINITY,
                    "threshold %g must be a number", c.threshold);
-  SCCL_REQUIRE_ARG(c.scalingBand > 1 && std::isfinite(c.scalingBand),
-                   "scalingBand %g must be > 1", c.scalingBand);
+  SCCL_REQUIRE_ARG(c.scalingBand > 1 && std::isfinite(c.scalingBand), "scalingBand %g must be > 1",
+                   c.scalingBand);
   SCCL_REQUIRE_ARG(c.scalingStep > 0 && c.scalingStep < 1, "scalingStep %g must be in (0, 1)",
                    c.scalingStep);
+  SCCL_REQUIRE_ARG(c.scalingRule != nullptr && (std::strcmp(c.scalingRule, "proportional") == 0 ||
+                                                std::strcmp(c.scalingRule, "band") == 0),
+                   "scalingRule must be \"proportional\" or \"band\"");
   SCCL_REQUIRE_ARG(c.numBlocks > 0, "numBlocks %d must be > 0", c.numBlocks);
   SCCL_REQUIRE_ARG(c.blockAlign > 0, "blockAlign %d must be > 0", c.blockAlign);
   SCCL_REQUIRE_ARG(c.rebalanceAlpha > 1 && std::isfinite(c.rebalanceAlpha),
@@ -100,8 +101,8 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
   resolved.algorithm = preset->name;
   SCCL_CHECK(resolveAxis("estimator", config.estimator, preset->estimator, estimatorRegistry(),
                          &resolved.estimator));
-  SCCL_CHECK(resolveAxis("searchSpace", config.searchSpace, preset->search,
-                         searchSpaceRegistry(), &resolved.search));
+  SCCL_CHECK(resolveAxis("searchSpace", config.searchSpace, preset->search, searchSpaceRegistry(),
+                         &resolved.search));
   SCCL_CHECK(resolveAxis("reduction", config.reduction, preset->reduction, reductionRegistry(),
                          &resolved.reduction));
   resolved.density = config.density;
@@ -111,6 +112,7 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
   resolved.threshold = config.threshold;
   resolved.scaling_band = config.scalingBand;
   resolved.scaling_step = config.scalingStep;
+  resolved.scaling_rule = config.scalingRule;
   resolved.num_blocks = config.numBlocks;
   resolved.block_align = config.blockAlign;
   resolved.rebalance_alpha = config.rebalanceAlpha;
@@ -123,15 +125,18 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                                  scclDataType_t dtype) {
   uint64_t hash = 0xcbf29ce484222325ull;
-  for (const std::string* text : {&c.algorithm, &c.estimator, &c.search, &c.reduction}) {
+  for (const std::string* text :
+       {&c.algorithm, &c.estimator, &c.search, &c.reduction, &c.scaling_rule}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
-  const double reals[] = {c.density,      c.max_density_slack, c.threshold,
-                          c.scaling_band, c.scaling_step,      c.rebalance_alpha,
-                          c.min_blocks_factor};
-  const int64_t integers[] = {static_cast<int64_t>(count), static_cast<int64_t>(dtype),
-                              c.error_feedback, static_cast<int64_t>(c.non_finite),
-                              c.num_blocks,     c.block_align,
+  const double reals[] = {c.density,      c.max_density_slack, c.threshold,        c.scaling_band,
+                          c.scaling_step, c.rebalance_alpha,   c.min_blocks_factor};
+  const int64_t integers[] = {static_cast<int64_t>(count),
+                              static_cast<int64_t>(dtype),
+                              c.error_feedback,
+                              static_cast<int64_t>(c.non_finite),
+                              c.num_blocks,
+                              c.block_align,
                               c.rebalance_move_blocks};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));

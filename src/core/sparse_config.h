@@ -21,6 +21,7 @@ struct ResolvedSparseConfig {
   double threshold = -1;
   double scaling_band = 1.1;
   double scaling_step = 0.005;
+  std::string scaling_rule = "proportional";
   int num_blocks = 1024;
   int block_align = 32;
   double rebalance_alpha = 1.05;

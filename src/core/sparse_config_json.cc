@@ -54,8 +54,9 @@ KeyApplier integer(const char* key, int scclSparseConfig_t::*field) {
   return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
     if (!value.is_number_integer()) return wrongType(key, "an integer", value);
     int64_t v = value.get<int64_t>();
-    SCCL_REQUIRE_ARG(v >= INT32_MIN && v <= INT32_MAX, "sparse config key \"%s\": %lld is out of range",
-                     key, static_cast<long long>(v));
+    SCCL_REQUIRE_ARG(v >= INT32_MIN && v <= INT32_MAX,
+                     "sparse config key \"%s\": %lld is out of range", key,
+                     static_cast<long long>(v));
     config.*field = static_cast<int>(v);
     return scclSuccess;
   };
@@ -64,6 +65,21 @@ KeyApplier integer(const char* key, int scclSparseConfig_t::*field) {
 scclResult_t applyErrorFeedback(const Json& value, scclSparseConfig_t& config) {
   if (!value.is_boolean()) return wrongType("error_feedback", "true or false", value);
   config.errorFeedback = value.get<bool>() ? 1 : 0;
+  return scclSuccess;
+}
+
+scclResult_t applyScalingRule(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_string()) return wrongType("scaling_rule", "a string", value);
+  std::string text = value.get<std::string>();
+  if (text == "proportional") {
+    config.scalingRule = "proportional";
+  } else if (text == "band") {
+    config.scalingRule = "band";
+  } else {
+    return fail(scclInvalidArgument,
+                "sparse config key \"scaling_rule\": '%s' is neither \"proportional\" nor \"band\"",
+                text.c_str());
+  }
   return scclSuccess;
 }
 
@@ -95,6 +111,7 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"threshold", number("threshold", &scclSparseConfig_t::threshold)},
       {"scaling_band", number("scaling_band", &scclSparseConfig_t::scalingBand)},
       {"scaling_step", number("scaling_step", &scclSparseConfig_t::scalingStep)},
+      {"scaling_rule", applyScalingRule},
       {"num_blocks", integer("num_blocks", &scclSparseConfig_t::numBlocks)},
       {"block_align", integer("block_align", &scclSparseConfig_t::blockAlign)},
       {"rebalance_alpha", number("rebalance_alpha", &scclSparseConfig_t::rebalanceAlpha)},
@@ -108,11 +125,17 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
 // Maps a range error of the whole config back to the JSON key that caused it.
 const char* jsonKeyForField(const std::string& message) {
   static const std::pair<const char*, const char*> fields[] = {
-      {"density", "density"},           {"errorFeedback", "error_feedback"},
-      {"maxDensitySlack", "max_density_slack"}, {"threshold", "threshold"},
-      {"scalingBand", "scaling_band"},  {"scalingStep", "scaling_step"},
-      {"numBlocks", "num_blocks"},      {"blockAlign", "block_align"},
-      {"rebalanceAlpha", "rebalance_alpha"}, {"rebalanceMoveBlocks", "rebalance_move_blocks"},
+      {"density", "density"},
+      {"errorFeedback", "error_feedback"},
+      {"maxDensitySlack", "max_density_slack"},
+      {"threshold", "threshold"},
+      {"scalingBand", "scaling_band"},
+      {"scalingRule", "scaling_rule"},
+      {"scalingStep", "scaling_step"},
+      {"numBlocks", "num_blocks"},
+      {"blockAlign", "block_align"},
+      {"rebalanceAlpha", "rebalance_alpha"},
+      {"rebalanceMoveBlocks", "rebalance_move_blocks"},
       {"minBlocksFactor", "min_blocks_factor"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
@@ -127,7 +150,8 @@ scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config) 
   SCCL_REQUIRE_ARG(config != nullptr, "config is NULL");
   Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return fail(scclInvalidArgument, "sparse config is not valid JSON");
-  if (!document.is_object()) return fail(scclInvalidArgument, "sparse config JSON must be an object");
+  if (!document.is_object())
+    return fail(scclInvalidArgument, "sparse config JSON must be an object");
   scclSparseConfig_t updated = *config;
   for (const auto& [key, value] : document.items()) {
     auto applier = keyAppliers().find(key);

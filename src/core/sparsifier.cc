@@ -60,6 +60,7 @@ scclResult_t buildAxes(scclSparsifier& sp) {
   estimator.threshold = c.threshold;
   estimator.scaling_band = c.scaling_band;
   estimator.scaling_step = c.scaling_step;
+  estimator.scaling_proportional = c.scaling_rule == "proportional";
   SCCL_CHECK(makeEstimator(c.estimator, estimator, &sp.estimator));
   SearchSpaceParams search;
   search.count = sp.count;
@@ -90,8 +91,9 @@ void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
   s.kMax = call.k_max;
   s.density = sp.count == 0 ? 0.0 : double(call.k_global) / double(sp.count);
   s.densityError = double(call.k_global) / double(sp.k_target) - 1.0;
-  s.gatherInflation =
-      call.k_global == 0 ? 0.0 : double(sp.comm->nranks) * double(call.k_max) / double(call.k_global);
+  s.gatherInflation = call.k_global == 0
+                          ? 0.0
+                          : double(sp.comm->nranks) * double(call.k_max) / double(call.k_global);
   s.bytesSent = call.bytes_sent;
   s.bytesReceived = call.bytes_received;
   s.threshold = call.threshold;
@@ -113,10 +115,10 @@ void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
 
 scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
                               const scclSparseConfig_t& config, scclSparsifier** out) {
-  SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat16 || dtype == scclBfloat16 ||
-                       dtype == scclFloat64,
-                   "sparsifier dtype %s: gradients must be float32, float16, bfloat16 or float64",
-                   dataTypeName(dtype));
+  SCCL_REQUIRE_ARG(
+      dtype == scclFloat32 || dtype == scclFloat16 || dtype == scclBfloat16 || dtype == scclFloat64,
+      "sparsifier dtype %s: gradients must be float32, float16, bfloat16 or float64",
+      dataTypeName(dtype));
   size_t bytes = 0;
   SCCL_REQUIRE_ARG(byteSize(count, scclFloat64, &bytes) && count <= (size_t{1} << 62),
                    "sparsifier count %zu is too large", count);
@@ -190,8 +192,8 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
   AbsMoments moments;
   if (sp->count > 0) {
-    SCCL_CHECK(cpuKernels().absMoments(sp->residual.data(), sp->acc_dtype, 0, sp->count, 0.0,
-                                       false, &moments, nullptr));
+    SCCL_CHECK(cpuKernels().absMoments(sp->residual.data(), sp->acc_dtype, 0, sp->count, 0.0, false,
+                                       &moments, nullptr));
   }
   sp->stats.residualNorm = std::sqrt(moments.sum_sq);
   size_t bytes = std::min(stats->size, sizeof(scclSparseStats_t));

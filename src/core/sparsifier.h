@@ -59,6 +59,8 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
 
 // Element size of the residual.
-inline size_t accElementSize(const scclSparsifier& sp) { return sp.acc_dtype == scclFloat64 ? 8 : 4; }
+inline size_t accElementSize(const scclSparsifier& sp) {
+  return sp.acc_dtype == scclFloat64 ? 8 : 4;
+}
 
 }  // namespace sccl

@@ -28,6 +28,7 @@ struct EstimatorParams {
                                 // 1/(2*sqrt(k)) as the reference
   double scaling_band = 1.1;    // beta
   double scaling_step = 0.005;  // gamma
+  bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
 };
 
 struct ThresholdQuery {

@@ -17,16 +17,20 @@
 namespace sccl_test {
 
 struct ReferenceCall {
-  std::vector<float> output;                // expected recvbuf (sum; divide for avg by caller)
-  std::vector<uint64_t> counts;             // k_i
-  std::vector<int64_t> global;              // selected indices (sorted)
+  std::vector<float> output;     // expected recvbuf (sum; divide for avg by caller)
+  std::vector<uint64_t> counts;  // k_i
+  std::vector<int64_t> global;   // selected indices (sorted)
 };
 
 class GatherReference {
  public:
   GatherReference(std::unique_ptr<sccl::SearchSpace> search, int nranks, size_t count, bool topk,
                   uint64_t k)
-      : search_(std::move(search)), nranks_(nranks), count_(count), topk_(topk), k_(k),
+      : search_(std::move(search)),
+        nranks_(nranks),
+        count_(count),
+        topk_(topk),
+        k_(k),
         residual_(size_t(nranks), std::vector<float>(count, 0.0f)) {}
 
   // One call at `iteration` with every rank's gradient; threshold is the estimator's (unused for
@@ -68,7 +72,8 @@ class GatherReference {
   uint64_t localTarget(sccl::IndexRange range) const {
     if (!search_->exclusive()) return k_;
     if (range.size() == 0) return 0;
-    return std::max<uint64_t>(1, uint64_t(std::ceil(double(k_) * double(range.size()) / double(count_))));
+    return std::max<uint64_t>(
+        1, uint64_t(std::ceil(double(k_) * double(range.size()) / double(count_))));
   }
 
   static std::vector<int64_t> aboveThreshold(const std::vector<float>& acc, sccl::IndexRange range,

@@ -15,8 +15,8 @@ namespace sccl_test {
 
 // Gradient value of (rank, iteration, index): deterministic, no exact zeros, varied magnitudes.
 inline float gradientValue(uint32_t seed, int rank, uint64_t iteration, size_t index) {
-  uint64_t h = (uint64_t(seed) << 40) ^ (uint64_t(rank) << 32) ^ (iteration * 0x9E3779B97F4A7C15ull) ^
-               (uint64_t(index) * 0xD6E8FEB86659FD93ull);
+  uint64_t h = (uint64_t(seed) << 40) ^ (uint64_t(rank) << 32) ^
+               (iteration * 0x9E3779B97F4A7C15ull) ^ (uint64_t(index) * 0xD6E8FEB86659FD93ull);
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
@@ -48,15 +48,16 @@ inline SparseRun runSparse(int nranks, size_t count, const scclSparseConfig_t& c
   run.calls.assign(size_t(iterations), std::vector<RankIteration>(size_t(nranks)));
   run.failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
-                         scclSuccess, "scclSparsifierCreate"))
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+                         "scclSparsifierCreate"))
       return;
     std::vector<float> grad(count), out(count);
     for (int t = 0; t < iterations; ++t) {
       for (size_t i = 0; i < count; ++i) grad[i] = gradient(rank, uint64_t(t), i);
       RankIteration& record = run.calls[size_t(t)][size_t(rank)];
       float* recv = in_place ? grad.data() : out.data();
-      record.result = scclSparseAllreduce(grad.data(), recv, count, scclFloat32, op, sp, comm, nullptr);
+      record.result =
+          scclSparseAllreduce(grad.data(), recv, count, scclFloat32, op, sp, comm, nullptr);
       record.output.assign(recv, recv + count);
       const float* residual = static_cast<const float*>(sp->residual.data());
       record.residual.assign(residual, residual + count);

@@ -37,16 +37,17 @@ inline StreamRun runSparseStream(int nranks, size_t count, const scclSparseConfi
   run.calls.assign(size_t(calls), std::vector<StreamCall>(size_t(nranks)));
   run.failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
-                         scclSuccess, "scclSparsifierCreate"))
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+                         "scclSparsifierCreate"))
       return;
     std::vector<float> grad(count), out(count);
     for (int t = 0; t < calls; ++t) {
       fill(rank, uint64_t(t), grad.data());
       StreamCall& record = run.calls[size_t(t)][size_t(rank)];
-      record.result =
-          scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum, sp, comm, nullptr);
-      if (!log.checkResult(record.result, scclSuccess, "scclSparseAllreduce call " + std::to_string(t)))
+      record.result = scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum, sp,
+                                          comm, nullptr);
+      if (!log.checkResult(record.result, scclSuccess,
+                           "scclSparseAllreduce call " + std::to_string(t)))
         break;
       record.counts.resize(size_t(nranks));
       log.checkResult(scclSparsifierGetRankCounts(sp, record.counts.data(), nranks), scclSuccess,
@@ -91,6 +92,8 @@ inline double meanGatherInflation(const StreamRun& run, size_t from, size_t to) 
 // failure, with *error naming the problem.
 inline std::vector<std::vector<std::vector<float>>> loadTraceStreams(const std::string& dir,
                                                                      std::string* error) {
+  std::string ignored;
+  if (error == nullptr) error = &ignored;
   std::map<uint32_t, std::map<uint32_t, std::vector<float>>> by_worker;  // worker -> iteration
   uint32_t workers = 0;
   for (const std::string& path : listGradientTraces(dir)) {

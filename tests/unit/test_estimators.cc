@@ -73,7 +73,9 @@ TEST_CASE("the fixed estimator keeps one threshold", "[estimator]") {
 }
 
 TEST_CASE("the scaling estimator follows the band rules step by step", "[estimator]") {
-  auto scaling = makeEstimator("scaling", paramsFor(0.001, 1000000, 0.1));  // k = 1000
+  EstimatorParams band_params = paramsFor(0.001, 1000000, 0.1);  // k = 1000
+  band_params.scaling_proportional = false;
+  auto scaling = makeEstimator("scaling", band_params);
   REQUIRE(std::string(scaling->name()) == "scaling");
   REQUIRE_FALSE(scaling->exactCount());
   double expected = 0.1;
@@ -106,12 +108,36 @@ TEST_CASE("the scaling estimator follows the band rules step by step", "[estimat
   EstimatorParams params = paramsFor(0.01, 1000000);
   params.scaling_band = 1.5;
   params.scaling_step = 0.1;
+  params.scaling_proportional = false;
   auto wide = makeEstimator("scaling", params);
   REQUIRE(thresholdOf(*wide) == 0.005);
   wide->observe(14000, 10000);
   REQUIRE(wide->currentThreshold() == 0.005 * 1.025);
   wide->observe(16000, 10000);
   REQUIRE(wide->currentThreshold() == 0.005 * 1.025 * 1.1);
+}
+
+TEST_CASE("the proportional scaling rule steps by a power of the density error", "[estimator]") {
+  auto scaling = makeEstimator("scaling", paramsFor(0.001, 1000000, 0.1));  // k = 1000
+  const double exponent = 0.5 / std::log(1000.0);
+  double expected = 0.1;
+  struct Step {
+    uint64_t k_global;
+    double factor;
+  };
+  const Step steps[] = {
+      {2000, std::pow(2.0, exponent)},      // twice the target: up
+      {1000, 1.0},                          // on target: unchanged
+      {500, std::pow(0.5, exponent)},       // half: down by the same factor
+      {0, std::pow(0.5 / 1000, exponent)},  // nothing selected: counted as half an entry
+      {1000000000000, 4.0},                 // 1e9 x the target: clamped to 4x per call
+  };
+  for (const Step& step : steps) {
+    INFO("k' = " << step.k_global);
+    scaling->observe(step.k_global, 1000);
+    expected *= std::clamp(step.factor, 0.25, 4.0);
+    REQUIRE(scaling->currentThreshold() == Approx(expected).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("the scaling estimator can always come back from long one-sided runs", "[estimator]") {

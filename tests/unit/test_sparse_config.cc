@@ -9,7 +9,9 @@
 
 namespace {
 
-std::string lastError() { return scclGetLastError(nullptr); }
+std::string lastError() {
+  return scclGetLastError(nullptr);
+}
 
 }  // namespace
 

@@ -58,8 +58,8 @@ TEST_CASE("ranks with different sparse configs fail together", "[sparse][errors]
                     "mismatched density");
     size_t count = rank == 1 ? 101 : 100;
     config.density = 0.01;
-    log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
-                    scclInvalidUsage, "mismatched count");
+    log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclInvalidUsage,
+                    "mismatched count");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
@@ -78,21 +78,30 @@ TEST_CASE("sparse all-reduce rejects bad calls and keeps working", "[sparse][err
       scclResult_t result;
     };
     const Case cases[] = {
-        {"count mismatch", scclSparseAllreduce(grad.data(), out.data(), 63, scclFloat32, scclSum, sp, comm, nullptr)},
-        {"dtype mismatch", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat16, scclSum, sp, comm, nullptr)},
-        {"bad op", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, rawEnum<scclRedOp_t>(9), sp, comm, nullptr)},
-        {"null sendbuf", scclSparseAllreduce(nullptr, out.data(), 64, scclFloat32, scclSum, sp, comm, nullptr)},
-        {"null recvbuf", scclSparseAllreduce(grad.data(), nullptr, 64, scclFloat32, scclSum, sp, comm, nullptr)},
-        {"null sparsifier", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, nullptr, comm, nullptr)},
-        {"null comm", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp, nullptr, nullptr)},
-        {"stream on host", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp, comm, &stream)},
+        {"count mismatch",
+         scclSparseAllreduce(grad.data(), out.data(), 63, scclFloat32, scclSum, sp, comm, nullptr)},
+        {"dtype mismatch",
+         scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat16, scclSum, sp, comm, nullptr)},
+        {"bad op", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32,
+                                       rawEnum<scclRedOp_t>(9), sp, comm, nullptr)},
+        {"null sendbuf",
+         scclSparseAllreduce(nullptr, out.data(), 64, scclFloat32, scclSum, sp, comm, nullptr)},
+        {"null recvbuf",
+         scclSparseAllreduce(grad.data(), nullptr, 64, scclFloat32, scclSum, sp, comm, nullptr)},
+        {"null sparsifier", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum,
+                                                nullptr, comm, nullptr)},
+        {"null comm", scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp,
+                                          nullptr, nullptr)},
+        {"stream on host",
+         scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp, comm, &stream)},
         {"stats null", scclSparsifierGetStats(sp, nullptr)},
         {"counts wrong n", scclSparsifierGetRankCounts(sp, nullptr, 2)},
     };
     for (const Case& c : cases) log.checkResult(c.result, scclInvalidArgument, c.name);
     log.check(std::strlen(scclGetLastError(comm)) > 0, "message on the communicator");
-    log.checkResult(scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp, comm, nullptr),
-                    scclSuccess, "a good call after the bad ones");
+    log.checkResult(
+        scclSparseAllreduce(grad.data(), out.data(), 64, scclFloat32, scclSum, sp, comm, nullptr),
+        scclSuccess, "a good call after the bad ones");
     scclSparseStats_t stats{};
     stats.size = sizeof(stats);
     scclSparsifierGetStats(sp, &stats);
