@@ -17,7 +17,9 @@ uint64_t splitmix(uint64_t seed, uint64_t index) {
   return z ^ (z >> 31);
 }
 
-void storeElement(void* buf, scclDataType_t dtype, size_t i, double value) {
+}  // namespace
+
+void storeValue(void* buf, scclDataType_t dtype, size_t i, double value) {
   switch (dtype) {
     case scclFloat64: static_cast<double*>(buf)[i] = value; break;
     case scclFloat32: static_cast<float*>(buf)[i] = static_cast<float>(value); break;
@@ -31,8 +33,6 @@ void storeElement(void* buf, scclDataType_t dtype, size_t i, double value) {
   }
 }
 
-}  // namespace
-
 double laplaceValue(uint64_t seed, uint64_t index) {
   uint64_t r = splitmix(seed, index);
   double u = static_cast<double>((r >> 11) | 1) * 0x1.0p-53;  // (0, 1), never 0
@@ -40,11 +40,11 @@ double laplaceValue(uint64_t seed, uint64_t index) {
 }
 
 void fillLaplace(ThreadTeam& team, void* buf, scclDataType_t dtype, size_t count, uint64_t seed,
-                 uint64_t first_index) {
+                 uint64_t first_index, double scale) {
   team.run([&](int thread, int nthreads) {
     size_t begin = count * thread / nthreads, end = count * (thread + 1) / nthreads;
     for (size_t i = begin; i < end; ++i) {
-      storeElement(buf, dtype, i, laplaceValue(seed, first_index + i));
+      storeValue(buf, dtype, i, scale * laplaceValue(seed, first_index + i));
     }
   });
 }

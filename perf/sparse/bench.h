@@ -1,0 +1,81 @@
+// Shared pieces of sparse_allreduce_perf: its options, one rank's view of the job (in-process
+// thread or MPI process alike), and the few collective helpers the driver and the check pass
+// need to agree on results across ranks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/options.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl_perf {
+
+// The presets of the library's registry, in the order the table prints them.
+inline const std::vector<std::string>& allAlgorithms() {
+  static const std::vector<std::string> names = {"dense",          "topk",  "cltk",
+                                                 "hard_threshold", "micro", "exdyna"};
+  return names;
+}
+
+struct SparseOptions {
+  PerfOptions common;
+  scclRedOp_t op = scclSum;                               // -o
+  std::vector<std::string> algorithms = allAlgorithms();  // -a
+  int timeout_s = 0;        // -T; 0 keeps the library's deadline (SCCL_TIMEOUT_MS)
+  int local_ranks = 4;      // -r
+  bool force_mpi = false;   // -M 1
+  std::string config_path;  // -C
+  // The sparse config every sparsifier starts from: the initializer, then the -C file. The
+  // algorithm and the density of each row are set on top of it.
+  scclSparseConfig_t base_config = SCCL_SPARSE_CONFIG_INITIALIZER;
+  int sparse_warmup = 30;   // -W: warm-up calls of every sparse algorithm (at least)
+  int warmup_limit = 1000;  // -L: more warm-up calls, up to this many, until k' has settled
+};
+
+// A failed sparsecoll call inside a rank; the launcher reports it and aborts the communicator
+// so that peers waiting in a collective are released instead of timing out.
+struct RankError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws RankError with `what`, the result and the library's message when result != success.
+void check(scclResult_t result, scclComm_t comm, const char* what);
+
+struct Rank {
+  scclComm_t comm = nullptr;
+  int rank = 0;
+  int nranks = 1;
+
+  // Every rank's `mine` (same length everywhere), rank after rank.
+  std::vector<double> allGather(const std::vector<double>& mine) const;
+  void barrier() const;
+};
+
+// A sparsifier that is destroyed however the rank leaves its scope.
+using Sparsifier = std::unique_ptr<scclSparsifier, decltype(&scclSparsifierDestroy)>;
+
+inline Sparsifier createSparsifier(const Rank& rank, size_t count, scclDataType_t dtype,
+                                   const scclSparseConfig_t& config) {
+  scclSparsifier_t created = nullptr;
+  check(scclSparsifierCreate(&created, rank.comm, count, dtype, &config), rank.comm,
+        "scclSparsifierCreate");
+  return Sparsifier(created, &scclSparsifierDestroy);
+}
+
+// The config of one row: the base config with `algorithm` and `density` set.
+scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
+                             double density);
+
+// The estimator a row runs ("scaling", "fixed", "topk"): the config's, else the preset's;
+// "none" when the reduction is dense (nothing is selected).
+std::string estimatorOf(const scclSparseConfig_t& config);
+
+// True when the config runs the preset as the registry defines it (no axis override, no
+// per-rank cap), so the check pass may model its first call exactly.
+bool isPlainPreset(const scclSparseConfig_t& config);
+
+}  // namespace sccl_perf

@@ -1,0 +1,47 @@
+// The -c check pass of sparse_allreduce_perf: a fresh sparsifier per algorithm, one call on the
+// iteration-0 gradients, and the output compared bit for bit.
+//
+// Every rank hashes its whole output; the hashes are all-gathered and any rank that differs from
+// rank 0 counts as one wrong. Each rank then rebuilds every rank's gradient in its own slice of
+// the index space (count / n elements; all slices together cover the vector once) and compares
+// its output there with a model of the first call from a fresh state (residual zero, so the
+// accumulated gradient is the gradient; the threshold is the estimator's initial one, read back
+// with scclSparsifierGetStats):
+//   dense           everything, rank-order sum
+//   topk            union over ranks of each rank's exact top-k of its whole vector (ties at the
+//                   k-th magnitude go to the lower indices), rank-order sum there
+//   cltk            the same with rank 0 (the leader of iteration 0) as the only selector
+//   hard_threshold  union over ranks of |g| >= threshold on the whole vector
+//   micro           |g_p| >= threshold where p owns the index: equal partitions, rank p takes
+//                   partition p at iteration 0 (count / n, one more for the first count % n)
+// The sum is float32 (float64 for double) in rank order, divided by n for avg, rounded once to
+// the dtype; dense float16/bfloat16 rounds the sum, then the average again (the dense path).
+// exdyna, and any preset whose axes the -C config overrides, get a weaker check: every non-zero
+// output is exactly the rank-order sum there, some rank's |g| reaches the threshold (fixed and
+// scaling estimators), and there are at most k' non-zeros (for exdyna, k' = sum of the k_i).
+// For the exact models the selected count must also equal k'. All counts are summed over ranks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sparse/bench.h"
+#include "sparse/inputs.h"
+
+namespace sccl_perf {
+
+struct CheckCase {
+  const SparseOptions& options;
+  const Rank& rank;
+  size_t count;
+  double density;
+  double scale;  // of the gradients (gradientScale)
+  const std::string& algorithm;
+  const GradientPool& pool;  // this rank's, generated for (count, scale)
+  void* recv;                // count elements of scratch
+};
+
+// Returns #wrong summed over ranks (the same on every rank).
+uint64_t checkFirstCall(const CheckCase& c);
+
+}  // namespace sccl_perf

@@ -1,0 +1,236 @@
+// Command line and rank start-up of sparse_allreduce_perf. One body runs per rank, whether the
+// ranks are threads of this process (-r N, transport "local") or processes started by mpirun
+// (scclCommInitMpi over MPI_COMM_WORLD), so both figures come from the same code path.
+#include "sparse/launch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#ifdef SCCL_PERF_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace sccl_perf {
+namespace {
+
+bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
+  out->clear();
+  std::stringstream list(text);
+  std::string name;
+  while (std::getline(list, name, ',')) {
+    bool known = false;
+    for (const std::string& preset : allAlgorithms()) known = known || preset == name;
+    if (!known) {
+      std::fprintf(stderr, "unknown algorithm '%s'\n", name.c_str());
+      return false;
+    }
+    out->push_back(name);
+  }
+  return !out->empty();
+}
+
+bool parseCount(const char* text, int min_value, int* value) {
+  char* end = nullptr;
+  long parsed = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || parsed < min_value || parsed > (1 << 30)) return false;
+  *value = static_cast<int>(parsed);
+  return true;
+}
+
+// Applies a JSON sparse config file to options->base_config; the library names a bad key.
+bool loadConfig(const char* path, SparseOptions* options) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    std::fprintf(stderr, "cannot read %s\n", path);
+    return false;
+  }
+  scclResult_t result = scclSparseConfigFromJson(text.str().c_str(), &options->base_config);
+  if (result != scclSuccess) {
+    std::fprintf(stderr, "%s: %s\n", path, scclGetLastError(nullptr));
+    return false;
+  }
+  options->config_path = path;
+  return true;
+}
+
+std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
+  return {
+      {'o', "OP     reduction: sum or avg [sum]",
+       [o](const char* t) {
+         o->op = std::strcmp(t, "avg") == 0 ? scclAvg : scclSum;
+         return std::strcmp(t, "avg") == 0 || std::strcmp(t, "sum") == 0;
+       }},
+      {'a', "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna [all]",
+       [o](const char* t) { return parseAlgorithms(t, &o->algorithms); }},
+      {'W', "N      warm-up calls of each sparse algorithm, at least [30]",
+       [o](const char* t) { return parseCount(t, 0, &o->sparse_warmup); }},
+      {'L', "N      ... and up to N while k' still moves (see the header) [1000]",
+       [o](const char* t) { return parseCount(t, 0, &o->warmup_limit); }},
+      {'T', "SEC    deadline of every wait (the communicator's timeoutMs) [SCCL_TIMEOUT_MS]",
+       [o](const char* t) { return parseCount(t, 1, &o->timeout_s) && o->timeout_s <= 2000000; }},
+      {'r', "N      in-process ranks (threads, transport local) when not under mpirun [4]",
+       [o](const char* t) { return parseCount(t, 1, &o->local_ranks); }},
+      {'M', "0|1    1: use MPI (scclCommInitMpi) even where no mpirun is detected [0]",
+       [o](const char* t) {
+         o->force_mpi = std::strcmp(t, "1") == 0;
+         return o->force_mpi || std::strcmp(t, "0") == 0;
+       }},
+      {'C', "FILE   sparse config (JSON, scclSparseConfigFromJson) applied before -a and -D",
+       [o](const char* t) { return loadConfig(t, o); }},
+  };
+}
+
+scclConfig_t commConfig(const SparseOptions& options, const char* transport) {
+  scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+  config.transport = transport;
+  if (options.timeout_s > 0) config.timeoutMs = options.timeout_s * 1000;
+  config.commName = "sparse_allreduce_perf";
+  return config;
+}
+
+// Runs the body; on a failed call prints it and aborts the communicator (rank.comm becomes
+// null) so that the other ranks fail fast instead of waiting for the deadline.
+int runGuarded(Rank& rank, const RankBody& body) {
+  try {
+    return body(rank);
+  } catch (const RankError& error) {
+    std::fprintf(stderr, "rank %d: %s\n", rank.rank, error.what());
+    scclCommAbort(rank.comm);
+    rank.comm = nullptr;
+    return 1;
+  }
+}
+
+bool launchedByMpi(const SparseOptions& options) {
+  return options.force_mpi || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr;
+}
+
+int runMpiRanks(const SparseOptions& options, const RankBody& body) {
+#ifdef SCCL_PERF_WITH_MPI
+  MPI_Init(nullptr, nullptr);
+  scclConfig_t config = commConfig(options, "mpi");
+  Rank rank;
+  scclResult_t result = scclCommInitMpi(&rank.comm, nullptr, &config);
+  if (result != scclSuccess) {
+    std::fprintf(stderr, "scclCommInitMpi: %s (%s)\n", scclGetErrorString(result),
+                 scclGetLastError(nullptr));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  scclCommUserRank(rank.comm, &rank.rank);
+  scclCommCount(rank.comm, &rank.nranks);
+  int code = runGuarded(rank, body);
+  // A rank that failed cannot rely on its peers noticing: end the whole job.
+  if (rank.comm == nullptr) MPI_Abort(MPI_COMM_WORLD, code);
+  scclCommDestroy(rank.comm);
+  MPI_Finalize();
+  return code;
+#else
+  (void)options;
+  (void)body;
+  std::fprintf(stderr,
+               "started under mpirun, but this build has no MPI (SCCL_ENABLE_MPI=OFF); run "
+               "without mpirun and use -r N in-process ranks\n");
+  return 2;
+#endif
+}
+
+int runLocalRanks(const SparseOptions& options, const RankBody& body) {
+  scclUniqueId id;
+  if (scclGetUniqueId(&id) != scclSuccess) {
+    std::fprintf(stderr, "scclGetUniqueId: %s\n", scclGetLastError(nullptr));
+    return 1;
+  }
+  const int n = options.local_ranks;
+  const scclConfig_t config = commConfig(options, "local");
+  std::vector<int> codes(static_cast<size_t>(n), 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Rank rank;
+      rank.rank = r;
+      rank.nranks = n;
+      scclResult_t result = scclCommInitRankConfig(&rank.comm, n, id, r, &config);
+      if (result != scclSuccess) {
+        std::fprintf(stderr, "rank %d: scclCommInitRankConfig: %s\n", r, scclGetLastError(nullptr));
+        return;
+      }
+      codes[static_cast<size_t>(r)] = runGuarded(rank, body);
+      if (rank.comm != nullptr) scclCommDestroy(rank.comm);
+    });
+  }
+  int code = 0;
+  for (int r = 0; r < n; ++r) {
+    threads[static_cast<size_t>(r)].join();
+    code = std::max(code, codes[static_cast<size_t>(r)]);
+  }
+  return code;
+}
+
+}  // namespace
+
+void check(scclResult_t result, scclComm_t comm, const char* what) {
+  if (result == scclSuccess) return;
+  throw RankError(std::string(what) + ": " + scclGetErrorString(result) + " (" +
+                  scclGetLastError(comm) + ")");
+}
+
+std::vector<double> Rank::allGather(const std::vector<double>& mine) const {
+  std::vector<double> all(mine.size() * static_cast<size_t>(nranks));
+  check(scclAllGather(mine.data(), all.data(), mine.size(), scclFloat64, comm, nullptr), comm,
+        "scclAllGather");
+  return all;
+}
+
+void Rank::barrier() const {
+  check(scclBarrier(comm), comm, "scclBarrier");
+}
+
+scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
+                             double density) {
+  scclSparseConfig_t config = options.base_config;
+  // allAlgorithms() holds static strings, so the pointer outlives the config.
+  for (const std::string& name : allAlgorithms()) {
+    if (name == algorithm) config.algorithm = name.c_str();
+  }
+  config.density = density;
+  return config;
+}
+
+std::string estimatorOf(const scclSparseConfig_t& config) {
+  const std::string preset = config.algorithm;
+  const std::string reduction = config.reduction != nullptr ? config.reduction
+                                : preset == "dense"         ? "dense"
+                                                            : "gather";
+  if (reduction == "dense") return "none";  // the whole gradient is reduced, nothing selected
+  if (config.estimator != nullptr) return config.estimator;
+  if (preset == "topk" || preset == "cltk") return "topk";
+  if (preset == "hard_threshold" || preset == "dense") return "fixed";
+  return "scaling";
+}
+
+bool isPlainPreset(const scclSparseConfig_t& config) {
+  return config.estimator == nullptr && config.searchSpace == nullptr &&
+         config.reduction == nullptr && config.maxDensitySlack < 0;
+}
+
+bool parseSparseOptions(int argc, char** argv, SparseOptions* options, int* exit_code) {
+  options->common.min_size = options->common.max_size = 104000000;  // 26,000,000 float32
+  std::vector<ExtraFlag> extra = extraFlags(options);
+  return parseOptions(argc, argv,
+                      "sparse all-reduce (every preset) against the dense all-reduce, nccl-tests "
+                      "style; ranks: -r N threads, or one per process under mpirun",
+                      extra, &options->common, exit_code);
+}
+
+int launchRanks(const SparseOptions& options, const RankBody& body) {
+  return launchedByMpi(options) ? runMpiRanks(options, body) : runLocalRanks(options, body);
+}
+
+}  // namespace sccl_perf

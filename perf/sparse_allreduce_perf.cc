@@ -1,0 +1,354 @@
+// sparse_allreduce_perf: scclSparseAllreduce of every preset against the dense all-reduce, in
+// the manner of nccl-tests (flags, columns, -c check, #wrong, -J JSON).
+//
+// For each size and density ("block") every algorithm gets its own sparsifier, fed the same
+// synthetic gradients (sparse/inputs.h: Laplace values from (seed, rank, iteration, index)):
+//   1. warm-up, one algorithm after the other: dense -w calls; a sparse algorithm at least -W,
+//      then more until its k' has settled, at most -L. Error feedback keeps growing the
+//      accumulated values for tens of calls (hundreds at density 0.001) and the threshold has to
+//      follow them: with the default proportional scaling rule k' settles within tens of calls on
+//      these inputs, with the papers' band rule (0.5 % per call) only after hundreds;
+//   2. -n timed rounds; a round calls every algorithm once after a barrier (round-robin, so a
+//      burst of load from elsewhere hits all algorithms, and their ratio to dense stays fair);
+//   3. with -c, the check pass (sparse/check.h) on fresh sparsifiers.
+// The library's own statistics (scclSparseStats_t) give k', bytes, f(t) and the time split.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/machine.h"
+#include "common/options.h"
+#include "common/report.h"
+#include "common/team.h"
+#include "common/timing.h"
+#include "sparse/bench.h"
+#include "sparse/check.h"
+#include "sparse/inputs.h"
+#include "sparse/launch.h"
+
+namespace {
+
+using namespace sccl_perf;
+
+// One algorithm in one block. Sums run over the timed calls of this rank.
+struct AlgorithmRun {
+  std::string name;
+  Sparsifier sp{nullptr, &scclSparsifierDestroy};
+  uint64_t calls = 0;  // calls made so far: the gradient iteration of the next one
+  uint64_t warmup_calls = 0;
+  std::vector<double> samples_us;
+  double density = 0, inflation = 0, sent = 0, received = 0;
+  double select_us = 0, comm_us = 0, other_us = 0;
+};
+
+// One row as printed: combined over ranks.
+struct Row {
+  std::string name;
+  uint64_t warmup_calls = 0, wrong = 0;
+  double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
+  double select_us = 0, comm_us = 0, other_us = 0;
+};
+
+// Per-algorithm sums for the footer.
+struct Totals {
+  int rows = 0, speedup_rows = 0;
+  double time_us = 0, speedup = 0, density_ratio = 0, inflation = 0, sent = 0;
+};
+
+struct RankState {
+  const SparseOptions& options;
+  const Rank& rank;
+  ThreadTeam team;
+  GradientPool pool;
+  std::unique_ptr<unsigned char[]> recv;
+  ResultTable table;
+  std::map<std::string, Totals> totals;
+  uint64_t wrong = 0;
+
+  RankState(const SparseOptions& o, const Rank& r, int threads)
+      : options(o),
+        rank(r),
+        team(threads),
+        pool(o.common.seed, r.rank, o.common.dtype),
+        table(tableColumns()) {}
+
+  static std::vector<Column> tableColumns() {
+    return {{"size(B)", "size_bytes", 11, -1},
+            {"count", "count", 10, -1},
+            {"type", "type", 8, 0},
+            {"redop", "redop", 5, 0},
+            {"algorithm", "algorithm", 14, 0},
+            {"density", "target_density", 7, 4},
+            {"actual", "actual_density", 8, 5},
+            {"warmup", "warmup_calls", 6, -1},
+            {"time(us)", "time_us", 10, 1},
+            {"algbw", "algbw_gbps", 6, 2},
+            {"speedup", "speedup_vs_dense", 7, 2},
+            {"sent(B)", "bytes_sent", 11, -1},
+            {"recv(B)", "bytes_received", 11, -1},
+            {"f(t)", "gather_inflation", 5, 2},
+            {"select", "select_us", 9, 1},
+            {"comm", "comm_us", 9, 1},
+            {"other", "other_us", 9, 1},
+            {"#wrong", "wrong", 6, -1}};
+  }
+};
+
+void callOnce(RankState& s, AlgorithmRun& run, size_t count) {
+  check(
+      scclSparseAllreduce(s.pool.iteration(run.calls), s.recv.get(), count, s.options.common.dtype,
+                          s.options.op, run.sp.get(), s.rank.comm, nullptr),
+      s.rank.comm, "scclSparseAllreduce");
+  ++run.calls;
+}
+
+scclSparseStats_t statsOf(const RankState& s, const AlgorithmRun& run) {
+  scclSparseStats_t stats{};
+  stats.size = sizeof(stats);
+  check(scclSparsifierGetStats(run.sp.get(), &stats), s.rank.comm, "scclSparsifierGetStats");
+  return stats;
+}
+
+// k' has settled when the means of the last two 10-call windows differ by at most 2 % (or three
+// standard deviations of a Poisson count, for small k'), and, for the scaling estimator, the last
+// mean lies inside its band [k / beta, k * beta]. k' is the same on every rank, so every rank
+// stops after the same call.
+bool settled(const std::vector<double>& k_global, double k_target, double band) {
+  constexpr size_t kWindow = 10;
+  if (k_global.size() < 2 * kWindow) return false;
+  double recent = 0, before = 0;
+  for (size_t i = 0; i < kWindow; ++i) {
+    recent += k_global[k_global.size() - 1 - i] / kWindow;
+    before += k_global[k_global.size() - 1 - kWindow - i] / kWindow;
+  }
+  const double tolerance = std::max(0.02, 3 * std::sqrt(0.2 / std::max(recent, 1.0)));
+  if (std::fabs(recent - before) > tolerance * std::max(recent, before)) return false;
+  return band <= 0 || (recent <= k_target * band && recent * band >= k_target);
+}
+
+// Calls a sparse algorithm until k' has settled: at least -W calls, at most -L.
+void runUntilSettled(RankState& s, AlgorithmRun& run, size_t count,
+                     const scclSparseConfig_t& config) {
+  const SparseOptions& o = s.options;
+  const double band = estimatorOf(config) == "scaling" ? config.scalingBand : 0;
+  const uint64_t limit = uint64_t(std::max(o.sparse_warmup, o.warmup_limit));
+  std::vector<double> k_global;
+  while (run.calls < limit) {
+    callOnce(s, run, count);
+    const scclSparseStats_t stats = statsOf(s, run);
+    k_global.push_back(double(stats.kGlobal));
+    if (run.calls >= uint64_t(o.sparse_warmup) && settled(k_global, double(stats.kTarget), band))
+      break;
+  }
+}
+
+// Creates the row's sparsifier and warms it up: dense -w calls, a sparse algorithm until k'
+// settles.
+void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
+  const SparseOptions& o = s.options;
+  const scclSparseConfig_t config = rowConfig(o, run.name, density);
+  run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
+  if (run.name == "dense") {
+    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count);
+  } else {
+    runUntilSettled(s, run, count, config);
+  }
+  run.warmup_calls = run.calls;
+}
+
+void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
+  for (int iter = 0; iter < s.options.common.iters; ++iter) {
+    for (AlgorithmRun& run : runs) {
+      s.rank.barrier();
+      const double start = nowMicroseconds();
+      callOnce(s, run, count);
+      run.samples_us.push_back(nowMicroseconds() - start);
+      const scclSparseStats_t stats = statsOf(s, run);  // after the clock stopped
+      run.density += stats.density;
+      run.inflation += stats.gatherInflation;
+      run.sent += double(stats.bytesSent);
+      run.received += double(stats.bytesReceived);
+      run.select_us += stats.timeSelectUs;
+      run.comm_us += stats.timeCommUs;
+      run.other_us += stats.timeOtherUs;
+    }
+  }
+}
+
+// Time: max over ranks of each rank's median; bytes and the split: mean over ranks and calls;
+// density and f(t) are global figures, the same on every rank.
+Row combine(RankState& s, const AlgorithmRun& run) {
+  const double iters = s.options.common.iters;
+  std::vector<double> all =
+      s.rank.allGather({summarize(run.samples_us).median_us, run.sent, run.received, run.select_us,
+                        run.comm_us, run.other_us});
+  Row row;
+  row.name = run.name;
+  row.warmup_calls = run.warmup_calls;
+  row.density = run.density / iters;
+  row.inflation = run.inflation / iters;
+  const double per_rank_call = iters * s.rank.nranks;
+  for (size_t r = 0; r < all.size(); r += 6) {
+    row.time_us = std::max(row.time_us, all[r]);
+    row.sent += all[r + 1] / per_rank_call;
+    row.received += all[r + 2] / per_rank_call;
+    row.select_us += all[r + 3] / per_rank_call;
+    row.comm_us += all[r + 4] / per_rank_call;
+    row.other_us += all[r + 5] / per_rank_call;
+  }
+  return row;
+}
+
+void printRow(RankState& s, size_t count, double density, const Row& row, const Row* dense) {
+  const SparseOptions& o = s.options;
+  const double bytes = double(count * dtypeSize(o.common.dtype));
+  const bool is_dense = row.name == "dense";
+  const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
+  // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
+  s.table.addRow(
+      {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.name,
+       is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
+       gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
+       row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation), row.select_us,
+       row.comm_us, row.other_us, o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
+      stdout);
+  Totals& t = s.totals[row.name];
+  t.rows += 1;
+  t.time_us += row.time_us;
+  t.speedup_rows += dense != nullptr ? 1 : 0;
+  t.speedup += speedup;
+  t.density_ratio += is_dense ? 1.0 : row.density / density;
+  t.inflation += row.inflation;
+  t.sent += row.sent;
+}
+
+void runBlock(RankState& s, size_t count, double density) {
+  const SparseOptions& o = s.options;
+  const double scale = gradientScale(count, density);
+  s.pool.generate(s.team, count, scale);
+  std::vector<AlgorithmRun> runs(o.algorithms.size());
+  for (size_t a = 0; a < runs.size(); ++a) {
+    runs[a].name = o.algorithms[a];
+    prepare(s, runs[a], count, density);
+  }
+  timedRounds(s, runs, count);
+  std::vector<Row> rows;
+  for (const AlgorithmRun& run : runs) rows.push_back(combine(s, run));
+  runs.clear();  // frees the residuals before the check pass creates its sparsifiers
+  if (o.common.check) {
+    for (Row& row : rows) {
+      const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get()};
+      row.wrong = checkFirstCall(c);
+      s.wrong += row.wrong;
+    }
+  }
+  if (s.rank.rank != 0) return;
+  const Row* dense = nullptr;
+  for (const Row& row : rows) dense = row.name == "dense" ? &row : dense;
+  for (const Row& row : rows) printRow(s, count, density, row, dense);
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ",") + item;
+  return text;
+}
+
+KeyValues settingsOf(const SparseOptions& o, const Rank& rank, const std::string& transport) {
+  std::vector<std::string> densities;
+  for (double d : o.common.densities) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", d);
+    densities.push_back(text);
+  }
+  const std::string how = transport == "local" ? " (threads of this process)" : " (processes)";
+  return {
+      {"transport", transport},
+      {"ranks", std::to_string(rank.nranks) + how},
+      {"operation", std::string("scclSparseAllreduce, ") + (o.op == scclAvg ? "avg" : "sum")},
+      {"algorithms", joined(o.algorithms)},
+      {"densities", joined(densities)},
+      {"timed calls", std::to_string(o.common.iters) + " per algorithm, round-robin"},
+      {"warm-up", "dense " + std::to_string(o.common.warmup) + " calls (-w); sparse at least " +
+                      std::to_string(o.sparse_warmup) + " (-W), then until k' settles, at most " +
+                      std::to_string(std::max(o.sparse_warmup, o.warmup_limit)) + " (-L)"},
+      {"sparse config", o.config_path.empty() ? "SCCL_SPARSE_CONFIG_INITIALIZER" : o.config_path},
+      {"seed", std::to_string(o.common.seed)},
+      {"inputs", "g[r][t][i] = b * Laplace(0,1) from (seed, r, t, i), b = 1/(2 sqrt(k) ln(1/d))"},
+      {"check",
+       o.common.check ? "first call of fresh sparsifiers, bitwise (see the source)" : "off (-c 0)"},
+  };
+}
+
+void printLegend() {
+  std::printf(
+      "# time: median over the timed calls of each rank, max over ranks | algbw: count * "
+      "sizeof(type) / time (GB/s, dense-equivalent) | speedup: dense time / time, same size\n"
+      "# actual: k'/count (mean) | warmup: calls before timing | sent/recv: bytes per rank per "
+      "call | f(t): n * max(k_i) / k' | select/comm/other: the library's split of a call (us)\n");
+}
+
+void printFooter(RankState& s) {
+  std::printf("# averages over the sizes and densities:\n");
+  for (const std::string& name : s.options.algorithms) {
+    const Totals& t = s.totals[name];
+    if (t.rows == 0) continue;
+    char inflation[16] = "    -";  // dense selects nothing, so f(t) does not apply
+    if (name != "dense") std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.rows);
+    std::printf(
+        "#   %-14s time %12.1f us  speedup %6.2f  actual/target %7.3f  f(t) %s  "
+        "sent %12.0f B\n",
+        name.c_str(), t.time_us / t.rows, t.speedup_rows ? t.speedup / t.speedup_rows : 0,
+        t.density_ratio / t.rows, inflation, t.sent / t.rows);
+  }
+  std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(s.wrong),
+              s.wrong ? "FAILED" : "OK");
+}
+
+int runRank(const SparseOptions& o, const Rank& rank) {
+  const char* transport_name = "unknown";
+  check(scclCommTransportName(rank.comm, &transport_name), rank.comm, "scclCommTransportName");
+  const std::string transport = transport_name;
+  // In-process ranks are threads already; a helper team each would only oversubscribe.
+  RankState s(o, rank, transport == "local" ? 1 : kernelThreads(o.common));
+  const std::vector<size_t> counts = elementCounts(o.common);
+  s.recv.reset(new unsigned char[counts.back() * dtypeSize(o.common.dtype)]);
+  KeyValues machine, settings;
+  if (rank.rank == 0) {
+    machine = machineDescription(o.common);
+    settings = settingsOf(o, rank, transport);
+    std::printf("# sparse_allreduce_perf: sparse all-reduce of every preset vs dense\n");
+    printKeyValues(stdout, machine);
+    printKeyValues(stdout, settings);
+    printLegend();
+    s.table.printHeader(stdout);
+  }
+  for (size_t count : counts) {
+    for (double density : o.common.densities) runBlock(s, count, density);
+  }
+  if (rank.rank != 0) return s.wrong ? 1 : 0;
+  printFooter(s);
+  if (!o.common.json_path.empty() &&
+      !s.table.writeJson(o.common.json_path, "sparse_allreduce_perf", machine, settings)) {
+    std::fprintf(stderr, "cannot write %s\n", o.common.json_path.c_str());
+    return 1;
+  }
+  return s.wrong ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SparseOptions options;
+  int exit_code = 0;
+  if (!parseSparseOptions(argc, argv, &options, &exit_code)) return exit_code;
+  if (elementCounts(options.common).empty() || dtypeSize(options.common.dtype) == 0) {
+    std::fprintf(stderr, "no element count in the size range\n");
+    return 2;
+  }
+  return launchRanks(options, [&](const Rank& rank) { return runRank(options, rank); });
+}
