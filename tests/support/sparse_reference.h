@@ -10,11 +10,27 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "partition/search_space.h"
 
 namespace sccl_test {
+
+// The search space a preset uses, built as the library builds it (null if the name is unknown).
+inline std::unique_ptr<sccl::SearchSpace> presetSearchSpace(const std::string& algorithm,
+                                                            size_t count, int nranks) {
+  const char* name = algorithm == "cltk"     ? "leader"
+                     : algorithm == "micro"  ? "micro"
+                     : algorithm == "exdyna" ? "exdyna"
+                                             : "whole";
+  sccl::SearchSpaceParams params;
+  params.count = count;
+  params.nranks = nranks;
+  std::unique_ptr<sccl::SearchSpace> search;
+  if (sccl::makeSearchSpace(name, params, &search) != scclSuccess) return nullptr;
+  return search;
+}
 
 struct ReferenceCall {
   std::vector<float> output;     // expected recvbuf (sum; divide for avg by caller)

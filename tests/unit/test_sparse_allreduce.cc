@@ -14,27 +14,11 @@ using namespace sccl_test;
 
 namespace {
 
-std::unique_ptr<sccl::SearchSpace> searchFor(const char* name, size_t count, int nranks) {
-  sccl::SearchSpaceParams params;
-  params.count = count;
-  params.nranks = nranks;
-  std::unique_ptr<sccl::SearchSpace> search;
-  REQUIRE(sccl::makeSearchSpace(name, params, &search) == scclSuccess);
-  return search;
-}
-
-const char* searchOf(const std::string& algorithm) {
-  if (algorithm == "cltk") return "leader";
-  if (algorithm == "micro") return "micro";
-  if (algorithm == "exdyna") return "exdyna";
-  return "whole";
-}
-
 // Compares a run with the reference model, call by call; returns the number of mismatches.
 void checkAgainstReference(const std::string& algorithm, int nranks, size_t count,
                            const SparseRun& run, const GradientFn& gradient) {
   const scclSparseStats_t& first = run.calls[0][0].stats;
-  GatherReference reference(searchFor(searchOf(algorithm), count, nranks), nranks, count,
+  GatherReference reference(presetSearchSpace(algorithm, count, nranks), nranks, count,
                             algorithm == "topk" || algorithm == "cltk", first.kTarget);
   for (size_t t = 0; t < run.calls.size(); ++t) {
     std::vector<std::vector<float>> grads(static_cast<size_t>(nranks), std::vector<float>(count));

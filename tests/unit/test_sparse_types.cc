@@ -20,19 +20,6 @@ using namespace sccl_test;
 
 namespace {
 
-std::unique_ptr<sccl::SearchSpace> searchFor(const char* name, size_t count, int nranks) {
-  sccl::SearchSpaceParams params;
-  params.count = count;
-  params.nranks = nranks;
-  std::unique_ptr<sccl::SearchSpace> search;
-  REQUIRE(sccl::makeSearchSpace(name, params, &search) == scclSuccess);
-  return search;
-}
-
-const char* searchOf(const std::string& algorithm) {
-  return algorithm == "micro" ? "micro" : "whole";
-}
-
 // A double that float32 cannot hold (for float64 gradients) with Laplace-like magnitudes around
 // 0.01; float16 and bfloat16 round it (small ones to float16 subnormals).
 double typedGradient(uint32_t seed, int rank, uint64_t t, size_t i) {
@@ -48,9 +35,8 @@ void checkTypedRun(const std::string& algorithm, scclDataType_t dtype, int nrank
   const size_t element = sccl::dataTypeSize(dtype);
   // Half types: the float32 model of sparse_reference.h on the widened gradients; float64: the
   // same model on doubles.
-  GatherReference reference32(searchFor(searchOf(algorithm), count, nranks), nranks, count, topk,
-                              k);
-  BasicGatherReference<double> reference64(searchFor(searchOf(algorithm), count, nranks), nranks,
+  GatherReference reference32(presetSearchSpace(algorithm, count, nranks), nranks, count, topk, k);
+  BasicGatherReference<double> reference64(presetSearchSpace(algorithm, count, nranks), nranks,
                                            count, topk, k);
   for (size_t t = 0; t < run.calls.size(); ++t) {
     const auto& ranks = run.calls[t];
@@ -168,7 +154,7 @@ TEST_CASE("max density slack 0 caps every rank at ceil of k over n with the larg
     REQUIRE_NO_RANK_FAILURES(run.failures);
     const uint64_t k = run.calls[0][0].stats.kTarget;
     const uint64_t cap = (k + nranks - 1) / nranks;
-    auto search = searchFor("micro", count, nranks);
+    auto search = presetSearchSpace("micro", count, nranks);
     bool capped = false;
     std::vector<std::vector<float>> previous(nranks, std::vector<float>(count, 0.0f));
     for (size_t t = 0; t < size_t(iterations); ++t) {
@@ -207,7 +193,7 @@ TEST_CASE("max density slack 0 caps every rank at ceil of k over n with the larg
     REQUIRE_NO_RANK_FAILURES(run.failures);
     const uint64_t k = run.calls[0][0].stats.kTarget;
     const uint64_t cap = (k + nranks - 1) / nranks;
-    GatherReference reference(searchFor("whole", count, nranks), nranks, count, true, cap);
+    GatherReference reference(presetSearchSpace("topk", count, nranks), nranks, count, true, cap);
     for (size_t t = 0; t < size_t(iterations); ++t) {
       std::vector<std::vector<float>> grads(nranks, std::vector<float>(count));
       for (int r = 0; r < nranks; ++r)
@@ -237,7 +223,7 @@ TEST_CASE("error feedback off keeps the residual zero and forgets unsent values"
     REQUIRE_NO_RANK_FAILURES(run.failures);
     for (size_t t = 0; t < size_t(iterations); ++t) {
       // Every call is a first call on the gradient alone (MiCRO's partitions depend only on t).
-      GatherReference fresh(searchFor(searchOf(algorithm), count, nranks), nranks, count,
+      GatherReference fresh(presetSearchSpace(algorithm, count, nranks), nranks, count,
                             std::string(algorithm) == "topk", run.calls[0][0].stats.kTarget);
       std::vector<std::vector<float>> grads(nranks, std::vector<float>(count));
       for (int r = 0; r < nranks; ++r)
