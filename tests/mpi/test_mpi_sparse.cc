@@ -23,20 +23,6 @@ using namespace sccl_mpi_test;
 
 namespace {
 
-std::unique_ptr<sccl::SearchSpace> searchFor(const std::string& algorithm, size_t count,
-                                             int nranks) {
-  const char* name = algorithm == "cltk"     ? "leader"
-                     : algorithm == "micro"  ? "micro"
-                     : algorithm == "exdyna" ? "exdyna"
-                                             : "whole";
-  sccl::SearchSpaceParams params;
-  params.count = count;
-  params.nranks = nranks;
-  std::unique_ptr<sccl::SearchSpace> search;
-  REQUIRE(sccl::makeSearchSpace(name, params, &search) == scclSuccess);
-  return search;
-}
-
 float gradient(int rank, uint64_t t, size_t i) {
   return sccl_test::gradientValue(61, rank, t, i);
 }
@@ -55,8 +41,8 @@ void checkAlgorithm(scclComm_t comm, const std::string& algorithm, size_t count,
   scclSparseStats_t stats{};
   stats.size = sizeof(stats);
   REQUIRE(scclSparsifierGetStats(sp, &stats) == scclSuccess);
-  sccl_test::GatherReference reference(searchFor(algorithm, count, nranks), nranks, count, topk,
-                                       stats.kTarget);
+  sccl_test::GatherReference reference(sccl_test::presetSearchSpace(algorithm, count, nranks),
+                                       nranks, count, topk, stats.kTarget);
   std::vector<float> grad(count), out(count, -1.0f), all(count * size_t(nranks));
   std::vector<uint64_t> counts(static_cast<size_t>(nranks));
   std::vector<double> thresholds(static_cast<size_t>(nranks));

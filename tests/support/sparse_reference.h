@@ -32,57 +32,65 @@ inline std::unique_ptr<sccl::SearchSpace> presetSearchSpace(const std::string& a
   return search;
 }
 
-struct ReferenceCall {
-  std::vector<float> output;     // expected recvbuf (sum; divide for avg by caller)
+template <typename Acc>
+struct BasicReferenceCall {
+  std::vector<Acc> output;       // sum over ranks in rank order, in Acc (0 where not selected)
   std::vector<uint64_t> counts;  // k_i
   std::vector<int64_t> global;   // selected indices (sorted)
 };
 
-class GatherReference {
+// The gather reduction on Acc accumulators: acc = residual + gradient; each rank selects in its
+// range (|acc| >= threshold, or its exact top-k with ties to the lower index); the output is the
+// rank-order sum of acc at the selected indices, which every rank's residual then loses.
+template <typename Acc>
+class BasicGatherReference {
  public:
-  GatherReference(std::unique_ptr<sccl::SearchSpace> search, int nranks, size_t count, bool topk,
-                  uint64_t k)
+  BasicGatherReference(std::unique_ptr<sccl::SearchSpace> search, int nranks, size_t count,
+                       bool topk, uint64_t k)
       : search_(std::move(search)),
         nranks_(nranks),
         count_(count),
         topk_(topk),
         k_(k),
-        residual_(size_t(nranks), std::vector<float>(count, 0.0f)) {}
+        residual_(static_cast<size_t>(nranks), std::vector<Acc>(count, Acc(0))) {}
 
-  // One call at `iteration` with every rank's gradient; threshold is the estimator's (unused for
-  // top-k, which is computed exactly here).
-  ReferenceCall step(const std::vector<std::vector<float>>& grads, double threshold,
-                     uint64_t iteration) {
-    std::vector<std::vector<float>> acc(static_cast<size_t>(nranks_), std::vector<float>(count_));
+  BasicReferenceCall<Acc> step(const std::vector<std::vector<Acc>>& grads, double threshold,
+                               uint64_t iteration) {
+    std::vector<std::vector<Acc>> acc(static_cast<size_t>(nranks_), std::vector<Acc>(count_));
     for (int r = 0; r < nranks_; ++r)
       for (size_t i = 0; i < count_; ++i) acc[r][i] = residual_[r][i] + grads[r][i];
-    ReferenceCall call;
-    call.counts.assign(size_t(nranks_), 0);
+    BasicReferenceCall<Acc> call;
+    call.counts.assign(static_cast<size_t>(nranks_), 0);
     std::vector<char> chosen(count_, 0);
-    int sole = search_->soleSelector(iteration);
+    const int sole = search_->soleSelector(iteration);
     for (int r = 0; r < nranks_; ++r) {
       if (sole >= 0 && sole != r) continue;
-      sccl::IndexRange range = search_->rangeFor(r, iteration);
-      std::vector<int64_t> mine = topk_ ? exactTopK(acc[r], range, localTarget(range))
-                                        : aboveThreshold(acc[r], range, threshold);
+      const sccl::IndexRange range = search_->rangeFor(r, iteration);
+      std::vector<int64_t> mine;
+      if (topk_) {
+        mine = exactTopK(acc[r], range, localTarget(range));
+      } else {
+        for (size_t i = range.begin; i < range.end; ++i)
+          if (!(double(std::fabs(acc[r][i])) < threshold)) mine.push_back(int64_t(i));
+      }
       call.counts[r] = mine.size();
       for (int64_t i : mine) chosen[size_t(i)] = 1;
     }
-    call.output.assign(count_, 0.0f);
+    call.output.assign(count_, Acc(0));
     for (size_t i = 0; i < count_; ++i) {
       if (!chosen[i]) continue;
       call.global.push_back(int64_t(i));
-      float sum = acc[0][i];
+      Acc sum = acc[0][i];
       for (int r = 1; r < nranks_; ++r) sum += acc[r][i];
       call.output[i] = sum;
-      for (int r = 0; r < nranks_; ++r) acc[r][i] = 0.0f;
+      for (int r = 0; r < nranks_; ++r) acc[r][i] = Acc(0);
     }
     residual_ = std::move(acc);
     search_->observeCounts(call.counts.data(), iteration);
     return call;
   }
 
-  const std::vector<float>& residual(int rank) const { return residual_[size_t(rank)]; }
+  const std::vector<Acc>& residual(int rank) const { return residual_[size_t(rank)]; }
 
  private:
   uint64_t localTarget(sccl::IndexRange range) const {
@@ -92,16 +100,7 @@ class GatherReference {
         1, uint64_t(std::ceil(double(k_) * double(range.size()) / double(count_))));
   }
 
-  static std::vector<int64_t> aboveThreshold(const std::vector<float>& acc, sccl::IndexRange range,
-                                             double threshold) {
-    std::vector<int64_t> out;
-    for (size_t i = range.begin; i < range.end; ++i)
-      if (!(double(std::fabs(acc[i])) < threshold)) out.push_back(int64_t(i));
-    return out;
-  }
-
-  // The k largest |x| in the range; among equal magnitudes the lower index wins.
-  static std::vector<int64_t> exactTopK(const std::vector<float>& acc, sccl::IndexRange range,
+  static std::vector<int64_t> exactTopK(const std::vector<Acc>& acc, sccl::IndexRange range,
                                         uint64_t k) {
     std::vector<int64_t> order(range.size());
     std::iota(order.begin(), order.end(), int64_t(range.begin));
@@ -118,7 +117,10 @@ class GatherReference {
   size_t count_;
   bool topk_;
   uint64_t k_;
-  std::vector<std::vector<float>> residual_;
+  std::vector<std::vector<Acc>> residual_;
 };
+
+using ReferenceCall = BasicReferenceCall<float>;
+using GatherReference = BasicGatherReference<float>;
 
 }  // namespace sccl_test
