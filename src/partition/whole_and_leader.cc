@@ -15,15 +15,11 @@ bool validRank(int rank, int nranks) {
   return rank >= 0 && rank < nranks;
 }
 
-class WholeSearchSpace final : public SearchSpace {
+// Both search spaces select over the whole vector: one partition, nothing to rebalance.
+class WholeVectorSearchSpace : public SearchSpace {
  public:
-  explicit WholeSearchSpace(const SearchSpaceParams& params)
+  explicit WholeVectorSearchSpace(const SearchSpaceParams& params)
       : count_(params.count), nranks_(params.nranks) {}
-  const char* name() const override { return "whole"; }
-  bool exclusive() const override { return nranks_ == 1; }
-  IndexRange rangeFor(int rank, uint64_t) const override {
-    return validRank(rank, nranks_) ? IndexRange{0, count_} : IndexRange{};
-  }
   void observeCounts(const uint64_t*, uint64_t) override {}
   size_t partitionCount() const override { return 1; }
   IndexRange partition(size_t p) const override {
@@ -31,15 +27,24 @@ class WholeSearchSpace final : public SearchSpace {
   }
   void reset() override {}
 
- private:
+ protected:
   size_t count_;
   int nranks_;
 };
 
-class LeaderSearchSpace final : public SearchSpace {
+class WholeSearchSpace final : public WholeVectorSearchSpace {
  public:
-  explicit LeaderSearchSpace(const SearchSpaceParams& params)
-      : count_(params.count), nranks_(params.nranks) {}
+  using WholeVectorSearchSpace::WholeVectorSearchSpace;
+  const char* name() const override { return "whole"; }
+  bool exclusive() const override { return nranks_ == 1; }
+  IndexRange rangeFor(int rank, uint64_t) const override {
+    return validRank(rank, nranks_) ? IndexRange{0, count_} : IndexRange{};
+  }
+};
+
+class LeaderSearchSpace final : public WholeVectorSearchSpace {
+ public:
+  using WholeVectorSearchSpace::WholeVectorSearchSpace;
   const char* name() const override { return "leader"; }
   // Only one rank has a non-empty range at any iteration, so selections never overlap.
   bool exclusive() const override { return true; }
@@ -49,16 +54,6 @@ class LeaderSearchSpace final : public SearchSpace {
   IndexRange rangeFor(int rank, uint64_t iteration) const override {
     return rank == soleSelector(iteration) ? IndexRange{0, count_} : IndexRange{};
   }
-  void observeCounts(const uint64_t*, uint64_t) override {}
-  size_t partitionCount() const override { return 1; }
-  IndexRange partition(size_t p) const override {
-    return p == 0 ? IndexRange{0, count_} : IndexRange{};
-  }
-  void reset() override {}
-
- private:
-  size_t count_;
-  int nranks_;
 };
 
 }  // namespace
