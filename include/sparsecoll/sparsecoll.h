@@ -245,20 +245,29 @@ typedef struct {
   const char* scalingRule; /* threshold scaling outside the target: "proportional" (default: a
                               step sized by the density error) or "band" (the papers' fixed
                               steps of scalingStep); see docs/algorithms/micro.md */
+  const char* densityCorrection; /* NULL (the preset's: "histogram" for micro and exdyna, else
+                              "none"), "none", or "histogram": before selecting, the ranks count
+                              |acc| in log-spaced bins around the scaled threshold, all-reduce the
+                              counts and select at the bin edge whose global count is nearest k
+                              (needs an exclusive search space and the scaling estimator); see
+                              docs/algorithms/density_correction.md */
+  int correctionBinsPerOctave; /* bins per factor of 2, a power of 2 in [1, 4096]; default 256 */
+  int correctionOctaves;   /* the bins span threshold * 2^[-octaves, +octaves), 1..16; default 1 */
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
   {                                                                                              \
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
-        0.25, "proportional"                                                                     \
+        0.25, "proportional", NULL, 256, 1                                                       \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
  * "algorithm", "estimator", "search", "reduction", "density", "error_feedback",
  * "non_finite" ("propagate" | "error"), "max_density_slack", "threshold", "scaling_band",
  * "scaling_step", "scaling_rule", "num_blocks", "block_align", "rebalance_alpha",
- * "rebalance_move_blocks", "min_blocks_factor". An unknown key, a wrong type or an out-of-range value is
+ * "rebalance_move_blocks", "min_blocks_factor", "density_correction" ("none" | "histogram"),
+ * "correction_bins_per_octave", "correction_octaves". An unknown key, a wrong type or an out-of-range value is
  * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
  * static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);

@@ -38,6 +38,9 @@ struct PresetEntry {
   const char* estimator;
   const char* search;
   const char* reduction;
+  // The in-call density correction the preset applies where the estimator and search space allow
+  // it (algorithms/density_correction.h): "histogram" or "none".
+  const char* density_correction;
 };
 
 struct ReductionEntry {

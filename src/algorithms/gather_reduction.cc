@@ -2,6 +2,8 @@
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
 // Steps of one call on rank r at iteration t (acc = residual + gradient is already computed):
+//  0. density correction (if on; density_correction.cc): the threshold that selects about k
+//     entries of this call's data, from a counting pass and an all-reduce of the bin counts.
 //  1. range = search space's range for (r, t); threshold from the estimator; select |acc| >=
 //     threshold in the range (exact top-k: ties at the k-th value trimmed by highest index;
 //     max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest).
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <limits>
 
+#include "algorithms/density_correction.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
@@ -53,8 +56,9 @@ uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
   return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
 }
 
-// Step 1: this rank's selection into sp.local_indices; returns its size.
-scclResult_t selectLocal(SparseCall& call, IndexRange range, size_t* selected) {
+// Step 1: this rank's selection into sp.local_indices; returns its size. With a corrected
+// threshold already in call.threshold the estimator is not asked again.
+scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, size_t* selected) {
   scclSparsifier& sp = *call.sp;
   const KernelBackend& kernels = cpuKernels();
   ThresholdQuery query;
@@ -64,7 +68,7 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, size_t* selected) {
   query.range = range;
   query.k_target_local = localTarget(sp, range);
   query.iteration = sp.iteration;
-  SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+  if (!corrected) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
   // Size the index buffer for what is likely, not for the whole range (which would cost 8 bytes
   // per element): the selection reports the exact count on overflow, so one retry suffices.
   size_t capacity = std::min<size_t>(
@@ -225,12 +229,17 @@ scclResult_t runGatherReduction(SparseCall& call) {
   scclSparsifier& sp = *call.sp;
   const int rank = sp.comm->rank;
   const int sole = sp.search->soleSelector(sp.iteration);
-  auto start = std::chrono::steady_clock::now();
   IndexRange range = sp.search->rangeFor(rank, sp.iteration);
-  size_t selected = 0;
   call.threshold = sp.estimator->currentThreshold();
+  const bool corrected = sp.config.density_correction == "histogram";
+  if (corrected) {
+    uint64_t predicted_k = 0;
+    SCCL_CHECK(correctThreshold(call, range, &call.threshold, &predicted_k));
+  }
+  auto start = std::chrono::steady_clock::now();
+  size_t selected = 0;
   if ((sole < 0 || sole == rank) && range.size() > 0)
-    SCCL_CHECK(selectLocal(call, range, &selected));
+    SCCL_CHECK(selectLocal(call, range, corrected, &selected));
   call.k_local = selected;
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

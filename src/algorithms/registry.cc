@@ -9,16 +9,17 @@ namespace sccl {
 
 const std::vector<PresetEntry>& presetRegistry() {
   static const std::vector<PresetEntry> presets = {
-      {"dense", "plain all-reduce of the whole gradient (the baseline)", "fixed", "whole", "dense"},
+      {"dense", "plain all-reduce of the whole gradient (the baseline)", "fixed", "whole", "dense",
+       "none"},
       {"topk", "every rank sends its exact top-k of the whole vector (gradient build-up)", "topk",
-       "whole", "gather"},
+       "whole", "gather", "none"},
       {"cltk", "the leader (t mod n) picks the top-k indices for everyone", "topk", "leader",
-       "gather"},
-      {"hard_threshold", "fixed threshold on the whole vector", "fixed", "whole", "gather"},
+       "gather", "none"},
+      {"hard_threshold", "fixed threshold on the whole vector", "fixed", "whole", "gather", "none"},
       {"micro", "MiCRO: exclusive equal partitions, threshold scaling", "scaling", "micro",
-       "gather"},
+       "gather", "histogram"},
       {"exdyna", "ExDyna: exclusive block partitions with rebalancing, threshold scaling",
-       "scaling", "exdyna", "gather"},
+       "scaling", "exdyna", "gather", "histogram"},
   };
   return presets;
 }

@@ -77,6 +77,15 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
                    c.rebalanceMoveBlocks);
   SCCL_REQUIRE_ARG(c.minBlocksFactor >= 0 && c.minBlocksFactor <= 1,
                    "minBlocksFactor %g must be in [0, 1]", c.minBlocksFactor);
+  SCCL_REQUIRE_ARG(c.densityCorrection == nullptr ||
+                       std::strcmp(c.densityCorrection, "none") == 0 ||
+                       std::strcmp(c.densityCorrection, "histogram") == 0,
+                   "densityCorrection must be NULL, \"none\" or \"histogram\"");
+  const int bins = c.correctionBinsPerOctave;
+  SCCL_REQUIRE_ARG(bins >= 1 && bins <= 4096 && (bins & (bins - 1)) == 0,
+                   "correctionBinsPerOctave %d must be a power of 2 in [1, 4096]", bins);
+  SCCL_REQUIRE_ARG(c.correctionOctaves >= 1 && c.correctionOctaves <= 16,
+                   "correctionOctaves %d must be in [1, 16]", c.correctionOctaves);
   return scclSuccess;
 }
 
@@ -118,6 +127,9 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
   resolved.rebalance_alpha = config.rebalanceAlpha;
   resolved.rebalance_move_blocks = config.rebalanceMoveBlocks;
   resolved.min_blocks_factor = config.minBlocksFactor;
+  if (config.densityCorrection != nullptr) resolved.density_correction = config.densityCorrection;
+  resolved.correction_bins_per_octave = config.correctionBinsPerOctave;
+  resolved.correction_octaves = config.correctionOctaves;
   *out = std::move(resolved);
   return scclSuccess;
 }
@@ -125,8 +137,8 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                                  scclDataType_t dtype) {
   uint64_t hash = 0xcbf29ce484222325ull;
-  for (const std::string* text :
-       {&c.algorithm, &c.estimator, &c.search, &c.reduction, &c.scaling_rule}) {
+  for (const std::string* text : {&c.algorithm, &c.estimator, &c.search, &c.reduction,
+                                  &c.scaling_rule, &c.density_correction}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
   const double reals[] = {c.density,      c.max_density_slack, c.threshold,        c.scaling_band,
@@ -137,7 +149,9 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                               static_cast<int64_t>(c.non_finite),
                               c.num_blocks,
                               c.block_align,
-                              c.rebalance_move_blocks};
+                              c.rebalance_move_blocks,
+                              c.correction_bins_per_octave,
+                              c.correction_octaves};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));
 }

@@ -27,6 +27,11 @@ struct ResolvedSparseConfig {
   double rebalance_alpha = 1.05;
   int rebalance_move_blocks = 1;
   double min_blocks_factor = 0.25;
+  // "none" or "histogram" once the sparsifier is built (empty until then: the preset's choice,
+  // which applies only where it can, see sparsifier.cc).
+  std::string density_correction;
+  int correction_bins_per_octave = 256;
+  int correction_octaves = 1;
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.

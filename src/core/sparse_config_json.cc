@@ -83,6 +83,22 @@ scclResult_t applyScalingRule(const Json& value, scclSparseConfig_t& config) {
   return scclSuccess;
 }
 
+scclResult_t applyDensityCorrection(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_string()) return wrongType("density_correction", "a string", value);
+  std::string text = value.get<std::string>();
+  if (text == "none") {
+    config.densityCorrection = "none";
+  } else if (text == "histogram") {
+    config.densityCorrection = "histogram";
+  } else {
+    return fail(scclInvalidArgument,
+                "sparse config key \"density_correction\": '%s' is neither \"none\" nor "
+                "\"histogram\"",
+                text.c_str());
+  }
+  return scclSuccess;
+}
+
 scclResult_t applyNonFinite(const Json& value, scclSparseConfig_t& config) {
   if (!value.is_string()) return wrongType("non_finite", "a string", value);
   std::string text = value.get<std::string>();
@@ -118,6 +134,10 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"rebalance_move_blocks",
        integer("rebalance_move_blocks", &scclSparseConfig_t::rebalanceMoveBlocks)},
       {"min_blocks_factor", number("min_blocks_factor", &scclSparseConfig_t::minBlocksFactor)},
+      {"density_correction", applyDensityCorrection},
+      {"correction_bins_per_octave",
+       integer("correction_bins_per_octave", &scclSparseConfig_t::correctionBinsPerOctave)},
+      {"correction_octaves", integer("correction_octaves", &scclSparseConfig_t::correctionOctaves)},
   };
   return appliers;
 }
@@ -136,7 +156,10 @@ const char* jsonKeyForField(const std::string& message) {
       {"blockAlign", "block_align"},
       {"rebalanceAlpha", "rebalance_alpha"},
       {"rebalanceMoveBlocks", "rebalance_move_blocks"},
-      {"minBlocksFactor", "min_blocks_factor"}};
+      {"minBlocksFactor", "min_blocks_factor"},
+      {"densityCorrection", "density_correction"},
+      {"correctionBinsPerOctave", "correction_bins_per_octave"},
+      {"correctionOctaves", "correction_octaves"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }

@@ -51,6 +51,28 @@ scclResult_t checkRanksAgree(scclComm* comm, const ResolvedSparseConfig& config,
   return scclSuccess;
 }
 
+// The in-call density correction counts over exclusive ranges around a threshold every rank
+// shares: it needs the gather reduction, an exclusive search space and a correctable estimator.
+// The preset's choice applies where it can (micro with estimator "topk" simply selects exactly);
+// an explicit "histogram" that cannot apply is an error.
+scclResult_t resolveDensityCorrection(scclSparsifier& sp) {
+  ResolvedSparseConfig& c = sp.config;
+  const bool applicable =
+      sp.reduction->needs_selection && sp.search->exclusive() && sp.estimator->correctable();
+  if (c.density_correction.empty()) {
+    const PresetEntry* preset = findPreset(c.algorithm.c_str());
+    const bool wanted = std::strcmp(preset->density_correction, "histogram") == 0;
+    c.density_correction = wanted && applicable ? "histogram" : "none";
+    return scclSuccess;
+  }
+  SCCL_REQUIRE_ARG(c.density_correction != "histogram" || applicable,
+                   "densityCorrection \"histogram\" needs an exclusive search space (micro, "
+                   "exdyna) and the scaling estimator; this config has search '%s', estimator "
+                   "'%s', reduction '%s'",
+                   c.search.c_str(), c.estimator.c_str(), c.reduction.c_str());
+  return scclSuccess;
+}
+
 scclResult_t buildAxes(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   EstimatorParams estimator;
@@ -72,7 +94,7 @@ scclResult_t buildAxes(scclSparsifier& sp) {
   search.min_blocks_factor = c.min_blocks_factor;
   SCCL_CHECK(makeSearchSpace(c.search, search, &sp.search));
   sp.reduction = findReduction(c.reduction.c_str());
-  return scclSuccess;
+  return resolveDensityCorrection(sp);
 }
 
 void clearStats(scclSparsifier& sp) {

@@ -61,6 +61,10 @@ class ScalingEstimator final : public ThresholdEstimator {
   }
 
   double currentThreshold() const override { return delta_; }
+  bool correctable() const override { return true; }
+  // The corrected threshold replaces delta; observe() then scales it by k'/k, which is near 1
+  // after a correction unless the bins' window did not reach far enough.
+  void adoptThreshold(double used) override { delta_ = std::clamp(used, DBL_MIN, DBL_MAX); }
   void reset() override { delta_ = initial_; }
 
  private:

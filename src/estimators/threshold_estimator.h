@@ -24,10 +24,10 @@ struct EstimatorParams {
   double density = 0.01;  // target k / count
   size_t count = 0;
   int nranks = 1;
-  double threshold = -1;        // fixed threshold (fixed) or initial threshold (scaling); < 0:
-                                // 1/(2*sqrt(k)) as the reference
-  double scaling_band = 1.1;    // beta
-  double scaling_step = 0.005;  // gamma
+  double threshold = -1;             // fixed threshold (fixed) or initial threshold (scaling); < 0:
+                                     // 1/(2*sqrt(k)) as the reference
+  double scaling_band = 1.1;         // beta
+  double scaling_step = 0.005;       // gamma
   bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
 };
 
@@ -52,6 +52,13 @@ class ThresholdEstimator {
   virtual void observe(uint64_t k_global, uint64_t k_target) = 0;
   virtual double currentThreshold() const = 0;  // for stats (last threshold used or to be used)
   virtual void reset() = 0;
+  // True when the threshold is state carried between calls, identical on every rank and
+  // independent of this call's data (scaling): the in-call density correction
+  // (algorithms/density_correction.h) may then centre its bins on it and hand back the threshold
+  // it actually used through adoptThreshold(), before observe(). Estimators that fit the data of
+  // the call (top-k, distribution fits) keep the default: not correctable, never adopted.
+  virtual bool correctable() const { return false; }
+  virtual void adoptThreshold(double /*used*/) {}
 };
 
 struct EstimatorEntry {

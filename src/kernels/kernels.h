@@ -91,6 +91,19 @@ class KernelBackend {
   virtual scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                   double floor, bool want_log, AbsMoments* out,
                                   void* stream) const = 0;
+
+  // Histogram of |x| over [begin, end) on the bit patterns of the magnitudes, for float32 and
+  // float64 (the accumulator types). Non-negative IEEE values order like their bit patterns read
+  // as unsigned integers (+inf above every finite value, NaN above +inf), so with b(v) the bits
+  // of |v|: counts[j] = #{i : base_bits + j 2^shift <= b(x_i) < base_bits + (j+1) 2^shift} for
+  // j < bins, counts[bins] = #{i : b(x_i) >= base_bits + bins 2^shift} (inf and NaN there when
+  // the window lies below them); elements below base_bits are not counted. counts has bins + 1
+  // entries and is overwritten. An edge base_bits + j 2^shift, read back as a value e, splits
+  // the elements exactly as selectAbove(threshold = e) does, so the count at or above every edge
+  // is known before selecting. base_bits + bins 2^shift must fit the type's bit width.
+  virtual scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin,
+                                       size_t end, uint64_t base_bits, unsigned shift, size_t bins,
+                                       uint64_t* counts, void* stream) const = 0;
 };
 
 // The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).

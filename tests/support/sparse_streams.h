@@ -88,10 +88,10 @@ inline double meanGatherInflation(const StreamRun& run, size_t from, size_t to) 
   return sum / double(to - from);
 }
 
-// The committed traces as streams: traces[w] = worker w's gradients in iteration order. Empty on
-// failure, with *error naming the problem.
-inline std::vector<std::vector<std::vector<float>>> loadTraceStreams(const std::string& dir,
-                                                                     std::string* error) {
+// The committed traces as streams: traces[w] = worker w's gradients in iteration order, and
+// *iterations (if given) those iterations. Empty on failure, with *error naming the problem.
+inline std::vector<std::vector<std::vector<float>>> loadTraceStreams(
+    const std::string& dir, std::string* error, std::vector<uint32_t>* iterations = nullptr) {
   std::string ignored;
   if (error == nullptr) error = &ignored;
   std::map<uint32_t, std::map<uint32_t, std::vector<float>>> by_worker;  // worker -> iteration
@@ -107,8 +107,17 @@ inline std::vector<std::vector<std::vector<float>>> loadTraceStreams(const std::
     return {};
   }
   std::vector<std::vector<std::vector<float>>> streams(workers);
-  for (auto& [worker, iterations] : by_worker) {
-    for (auto& [iteration, values] : iterations) streams[worker].push_back(std::move(values));
+  for (auto& [worker, by_iteration] : by_worker) {
+    std::vector<uint32_t> order;
+    for (auto& [iteration, values] : by_iteration) {
+      order.push_back(iteration);
+      streams[worker].push_back(std::move(values));
+    }
+    if (worker == 0 && iterations != nullptr) *iterations = order;
+    if (iterations != nullptr && order != *iterations) {
+      *error = "workers have traces of different iterations in " + dir;
+      return {};
+    }
     if (streams[worker].size() != streams[0].size()) {
       *error = "workers have different numbers of traces in " + dir;
       return {};

@@ -28,6 +28,9 @@ TEST_CASE("the sparse config initializer holds the reference defaults", "[sparse
   CHECK(config.rebalanceAlpha == 1.05);
   CHECK(config.rebalanceMoveBlocks == 1);
   CHECK(config.minBlocksFactor == 0.25);
+  CHECK(config.densityCorrection == nullptr);
+  CHECK(config.correctionBinsPerOctave == 256);
+  CHECK(config.correctionOctaves == 1);
   CHECK(config.threshold < 0);
   CHECK(config.maxDensitySlack < 0);
 }
@@ -38,7 +41,8 @@ TEST_CASE("JSON sets every key of the sparse config", "[sparse][config]") {
       "reduction": "gather", "density": 0.001, "error_feedback": false, "non_finite": "error",
       "max_density_slack": 0.25, "threshold": 0.5, "scaling_band": 1.2, "scaling_step": 0.01,
       "num_blocks": 512, "block_align": 16, "rebalance_alpha": 1.1, "rebalance_move_blocks": 2,
-      "min_blocks_factor": 0.5})";
+      "min_blocks_factor": 0.5, "density_correction": "none", "correction_bins_per_octave": 64,
+      "correction_octaves": 3})";
   REQUIRE(scclSparseConfigFromJson(json, &config) == scclSuccess);
   CHECK(std::string(config.algorithm) == "micro");
   CHECK(std::string(config.estimator) == "fixed");
@@ -56,6 +60,9 @@ TEST_CASE("JSON sets every key of the sparse config", "[sparse][config]") {
   CHECK(config.rebalanceAlpha == 1.1);
   CHECK(config.rebalanceMoveBlocks == 2);
   CHECK(config.minBlocksFactor == 0.5);
+  CHECK(std::string(config.densityCorrection) == "none");
+  CHECK(config.correctionBinsPerOctave == 64);
+  CHECK(config.correctionOctaves == 3);
 }
 
 TEST_CASE("JSON errors name the key and change nothing", "[sparse][config][errors]") {
@@ -81,6 +88,13 @@ TEST_CASE("JSON errors name the key and change nothing", "[sparse][config][error
       {R"({"non_finite": "ignore"})", "non_finite"},
       {R"({"error_feedback": 1})", "error_feedback"},
       {R"({"rebalance_move_blocks": 0})", "rebalance_move_blocks"},
+      {R"({"density_correction": "exact"})", "density_correction"},
+      {R"({"density_correction": 1})", "density_correction"},
+      {R"({"correction_bins_per_octave": 100})", "correction_bins_per_octave"},
+      {R"({"correction_bins_per_octave": 0})", "correction_bins_per_octave"},
+      {R"({"correction_bins_per_octave": 8192})", "correction_bins_per_octave"},
+      {R"({"correction_octaves": 0})", "correction_octaves"},
+      {R"({"correction_octaves": 17})", "correction_octaves"},
       {R"([1, 2])", "object"},
       {R"({"density": )", "JSON"},
   };

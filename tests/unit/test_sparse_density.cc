@@ -1,14 +1,15 @@
 // Density control and load balance of the sparse all-reduce over 4 in-process ranks, measured
-// through scclSparseStats_t: MiCRO's and ExDyna's threshold scaling holds k'/k near 1 on drifting
-// Laplace streams (the scaling estimator cannot follow a drift faster than gamma/4 = 0.125 % per
-// call inside the band, nor a threshold that must grow faster than gamma = 0.5 % per call, so the
-// streams below stay within those rates); on the real gradient traces the hard threshold is many
-// times off the target and the adaptive estimators are far closer; Top-k's gradient build-up
-// (k'/k grows with n); and ExDyna's rebalancing lowers the all-gather inflation f(t) below
-// MiCRO's on a skewed load. The measured figures are printed with WARN.
-//
-// The acceptance bound mean |k'/k - 1| <= 0.05 after 50 calls does not hold for every stream (see
-// the hidden "[.density_gap]" cases at the end, which assert it where it fails today).
+// through scclSparseStats_t, in both density-control modes of MiCRO and ExDyna:
+//  - the presets' default, threshold scaling plus the in-call histogram correction
+//    (densityCorrection "histogram", algorithms/density_correction.cc): k'/k within about 1 % on
+//    every stream, the real gradient traces included;
+//  - the papers' threshold scaling alone (densityCorrection "none"), which follows only what
+//    persists from one call to the next: it holds the target on drifting Laplace streams, and
+//    misses by tens of percent on consecutive real training steps, whose mini-batch gradients
+//    jump in scale from one step to the next (figures printed with WARN).
+// Also: the hard threshold is many times off the target on real gradients; Top-k's gradient
+// build-up (k'/k grows with n); ExDyna's rebalancing lowers the all-gather inflation f(t) below
+// MiCRO's on a skewed load.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "support/laplace_streams.h"
 #include "support/sparse_runs.h"
 #include "support/sparse_streams.h"
 
@@ -26,39 +28,14 @@ namespace {
 
 constexpr int kRanks = 4;
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Independent Laplace(0, b) values for (seed, rank, call), one splitmix64 and one log each.
-void fillLaplace(uint64_t seed, int rank, uint64_t t, float* grad, size_t count, float b) {
-  const uint64_t base = splitmix(seed * 0x100000001B3ull ^ (uint64_t(rank) << 48) ^ (t << 20));
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t h = splitmix(base + i);
-    const float u = (float(h >> 40) + 0.5f) * (1.0f / 16777216.0f);  // (0, 1)
-    const float magnitude = -std::log(u) * b;
-    grad[i] = (h & 1) ? magnitude : -magnitude;
-  }
-}
-
-// The Laplace scale whose exact top-(density) threshold, b ln(1/density), is 10 % above the
-// estimators' default initial threshold 1/(2 sqrt(k)): the stream starts near the target, as a
-// stream whose scale the reference's delta_0 was chosen for.
-double laplaceScaleFor(size_t count, double density) {
-  const double k = std::floor(density * double(count));
-  return 1.1 / (2 * std::sqrt(k)) / std::log(1 / density);
-}
-
 struct DensityCase {
   const char* algorithm;
   size_t count;
   double density;
   int error_feedback;
   int calls;
-  size_t from;  // mean over calls [from, calls)
+  size_t from;                    // mean over calls [from, calls)
+  const char* correction = NULL;  // densityCorrection: NULL (the preset's), "none"
 };
 
 // Runs a Laplace stream whose scale is b * drift(t) and returns the mean |k'/k - 1| over
@@ -67,6 +44,7 @@ template <typename Drift>
 double laplaceDensityError(const DensityCase& c, Drift drift) {
   auto config = sparseConfig(c.algorithm, c.density);
   config.errorFeedback = c.error_feedback;
+  config.densityCorrection = c.correction;
   const double b = laplaceScaleFor(c.count, c.density);
   GradientFill fill = [&](int rank, uint64_t t, float* grad) {
     fillLaplace(5, rank, t, grad, c.count, float(b * drift(t)));
@@ -80,10 +58,10 @@ double laplaceDensityError(const DensityCase& c, Drift drift) {
   CHECK(run.calls.back()[0].stats.meanAbsDensityError ==
         Approx(meanAbsDensityError(run, 0, size_t(c.calls))).epsilon(1e-9));
   const double error = meanAbsDensityError(run, c.from, size_t(c.calls));
-  WARN(c.algorithm << " count " << c.count << " density " << c.density << " error feedback "
-                   << c.error_feedback << ": mean |k'/k - 1| over calls [" << c.from << ", "
-                   << c.calls << ") = " << error << " (mean k'/k "
-                   << meanDensityRatio(run, c.from, size_t(c.calls))
+  WARN(c.algorithm << " correction " << (c.correction ? c.correction : "preset") << " count "
+                   << c.count << " density " << c.density << " error feedback " << c.error_feedback
+                   << ": mean |k'/k - 1| over calls [" << c.from << ", " << c.calls << ") = "
+                   << error << " (mean k'/k " << meanDensityRatio(run, c.from, size_t(c.calls))
                    << ", calls [0, 50): " << meanAbsDensityError(run, 0, 50) << ")");
   return error;
 }
@@ -97,21 +75,36 @@ double slowWave(uint64_t t) {
   return 1 + 0.1 * std::sin(2 * M_PI * double(t) / 1000.0);
 }
 
-std::vector<std::vector<std::vector<float>>> traceStreams() {
+struct TraceSet {
+  std::vector<std::vector<std::vector<float>>> streams;  // [worker][trace in iteration order]
+  std::vector<uint32_t> iterations;
+  size_t consecutive_from = 0;  // streams[w][consecutive_from ..] are consecutive steps
+};
+
+TraceSet traceSet() {
+  TraceSet set;
   std::string error;
-  auto streams = loadTraceStreams(std::string(SCCL_TEST_DATA_DIR) + "/traces", &error);
+  set.streams =
+      loadTraceStreams(std::string(SCCL_TEST_DATA_DIR) + "/traces", &error, &set.iterations);
   INFO(error);
-  REQUIRE(streams.size() == size_t(kRanks));
-  REQUIRE(streams[0].size() >= 2);
-  return streams;
+  REQUIRE(set.streams.size() == size_t(kRanks));
+  REQUIRE(set.iterations.size() >= 10);
+  // The longest run of consecutive iterations at the end (1391-1400 in the committed set).
+  set.consecutive_from = set.iterations.size() - 1;
+  while (set.consecutive_from > 0 &&
+         set.iterations[set.consecutive_from - 1] + 1 == set.iterations[set.consecutive_from])
+    --set.consecutive_from;
+  REQUIRE(set.iterations.size() - set.consecutive_from >= 10);
+  return set;
 }
 
-// Rank r's gradient at call t: worker r's traces in iteration order, cycled.
-StreamRun runTraces(const std::vector<std::vector<std::vector<float>>>& streams, int nranks,
-                    const scclSparseConfig_t& config, int calls) {
-  const size_t count = streams[0][0].size();
+// Rank r's gradient at call t: worker r's traces from `from` on, in iteration order, cycled.
+StreamRun runTraces(const TraceSet& set, size_t from, int nranks, const scclSparseConfig_t& config,
+                    int calls) {
+  const size_t count = set.streams[0][0].size();
+  const size_t length = set.streams[0].size() - from;
   GradientFill fill = [&](int rank, uint64_t t, float* grad) {
-    const auto& trace = streams[size_t(rank)][t % streams[size_t(rank)].size()];
+    const auto& trace = set.streams[size_t(rank)][from + t % length];
     std::copy(trace.begin(), trace.end(), grad);
   };
   StreamRun run = runSparseStream(nranks, count, config, calls, fill);
@@ -119,95 +112,104 @@ StreamRun runTraces(const std::vector<std::vector<std::vector<float>>>& streams,
   return run;
 }
 
-// Rank r's gradient at call t: worker r's gradient late in training (the last committed
-// iteration), its scale drifting by +0.1 % per call. Real values and real differences between
-// workers, as consecutive steps of a converging run.
-StreamRun runLateTraces(const std::vector<std::vector<std::vector<float>>>& streams,
-                        const scclSparseConfig_t& config, int calls) {
-  const size_t count = streams[0][0].size();
-  GradientFill fill = [&](int rank, uint64_t t, float* grad) {
-    const auto& trace = streams[size_t(rank)].back();
-    const float scale = float(std::pow(1.001, double(t)));
-    for (size_t i = 0; i < count; ++i) grad[i] = trace[i] * scale;
-  };
-  StreamRun run = runSparseStream(kRanks, count, config, calls, fill);
-  REQUIRE_NO_RANK_FAILURES(run.failures);
-  return run;
+scclSparseConfig_t withCorrection(scclSparseConfig_t config, const char* correction) {
+  config.densityCorrection = correction;
+  return config;
+}
+
+// Largest |k'/k - 1| over calls [from, to).
+double worstDensityError(const StreamRun& run, size_t from, size_t to) {
+  double worst = 0;
+  for (size_t t = from; t < to; ++t) {
+    const scclSparseStats_t& s = run.calls[t][0].stats;
+    worst = std::max(worst, std::fabs(double(s.kGlobal) / double(s.kTarget) - 1.0));
+  }
+  return worst;
 }
 
 }  // namespace
 
 TEST_CASE("micro and exdyna hold density 0.01 on a drifting Laplace stream", "[sparse][density]") {
-  // Error feedback on (the default) and off; the scale drifts by 0.2 % per call (and +-10 % in a
-  // slow wave): after 50 calls the density error stays within 5 %.
+  // Error feedback on (the default) and off, with and without the in-call correction; the scale
+  // drifts by 0.2 % per call (and +-10 % in a slow wave): after 50 calls the density error stays
+  // within 5 %.
   for (const char* algorithm : {"micro", "exdyna"}) {
-    for (int error_feedback : {1, 0}) {
-      DensityCase c{algorithm, 131072, 0.01, error_feedback, 100, 50};
-      CHECK(laplaceDensityError(c, drift) <= 0.05);
-      CHECK(laplaceDensityError(c, slowWave) <= 0.05);
+    for (const char* correction : {(const char*)NULL, "none"}) {
+      for (int error_feedback : {1, 0}) {
+        DensityCase c{algorithm, 131072, 0.01, error_feedback, 100, 50, correction};
+        CHECK(laplaceDensityError(c, drift) <= 0.05);
+        CHECK(laplaceDensityError(c, slowWave) <= 0.05);
+      }
     }
   }
 }
 
 // k = 1048 at density 0.001: the binomial noise of k' alone has a standard deviation of
 // sqrt(k)/k = 3.1 %, a mean absolute value of about 2.5 % (at 131072 elements k = 131 and the
-// noise alone, 0.8 x 8.7 % = 7 %, would exceed the bound).
+// noise alone, 0.8 x 8.7 % = 7 %, would exceed the bound): the scaling-only mode is tested
+// without error feedback. With error feedback the residual piles up just below the threshold
+// over the first hundred calls, and scaling alone lags that transient (measured 0.105 over
+// calls [50, 100), printed here); the in-call correction holds it on every call.
 TEST_CASE("micro holds density 0.001 on a drifting Laplace stream", "[sparse][density]") {
-  DensityCase c{"micro", size_t{1} << 20, 0.001, 0, 100, 50};
-  CHECK(laplaceDensityError(c, drift) <= 0.05);
+  CHECK(laplaceDensityError({"micro", size_t{1} << 20, 0.001, 0, 100, 50, "none"}, drift) <= 0.05);
+  CHECK(laplaceDensityError({"micro", size_t{1} << 20, 0.001, 1, 100, 50}, drift) <= 0.05);
+  laplaceDensityError({"micro", size_t{1} << 20, 0.001, 1, 100, 50, "none"}, drift);  // printed
 }
 
 TEST_CASE("exdyna holds density 0.001 on a drifting Laplace stream", "[sparse][density]") {
-  DensityCase c{"exdyna", size_t{1} << 20, 0.001, 0, 100, 50};
-  CHECK(laplaceDensityError(c, drift) <= 0.05);
+  CHECK(laplaceDensityError({"exdyna", size_t{1} << 20, 0.001, 0, 100, 50, "none"}, drift) <= 0.05);
+  CHECK(laplaceDensityError({"exdyna", size_t{1} << 20, 0.001, 1, 100, 50}, drift) <= 0.05);
 }
 
-// On real gradients repeated with error feedback the 5 % bound of the Laplace streams is not
-// reached (measured 0.6-0.7 over calls [50, 100): the residual of a gradient that repeats grows
-// linearly where it is not selected, and rotating partitions over workers whose gradients differ
-// makes k' cycle with period n). What holds, and is asserted: several times closer to the target
-// than the hard threshold on the same stream.
-TEST_CASE("micro and exdyna track density on real gradients far better than a fixed threshold",
+// Consecutive training steps of 4 real workers (iterations 1391-1400 of the committed traces,
+// cycled): what a sparse all-reduce sees in training. With the presets' defaults MiCRO and
+// ExDyna hold k'/k within 5 % on average after 50 calls (measured 0.5 %) and within 3 % on
+// every call after the first two (the correction's bin at the target holds about
+// k ln(1/density) / 256 = 1.8 % of k, half of which is the worst rounding). Scaling alone misses
+// by tens of percent here (measured about 0.2-0.3): each step's mini-batch gradient has its own
+// scale, and a threshold fed back from the last call cannot know it.
+TEST_CASE("micro and exdyna hold the density on consecutive real training steps",
           "[sparse][density][trace]") {
-  const auto streams = traceStreams();
-  StreamRun hard = runLateTraces(streams, sparseConfig("hard_threshold", 0.01), 100);
-  const double hard_error = meanAbsDensityError(hard, 50, 100);
+  const TraceSet set = traceSet();
   for (const char* algorithm : {"micro", "exdyna"}) {
-    StreamRun run = runLateTraces(streams, sparseConfig(algorithm, 0.01), 100);
-    const double error = meanAbsDensityError(run, 50, 100);
-    WARN("late-training traces, density 0.01, mean |k'/k - 1| over calls [50, 100): "
-         << algorithm << " " << error << " (mean k'/k " << meanDensityRatio(run, 50, 100)
-         << "), hard threshold " << hard_error);
-    CHECK(error * 3 < hard_error);
+    for (int error_feedback : {1, 0}) {
+      scclSparseConfig_t config = sparseConfig(algorithm, 0.01);
+      config.errorFeedback = error_feedback;
+      StreamRun corrected = runTraces(set, set.consecutive_from, kRanks, config, 100);
+      StreamRun scaled =
+          runTraces(set, set.consecutive_from, kRanks, withCorrection(config, "none"), 100);
+      const double error = meanAbsDensityError(corrected, 50, 100);
+      const double scaled_error = meanAbsDensityError(scaled, 50, 100);
+      WARN("consecutive real steps, " << algorithm << " density 0.01 error feedback "
+                                      << error_feedback << ": mean |k'/k - 1| over calls [50, 100) "
+                                      << error << " (worst " << worstDensityError(corrected, 2, 100)
+                                      << " after call 2), scaling alone " << scaled_error);
+      CHECK(error <= 0.05);
+      CHECK(worstDensityError(corrected, 2, 100) <= 0.03);
+      CHECK(error * 5 < scaled_error);
+    }
   }
 }
 
 TEST_CASE("on the real traces the hard threshold misses the target density by far",
           "[sparse][density][trace]") {
-  const auto streams = traceStreams();
-  // The papers report the hard threshold's density tens of times off the target.
+  const TraceSet set = traceSet();
+  // The papers report the hard threshold's density tens of times off the target. All committed
+  // traces cycled: initialization, early and late training.
   for (double density : {0.01, 0.001}) {
-    StreamRun hard = runTraces(streams, kRanks, sparseConfig("hard_threshold", density), 100);
+    StreamRun hard = runTraces(set, 0, kRanks, sparseConfig("hard_threshold", density), 100);
     const double ratio = meanDensityRatio(hard, 50, 100);
     WARN("traces, density " << density << ": hard threshold mean k'/k " << ratio
                             << " over calls [50, 100)");
     CHECK((ratio > 2 || ratio < 0.5));
-  }
-  // Even on this stream, which cycles through three stages of training (the gradient norm swings
-  // 5x from one call to the next, which no threshold fed back from the last call can follow),
-  // MiCRO and ExDyna stay at least 10x closer to the target than the hard threshold.
-  const int calls = 100;
-  const size_t from = 50;
-  StreamRun hard = runTraces(streams, kRanks, sparseConfig("hard_threshold", 0.01), calls);
-  const double hard_error = meanAbsDensityError(hard, from, size_t(calls));
-  for (const char* algorithm : {"micro", "exdyna"}) {
-    StreamRun run = runTraces(streams, kRanks, sparseConfig(algorithm, 0.01), calls);
-    const double early = meanAbsDensityError(run, 50, 100);
-    const double late = meanAbsDensityError(run, from, size_t(calls));
-    WARN("traces, density 0.01, mean |k'/k - 1| over calls ["
-         << from << ", " << calls << "): hard threshold " << hard_error << ", " << algorithm << " "
-         << late << " (over [50, 100): " << early << ")");
-    CHECK(late * 10 < hard_error);
+    // MiCRO and ExDyna, on the same stream whose gradient norm swings 5x between stages of
+    // training from one call to the next, stay within the acceptance bound.
+    for (const char* algorithm : {"micro", "exdyna"}) {
+      StreamRun run = runTraces(set, 0, kRanks, sparseConfig(algorithm, density), 100);
+      const double error = meanAbsDensityError(run, 50, 100);
+      WARN("traces, density " << density << ": " << algorithm << " mean |k'/k - 1| " << error);
+      CHECK(error <= 0.05);
+    }
   }
 }
 
@@ -235,11 +237,11 @@ TEST_CASE("top-k builds up: k'/k grows with the number of ranks", "[sparse][dens
     CHECK(ratio > previous);
     previous = ratio;
   }
-  // The real traces, workers 0 .. n-1.
-  const auto streams = traceStreams();
+  // The real traces (consecutive steps), workers 0 .. n-1.
+  const TraceSet set = traceSet();
   previous = 0;
   for (int nranks : {1, 2, 4}) {
-    StreamRun run = runTraces(streams, nranks, sparseConfig("topk", 0.01), 30);
+    StreamRun run = runTraces(set, set.consecutive_from, nranks, sparseConfig("topk", 0.01), 30);
     const double ratio = meanDensityRatio(run, 0, 30);
     WARN("topk traces n = " << nranks << ": mean k'/k " << ratio);
     if (nranks == 1) CHECK(ratio == 1.0);

@@ -64,6 +64,12 @@ class CpuBackend final : public KernelBackend {
                           double floor, bool want_log, AbsMoments* out, void*) const override {
     return cpu::absMoments(x, dtype, begin, end, floor, want_log, out);
   }
+
+  scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                               uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
+                               void*) const override {
+    return cpu::absBitHistogram(x, dtype, begin, end, base_bits, shift, bins, counts);
+  }
 };
 
 }  // namespace

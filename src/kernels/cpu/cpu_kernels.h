@@ -30,4 +30,7 @@ scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, si
 scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end, double floor,
                         bool want_log, AbsMoments* out);
 
+scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                             uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts);
+
 }  // namespace sccl::cpu

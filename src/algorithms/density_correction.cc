@@ -1,0 +1,137 @@
+// In-call density correction: the count feedback of MiCRO/ExDyna's threshold scaling, taken on
+// this call's data instead of the last call's.
+//
+// Why: threshold scaling (MiCRO Sec. IV-C, ExDyna Alg. 5) sets the threshold of call t from k'
+// of call t-1, so it can only follow changes of the gradient that persist. On real training the
+// mini-batch gradient's scale jumps from one step to the next (Fashion-MNIST CNN, 4 workers of
+// batch 32, consecutive steps 1001-1100: k'/k at the scaled threshold swings between 0.45 and
+// 1.75, mean |k'/k - 1| = 0.27 after 50 calls; docs/algorithms/density_correction.md), which no
+// feedback from the past can remove. Counting before selecting can.
+//
+// Steps, on every rank, with delta the scaled threshold (identical on every rank), B bins per
+// octave and a window of W octaves on each side:
+//  1. Window in the bit patterns of the accumulator type (float32: 23 mantissa bits; float64:
+//     52): one octave is 2^mantissa_bits consecutive patterns, a bin 2^(mantissa_bits - log2 B)
+//     of them. base = bits(delta 2^-W) rounded down to a bin edge; 2 W B bins plus one bin for
+//     everything above the window (inf and NaN included). Log-spaced to within the linear
+//     spacing of patterns inside an octave: bin widths are 1/B of an octave's span.
+//  2. Count |acc| of this rank's exclusive range into the bins (kernel absBitHistogram, one
+//     pass) and all-reduce the 2 W B + 1 uint64 counts (sum: exact, identical everywhere).
+//  3. C(j) = entries of all ranks at or above edge j. Pick the edge whose C(j) is nearest k;
+//     among edges with the same C (empty bins) the one nearest delta, so the threshold does not
+//     wander. The edge read back as a value is the threshold: selectAbove at it selects exactly
+//     the entries counted at or above it, so k' = C(j) is known before selecting.
+//  4. The estimator adopts the threshold (so the next window is centred on it) and then observes
+//     k' as usual: if k lay outside the window, the scaling rule moves delta on toward it.
+// Cost: one more pass over this rank's range (the histogram) and one all-reduce of
+// 8 (2 W B + 1) bytes (4104 bytes with the defaults W = 1, B = 256); bytes on the wire
+// 2 (n-1)/n 8 (2 W B + 1) each way. Accuracy: k' differs from k by at most half the global count
+// of the bin at the target, about k ln(1/density) ln(2)/B / 2 for an exponential tail (0.6 % of k
+// at density 0.01 with B = 256) as long as the target lies inside the window.
+// Not in the papers or their code: this is sparsecoll's; "none" gives the papers' behaviour.
+#include "algorithms/density_correction.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "algorithms/exchange_accounting.h"
+#include "core/error.h"
+#include "core/sparsifier.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+struct BitWindow {
+  uint64_t base = 0;   // bit pattern of edge 0
+  unsigned shift = 0;  // a bin is 2^shift patterns
+  size_t bins = 0;     // window bins; counts[bins] is everything above
+};
+
+uint64_t magnitudeBits(double value, scclDataType_t acc_dtype) {
+  if (acc_dtype == scclFloat64) return std::bit_cast<uint64_t>(std::fabs(value));
+  const float narrowed = float(std::min(std::fabs(value), double(FLT_MAX)));
+  return std::bit_cast<uint32_t>(narrowed);
+}
+
+double edgeValue(uint64_t bits, scclDataType_t acc_dtype) {
+  if (acc_dtype == scclFloat64) return std::bit_cast<double>(bits);
+  return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+}
+
+BitWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave, int octaves) {
+  const unsigned mantissa_bits = acc_dtype == scclFloat64 ? 52 : 23;
+  const uint64_t infinity_bits =
+      acc_dtype == scclFloat64 ? 0x7ff0000000000000ull : uint64_t{0x7f800000};
+  BitWindow w;
+  w.shift = mantissa_bits - unsigned(std::countr_zero(unsigned(bins_per_octave)));
+  w.bins = size_t(2) * size_t(octaves) * size_t(bins_per_octave);
+  const uint64_t octave = uint64_t{1} << mantissa_bits;
+  const uint64_t span = uint64_t(w.bins) << w.shift;
+  const uint64_t centre = magnitudeBits(delta, acc_dtype);
+  uint64_t base = centre > uint64_t(octaves) * octave ? centre - uint64_t(octaves) * octave : 0;
+  // The top edge may reach +inf's pattern but not beyond (NaN patterns are not values).
+  base = std::min(base, infinity_bits - span);
+  w.base = base >> w.shift << w.shift;
+  return w;
+}
+
+// Step 3: the edge whose global count is nearest k; ties to the edge nearest the centre.
+size_t chooseEdge(const std::vector<uint64_t>& counts, size_t bins, uint64_t k, size_t centre_edge,
+                  uint64_t* at_or_above) {
+  size_t best = bins;
+  uint64_t best_count = counts[bins], best_error = 0, best_distance = 0;
+  uint64_t running = counts[bins];
+  auto distance = [&](size_t j) { return j > centre_edge ? j - centre_edge : centre_edge - j; };
+  best_error = running > k ? running - k : k - running;
+  best_distance = distance(bins);
+  for (size_t j = bins; j-- > 0;) {
+    running += counts[j];
+    const uint64_t error = running > k ? running - k : k - running;
+    if (error < best_error || (error == best_error && distance(j) < best_distance)) {
+      best = j;
+      best_count = running;
+      best_error = error;
+      best_distance = distance(j);
+    }
+  }
+  *at_or_above = best_count;
+  return best;
+}
+
+}  // namespace
+
+scclResult_t correctThreshold(SparseCall& call, IndexRange range, double* threshold,
+                              uint64_t* predicted_k) {
+  scclSparsifier& sp = *call.sp;
+  const ResolvedSparseConfig& c = sp.config;
+  const double delta = sp.estimator->currentThreshold();
+  const BitWindow w =
+      windowAround(delta, sp.acc_dtype, c.correction_bins_per_octave, c.correction_octaves);
+  std::vector<uint64_t> counts(w.bins + 1, 0);
+  auto start = std::chrono::steady_clock::now();
+  if (range.size() > 0) {
+    SCCL_CHECK(cpuKernels().absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end, w.base,
+                                            w.shift, w.bins, counts.data(), nullptr));
+  }
+  call.time_select_us +=
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(counts.data(), counts.data(), counts.size(), scclUint64, ReduceOp::Sum);
+  }));
+  countAllReduce(call, counts.size() * sizeof(uint64_t));
+  const uint64_t centre_bits = magnitudeBits(delta, sp.acc_dtype);
+  const size_t centre_edge =
+      centre_bits <= w.base ? 0 : std::min<size_t>(w.bins, (centre_bits - w.base) >> w.shift);
+  const size_t edge = chooseEdge(counts, w.bins, sp.k_target, centre_edge, predicted_k);
+  *threshold = edgeValue(w.base + (uint64_t(edge) << w.shift), sp.acc_dtype);
+  sp.estimator->adoptThreshold(*threshold);
+  return scclSuccess;
+}
+
+}  // namespace sccl
