@@ -19,6 +19,8 @@ const std::vector<PresetEntry>& presetRegistry() {
        "gather"},
       {"exdyna", "ExDyna: exclusive block partitions with rebalancing, threshold scaling",
        "scaling", "exdyna", "gather"},
+      {"sidco", "SIDCo: every rank selects above a multi-stage exponential fit (whole vector)",
+       "sidco_exp", "whole", "gather"},
   };
   return presets;
 }

@@ -27,6 +27,14 @@ struct ResolvedSparseConfig {
   double rebalance_alpha = 1.05;
   int rebalance_move_blocks = 1;
   double min_blocks_factor = 0.25;
+  double sidco_first_ratio = 0.25;
+  int sidco_stages = 0;
+  int sidco_max_stages = 0;
+  int sidco_adapt_interval = 5;
+  double sidco_adapt_tolerance = 0.2;
+  double sidco_feedback = 0;
+  double dgc_sample_ratio = 0.01;
+  int dgc_seed = 0;
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.
