@@ -11,6 +11,8 @@
 //     t becomes the k-th largest |x| of the range (kthLargestAbs over the selected entries when
 //     they are at most n/4, else over R) and exactCount() asks the caller to cut the ties, so
 //     exactly k are selected. Fewer than 4k/3 (also fewer than k) are kept as they are.
+//  A zero sample threshold is raised to the smallest denormal, so exact zeros are never selected
+//  (an all-zero range gives +inf: nothing to send).
 // Passes over the data: the count pass, plus a selection pass into scratch when trimming, then
 // the caller's selection. The sample itself costs O(s) random reads.
 // Differences from the reference: the sample is drawn with replacement by hashing (the
@@ -99,9 +101,15 @@ class DgcEstimator final : public ThresholdEstimator {
       *out = kInfinity;
       return scclSuccess;
     }
+    // Exact zeros carry nothing: a zero sample threshold becomes the smallest denormal.
+    t = std::max(t, std::numeric_limits<double>::denorm_min());
     AbsMoments above;
     SCCL_CHECK(kernels.absMoments(q.acc, q.acc_dtype, q.range.begin, q.range.end, t, false, &above,
                                   q.stream));
+    if (above.count == 0) {
+      *out = kInfinity;  // nothing non-zero at or above the sample's threshold: select nothing
+      return scclSuccess;
+    }
     if (above.count * 3 <= 4 * k) {
       *out = t;
       return scclSuccess;

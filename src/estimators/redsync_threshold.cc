@@ -12,7 +12,8 @@
 // Deliberate difference from the reference: its bisection lowers the threshold only when
 // nnz < k/2 and raises it otherwise, so a count in [k/2, k) - already too few - raises the
 // threshold further (the wrong direction). Here every nnz < k lowers it, as the paper describes.
-// An all-zero range (max = 0) gives +inf (nothing to send) instead of selecting every zero.
+// An all-zero range (max = 0) gives +inf (nothing to send) instead of selecting every zero; so
+// does a range holding +-inf (mean + r (max - mean) would be NaN).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -74,6 +75,10 @@ class RedsyncEstimator final : public ThresholdEstimator {
     }
     const double mean = all.sum_abs / static_cast<double>(all.count);
     const double max = all.max_abs;
+    if (!std::isfinite(mean) || !std::isfinite(max)) {
+      *out = kInfinity;  // +-inf in the range (the non-finite policy discards or fails the step)
+      return scclSuccess;
+    }
     double lo = 0, hi = 1, t = max;
     while (hi - lo >= kBisectionEpsilon) {
       const double r = 0.5 * (lo + hi);

@@ -22,7 +22,7 @@
 // Stage adaptation (Alg. 1, Adapt_Stages): after every Q = sidco_adapt_interval calls, the mean
 // of k'/k over those calls (k' from observe(), identical on every rank) > 1 + eps -> M - 1,
 // < 1 - eps -> M + 1 (eps = sidco_adapt_tolerance = 0.2); M in [1, sidco_max_stages], default
-// ceil(log2(1/density)); M starts at 1. sidco_stages > 0 fixes M instead.
+// ceil(log2(1/density)); M starts at 1. sidco_stages > 0 fixes M instead (not clamped).
 // Feedback (ours, knob sidco_feedback = g, 0 turns it off): a multiplicative correction c of the
 // fitted threshold, c *= clamp((k'/k)^(g / max(1, ln(1/density))), 1/4, 4) after each call
 // (k' = 0 counts as half an entry), the proportional rule of scaling_threshold.cc applied to the
@@ -136,7 +136,7 @@ class SidcoEstimator final : public ThresholdEstimator {
   double currentThreshold() const override { return last_; }
 
   void reset() override {
-    stages_ = fixed_stages_ > 0 ? std::min(fixed_stages_, max_stages_) : 1;
+    stages_ = fixed_stages_ > 0 ? fixed_stages_ : 1;
     ratio_sum_ = 0;
     calls_in_window_ = 0;
     correction_ = 1;
