@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin            # MPI transport and multi-process tests
   libucx-dev                            # UCX (detected and reported)
   nlohmann-json3-dev libboost-math-dev  # configuration files, special functions
+  python3-matplotlib                    # plots of the benchmark results (scripts/plot_*.py)
 )
 
 missing=()

@@ -224,8 +224,10 @@ typedef struct {
   size_t size;
   unsigned int magic;
   unsigned int version;
-  const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default) */
-  const char* estimator;   /* NULL, or topk, fixed, scaling */
+  const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default),
+                              sidco */
+  const char* estimator;   /* NULL, or topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp,
+                              dgc, redsync, gaussiank */
   const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */
   const char* reduction;   /* NULL, or dense, gather */
   double density;          /* target fraction k/count in (0, 1]; default 0.01 */
@@ -253,13 +255,24 @@ typedef struct {
                               docs/algorithms/density_correction.md */
   int correctionBinsPerOctave; /* bins per factor of 2, a power of 2 in [1, 4096]; default 256 */
   int correctionOctaves;   /* the bins span threshold * 2^[-octaves, +octaves), 1..16; default 1 */
+  /* SIDCo estimators (sidco_exp, sidco_gp, sidco_gamma_gp; docs/algorithms/sidco.md) */
+  double sidcoFirstRatio;     /* first-stage ratio delta_1 in (0, 1), default 0.25 */
+  int sidcoStages;            /* 0 (default): adaptive stage count starting at 1; M >= 1: fixed */
+  int sidcoMaxStages;         /* upper bound of the adaptive M; 0 (default): ceil(log2(1/density)) */
+  int sidcoAdaptInterval;     /* Q: calls between stage adaptations, default 5 */
+  double sidcoAdaptTolerance; /* eps: M changes when the mean k'/k leaves [1-eps, 1+eps], 0.2 */
+  double sidcoFeedback;       /* gain in [0, 1] of the threshold correction by the achieved k'/k;
+                                 0 (default): off, the paper's estimator */
+  /* DGC estimator (docs/algorithms/dgc.md) */
+  double dgcSampleRatio;      /* sampled fraction in (0, 1], default 0.01 */
+  int dgcSeed;                /* >= 0, seed of the deterministic sampling, default 0 */
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
   {                                                                                              \
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
-        0.25, "proportional", NULL, 256, 1                                                       \
+        0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.0, 0.01, 0                     \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
@@ -267,7 +280,9 @@ typedef struct {
  * "non_finite" ("propagate" | "error"), "max_density_slack", "threshold", "scaling_band",
  * "scaling_step", "scaling_rule", "num_blocks", "block_align", "rebalance_alpha",
  * "rebalance_move_blocks", "min_blocks_factor", "density_correction" ("none" | "histogram"),
- * "correction_bins_per_octave", "correction_octaves". An unknown key, a wrong type or an out-of-range value is
+ * "correction_bins_per_octave", "correction_octaves", "sidco_first_ratio", "sidco_stages",
+ * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
+ * "dgc_sample_ratio", "dgc_seed". An unknown key, a wrong type or an out-of-range value is
  * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
  * static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);

@@ -20,6 +20,8 @@ const std::vector<PresetEntry>& presetRegistry() {
        "gather", "histogram"},
       {"exdyna", "ExDyna: exclusive block partitions with rebalancing, threshold scaling",
        "scaling", "exdyna", "gather", "histogram"},
+      {"sidco", "SIDCo: every rank selects above a multi-stage exponential fit (whole vector)",
+       "sidco_exp", "whole", "gather", "none"},
   };
   return presets;
 }

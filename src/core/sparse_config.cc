@@ -1,5 +1,6 @@
 #include "core/sparse_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -86,6 +87,20 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
                    "correctionBinsPerOctave %d must be a power of 2 in [1, 4096]", bins);
   SCCL_REQUIRE_ARG(c.correctionOctaves >= 1 && c.correctionOctaves <= 16,
                    "correctionOctaves %d must be in [1, 16]", c.correctionOctaves);
+  SCCL_REQUIRE_ARG(c.sidcoFirstRatio > 0 && c.sidcoFirstRatio < 1,
+                   "sidcoFirstRatio %g must be in (0, 1)", c.sidcoFirstRatio);
+  SCCL_REQUIRE_ARG(c.sidcoStages >= 0, "sidcoStages %d must be >= 0 (0: adaptive)", c.sidcoStages);
+  SCCL_REQUIRE_ARG(c.sidcoMaxStages >= 0,
+                   "sidcoMaxStages %d must be >= 0 (0: ceil(log2(1/density)))", c.sidcoMaxStages);
+  SCCL_REQUIRE_ARG(c.sidcoAdaptInterval >= 1, "sidcoAdaptInterval %d must be >= 1",
+                   c.sidcoAdaptInterval);
+  SCCL_REQUIRE_ARG(c.sidcoAdaptTolerance > 0 && c.sidcoAdaptTolerance < 1,
+                   "sidcoAdaptTolerance %g must be in (0, 1)", c.sidcoAdaptTolerance);
+  SCCL_REQUIRE_ARG(c.sidcoFeedback >= 0 && c.sidcoFeedback <= 1,
+                   "sidcoFeedback %g must be in [0, 1]", c.sidcoFeedback);
+  SCCL_REQUIRE_ARG(c.dgcSampleRatio > 0 && c.dgcSampleRatio <= 1,
+                   "dgcSampleRatio %g must be in (0, 1]", c.dgcSampleRatio);
+  SCCL_REQUIRE_ARG(c.dgcSeed >= 0, "dgcSeed %d must be >= 0", c.dgcSeed);
   return scclSuccess;
 }
 
@@ -97,8 +112,12 @@ uint64_t mixHash(uint64_t hash, const void* data, size_t bytes) {
 
 }  // namespace
 
-scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSparseConfig* out) {
-  SCCL_CHECK(checkHeader(config));
+scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparseConfig* out) {
+  SCCL_CHECK(checkHeader(given));
+  // A config from an older header is shorter: the fields it lacks keep this header's defaults,
+  // and nothing past its `size` is read.
+  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+  std::memcpy(&config, &given, std::min(given.size, sizeof(scclSparseConfig_t)));
   SCCL_REQUIRE_ARG(config.algorithm != nullptr, "sparse config algorithm is NULL");
   const PresetEntry* preset = findPreset(config.algorithm);
   if (preset == nullptr) {
@@ -130,6 +149,14 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
   if (config.densityCorrection != nullptr) resolved.density_correction = config.densityCorrection;
   resolved.correction_bins_per_octave = config.correctionBinsPerOctave;
   resolved.correction_octaves = config.correctionOctaves;
+  resolved.sidco_first_ratio = config.sidcoFirstRatio;
+  resolved.sidco_stages = config.sidcoStages;
+  resolved.sidco_max_stages = config.sidcoMaxStages;
+  resolved.sidco_adapt_interval = config.sidcoAdaptInterval;
+  resolved.sidco_adapt_tolerance = config.sidcoAdaptTolerance;
+  resolved.sidco_feedback = config.sidcoFeedback;
+  resolved.dgc_sample_ratio = config.dgcSampleRatio;
+  resolved.dgc_seed = config.dgcSeed;
   *out = std::move(resolved);
   return scclSuccess;
 }
@@ -141,8 +168,10 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                                   &c.scaling_rule, &c.density_correction}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
-  const double reals[] = {c.density,      c.max_density_slack, c.threshold,        c.scaling_band,
-                          c.scaling_step, c.rebalance_alpha,   c.min_blocks_factor};
+  const double reals[] = {c.density,           c.max_density_slack, c.threshold,
+                          c.scaling_band,      c.scaling_step,      c.rebalance_alpha,
+                          c.min_blocks_factor, c.sidco_first_ratio, c.sidco_adapt_tolerance,
+                          c.sidco_feedback,    c.dgc_sample_ratio};
   const int64_t integers[] = {static_cast<int64_t>(count),
                               static_cast<int64_t>(dtype),
                               c.error_feedback,
@@ -151,7 +180,11 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                               c.block_align,
                               c.rebalance_move_blocks,
                               c.correction_bins_per_octave,
-                              c.correction_octaves};
+                              c.correction_octaves,
+                              c.sidco_stages,
+                              c.sidco_max_stages,
+                              c.sidco_adapt_interval,
+                              c.dgc_seed};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));
 }

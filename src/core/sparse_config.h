@@ -32,6 +32,14 @@ struct ResolvedSparseConfig {
   std::string density_correction;
   int correction_bins_per_octave = 256;
   int correction_octaves = 1;
+  double sidco_first_ratio = 0.25;
+  int sidco_stages = 0;
+  int sidco_max_stages = 0;
+  int sidco_adapt_interval = 5;
+  double sidco_adapt_tolerance = 0.2;
+  double sidco_feedback = 0;
+  double dgc_sample_ratio = 0.01;
+  int dgc_seed = 0;
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.

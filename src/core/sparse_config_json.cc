@@ -138,6 +138,16 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"correction_bins_per_octave",
        integer("correction_bins_per_octave", &scclSparseConfig_t::correctionBinsPerOctave)},
       {"correction_octaves", integer("correction_octaves", &scclSparseConfig_t::correctionOctaves)},
+      {"sidco_first_ratio", number("sidco_first_ratio", &scclSparseConfig_t::sidcoFirstRatio)},
+      {"sidco_stages", integer("sidco_stages", &scclSparseConfig_t::sidcoStages)},
+      {"sidco_max_stages", integer("sidco_max_stages", &scclSparseConfig_t::sidcoMaxStages)},
+      {"sidco_adapt_interval",
+       integer("sidco_adapt_interval", &scclSparseConfig_t::sidcoAdaptInterval)},
+      {"sidco_adapt_tolerance",
+       number("sidco_adapt_tolerance", &scclSparseConfig_t::sidcoAdaptTolerance)},
+      {"sidco_feedback", number("sidco_feedback", &scclSparseConfig_t::sidcoFeedback)},
+      {"dgc_sample_ratio", number("dgc_sample_ratio", &scclSparseConfig_t::dgcSampleRatio)},
+      {"dgc_seed", integer("dgc_seed", &scclSparseConfig_t::dgcSeed)},
   };
   return appliers;
 }
@@ -159,7 +169,15 @@ const char* jsonKeyForField(const std::string& message) {
       {"minBlocksFactor", "min_blocks_factor"},
       {"densityCorrection", "density_correction"},
       {"correctionBinsPerOctave", "correction_bins_per_octave"},
-      {"correctionOctaves", "correction_octaves"}};
+      {"correctionOctaves", "correction_octaves"},
+      {"sidcoFirstRatio", "sidco_first_ratio"},
+      {"sidcoStages", "sidco_stages"},
+      {"sidcoMaxStages", "sidco_max_stages"},
+      {"sidcoAdaptInterval", "sidco_adapt_interval"},
+      {"sidcoAdaptTolerance", "sidco_adapt_tolerance"},
+      {"sidcoFeedback", "sidco_feedback"},
+      {"dgcSampleRatio", "dgc_sample_ratio"},
+      {"dgcSeed", "dgc_seed"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }

@@ -83,6 +83,14 @@ scclResult_t buildAxes(scclSparsifier& sp) {
   estimator.scaling_band = c.scaling_band;
   estimator.scaling_step = c.scaling_step;
   estimator.scaling_proportional = c.scaling_rule == "proportional";
+  estimator.sidco_first_ratio = c.sidco_first_ratio;
+  estimator.sidco_stages = c.sidco_stages;
+  estimator.sidco_max_stages = c.sidco_max_stages;
+  estimator.sidco_adapt_interval = c.sidco_adapt_interval;
+  estimator.sidco_adapt_tolerance = c.sidco_adapt_tolerance;
+  estimator.sidco_feedback = c.sidco_feedback;
+  estimator.dgc_sample_ratio = c.dgc_sample_ratio;
+  estimator.dgc_seed = static_cast<uint64_t>(c.dgc_seed);
   SCCL_CHECK(makeEstimator(c.estimator, estimator, &sp.estimator));
   SearchSpaceParams search;
   search.count = sp.count;

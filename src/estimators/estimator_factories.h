@@ -15,5 +15,17 @@ scclResult_t createFixedEstimator(const EstimatorParams& params,
                                   std::unique_ptr<ThresholdEstimator>* out);
 scclResult_t createScalingEstimator(const EstimatorParams& params,
                                     std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createSidcoExpEstimator(const EstimatorParams& params,
+                                     std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createSidcoGpEstimator(const EstimatorParams& params,
+                                    std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createSidcoGammaGpEstimator(const EstimatorParams& params,
+                                         std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createDgcEstimator(const EstimatorParams& params,
+                                std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createRedsyncEstimator(const EstimatorParams& params,
+                                    std::unique_ptr<ThresholdEstimator>* out);
+scclResult_t createGaussiankEstimator(const EstimatorParams& params,
+                                      std::unique_ptr<ThresholdEstimator>* out);
 
 }  // namespace sccl

@@ -16,6 +16,15 @@ const std::vector<EstimatorEntry>& estimatorRegistry() {
       {"fixed", "hard threshold: a constant, 1/(2 sqrt(k)) unless given", createFixedEstimator},
       {"scaling", "online threshold scaling by the density error (MiCRO, ExDyna Alg. 5)",
        createScalingEstimator},
+      {"sidco_exp", "SIDCo-E: multi-stage exponential fit of |x|", createSidcoExpEstimator},
+      {"sidco_gp", "SIDCo-GP: multi-stage generalised Pareto fit (method of moments)",
+       createSidcoGpEstimator},
+      {"sidco_gamma_gp", "SIDCo-P: gamma first stage, generalised Pareto later stages",
+       createSidcoGammaGpEstimator},
+      {"dgc", "DGC: top of a seeded 1 % sample, trimmed to k above 4k/3", createDgcEstimator},
+      {"redsync", "RedSync: bisection of mean + r (max - mean)", createRedsyncEstimator},
+      {"gaussiank", "GaussianK-SGD: mean + Phi^-1(1 - delta/2) sd, up to 3 corrections",
+       createGaussiankEstimator},
   };
   return entries;
 }

@@ -3,9 +3,15 @@
 //   topk     exact: the k-th largest |acc| in the rank's range (kernel kthLargestAbs)
 //   fixed    hard threshold: a constant, 1/(2 sqrt(k)) unless given
 //   scaling  MiCRO/ExDyna online threshold scaling (Alg. 5) from the last call's k'
+//   sidco_exp, sidco_gp, sidco_gamma_gp   SIDCo's multi-stage fitted thresholds
+//   dgc      DGC's 1 % sampled threshold, trimmed to k when more than 4k/3 pass
+//   redsync  RedSync's bisection between mean and max
+//   gaussiank GaussianK-SGD's normal quantile with up to 3 corrections
 //
 // Determinism: observe() is called on every rank with the same (k', k), and the estimators only
-// do arithmetic on those integers and their own state, so every rank holds the same threshold.
+// do arithmetic on those integers and their own state. The data-driven estimators (topk, sidco_*,
+// dgc, redsync, gaussiank) compute each rank's threshold from that rank's range with the
+// deterministic kernels, so the same inputs give the same thresholds on every run.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +35,18 @@ struct EstimatorParams {
   double scaling_band = 1.1;         // beta
   double scaling_step = 0.005;       // gamma
   bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
+  // SIDCo (sidco_multistage.cc): first-stage ratio delta_1; stages: 0 = adaptive starting at 1,
+  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); adaptation every Q calls when the mean
+  // k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction (0 = off).
+  double sidco_first_ratio = 0.25;
+  int sidco_stages = 0;
+  int sidco_max_stages = 0;
+  int sidco_adapt_interval = 5;
+  double sidco_adapt_tolerance = 0.2;
+  double sidco_feedback = 0;
+  // DGC (dgc_threshold.cc): sampled fraction of the range and the sampling seed.
+  double dgc_sample_ratio = 0.01;
+  uint64_t dgc_seed = 0;
 };
 
 struct ThresholdQuery {
@@ -45,7 +63,9 @@ class ThresholdEstimator {
  public:
   virtual ~ThresholdEstimator() = default;
   virtual const char* name() const = 0;
-  virtual bool exactCount() const { return false; }  // top-k: the selection must be exactly k
+  // Asked after each threshold() call: whether that call's selection must be trimmed to exactly
+  // k_target_local entries (top-k always; dgc when more than 4k/3 passed its sampled threshold).
+  virtual bool exactCount() const { return false; }
   virtual scclResult_t threshold(const ThresholdQuery& query, double* threshold) = 0;
   // After every call, identical on every rank: k_global = k' (entries selected by all ranks),
   // k_target = k.
@@ -67,7 +87,7 @@ struct EstimatorEntry {
   scclResult_t (*create)(const EstimatorParams&, std::unique_ptr<ThresholdEstimator>*);
 };
 
-// One table: topk, fixed, scaling.
+// One table: topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp, dgc, redsync, gaussiank.
 const std::vector<EstimatorEntry>& estimatorRegistry();
 
 // Unknown name -> scclInvalidArgument naming it; bad params -> scclInvalidArgument naming the knob

@@ -2,7 +2,8 @@
 // and the hard threshold), written independently of src/algorithms/ so tests can compare the
 // library's outputs and residuals bitwise. It takes from the library only what is specified
 // elsewhere and tested on its own: the search space's ranges (src/partition/) and the
-// threshold the estimator chose (identical on every rank for fixed and scaling estimators).
+// threshold the estimator chose (identical on every rank for fixed and scaling estimators; per
+// rank for the data-driven ones, sidco_*, dgc, redsync, gaussiank).
 #pragma once
 
 #include <algorithm>
@@ -56,6 +57,12 @@ class BasicGatherReference {
 
   BasicReferenceCall<Acc> step(const std::vector<std::vector<Acc>>& grads, double threshold,
                                uint64_t iteration) {
+    return step(grads, std::vector<double>(static_cast<size_t>(nranks_), threshold), iteration);
+  }
+
+  // Each rank with its own threshold (data-driven estimators compute it from the rank's data).
+  BasicReferenceCall<Acc> step(const std::vector<std::vector<Acc>>& grads,
+                               const std::vector<double>& thresholds, uint64_t iteration) {
     std::vector<std::vector<Acc>> acc(static_cast<size_t>(nranks_), std::vector<Acc>(count_));
     for (int r = 0; r < nranks_; ++r)
       for (size_t i = 0; i < count_; ++i) acc[r][i] = residual_[r][i] + grads[r][i];
@@ -71,7 +78,7 @@ class BasicGatherReference {
         mine = exactTopK(acc[r], range, localTarget(range));
       } else {
         for (size_t i = range.begin; i < range.end; ++i)
-          if (!(double(std::fabs(acc[r][i])) < threshold)) mine.push_back(int64_t(i));
+          if (!(double(std::fabs(acc[r][i])) < thresholds[size_t(r)])) mine.push_back(int64_t(i));
       }
       call.counts[r] = mine.size();
       for (int64_t i : mine) chosen[size_t(i)] = 1;

@@ -302,7 +302,7 @@ TEST_CASE("estimator parameters are checked and named", "[estimator]") {
   rejects("scaling", with([](EstimatorParams& p) { p.threshold = kInf; }), "threshold");
   std::unique_ptr<ThresholdEstimator> estimator;
   REQUIRE(sccl::makeEstimator("fixed", good, nullptr) == scclInvalidArgument);
-  REQUIRE(sccl::estimatorRegistry().size() == 3);
+  REQUIRE(sccl::estimatorRegistry().size() == 9);
   for (const auto& entry : sccl::estimatorRegistry()) {
     REQUIRE(sccl::makeEstimator(entry.name, good, &estimator) == scclSuccess);
     REQUIRE(std::string(estimator->name()) == entry.name);

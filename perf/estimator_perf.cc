@@ -1,0 +1,452 @@
+// estimator_perf: the statistical threshold estimators (SIDCo: sidco_exp, sidco_gp,
+// sidco_gamma_gp; baselines dgc, redsync, gaussiank) - how close they get to the target count,
+// and what they cost against exact top-k. Internal API (src/estimators, the CPU kernels).
+//
+// Mode "quality" (-m quality): for every input and target density delta (-D, default 0.1, 0.01,
+// 0.001), C calls (-C, default 40) of the error-feedback loop a sparsifier runs on one rank:
+//   acc = residual + g_c; t = estimator threshold for k = max(1, floor(delta n)) over acc;
+//   selected = |acc| >= t (trimmed to exactly k when the estimator asks, as dgc and top-k);
+//   residual = acc zeroed where selected; estimator.observe(k^, k); record k^/k.
+// -E 0 turns the residual off (acc = g_c): the fit on the raw gradient, with the stage adaptation
+// and feedback still reacting to k^/k over the calls.
+// Inputs: every *.sccltrace file of the trace directories (-T, comma-separated; default
+// tests/data/traces and tests/data/traces_lm): g_c = the trace's gradient at every call (a model
+// of a slowly changing gradient; the residual builds up over calls), and four synthetic
+// distributions of n = 2^18 values (-N), freshly drawn at every call from seeded mt19937_64:
+// Laplace(0, 1), gamma(0.5, 1) magnitudes, generalised Pareto (xi 0.2, sigma 1) magnitudes
+// (random signs) and a Gaussian mixture 0.9 N(0, 1) + 0.1 N(0, 10^2).
+// Reported per (input, estimator, delta): mean and 5 %/95 % quantiles of k^/k over calls 11..C
+// (after the first 10 calls, the paper's tolerance window), the mean over all calls, min and max.
+// -S FILE writes every call's k^/k as CSV (input,estimator,density,call,ratio) for the plot
+// (scripts/plot_estimators.py).
+// Mode "cost" (-m cost): Laplace(0,1) float32 vectors of the sizes -b..-e (default 0.26M, 2.6M,
+// 26M elements); per estimator the median time (-n iterations after -w warm-up) of estimation
+// plus selection (selectAbove; the trim to k when asked), against exact top-k of the same k in the
+// same run (the library's topk estimator: kthLargestAbs, then the same selection).
+// Targets (printed): every SIDCo variant >= 5x faster than exact top-k at 26M; every SIDCo
+// variant's mean k^/k in [0.8, 1.2] after its first 10 calls on every real trace.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/data.h"
+#include "common/machine.h"
+#include "common/options.h"
+#include "common/report.h"
+#include "common/team.h"
+#include "common/timing.h"
+#include "estimators/threshold_estimator.h"
+#include "kernels/kernels.h"
+#include "support/gradient_trace.h"
+
+namespace {
+
+using namespace sccl_perf;
+
+constexpr double kMinSidcoSpeedup = 5.0;
+constexpr int kWarmCalls = 10;
+
+// An estimator as the benchmark runs it: registry name plus knob overrides.
+struct EstimatorSetup {
+  std::string label;
+  std::string name;
+  int stages = 0;       // sidco_stages
+  double feedback = 0;  // sidco_feedback
+};
+
+double g_feedback_gain = 0.25;  // -G: the sidco_feedback of the "+fb" rows
+bool g_error_feedback = true;   // -E: residual carried between calls
+
+std::vector<EstimatorSetup> qualitySetups() {
+  return {{"sidco_exp", "sidco_exp"},
+          {"sidco_gp", "sidco_gp"},
+          {"sidco_gamma_gp", "sidco_gamma_gp"},
+          {"sidco_exp/M1", "sidco_exp", 1},
+          {"sidco_gp/M1", "sidco_gp", 1},
+          {"sidco_gamma_gp/M1", "sidco_gamma_gp", 1},
+          {"sidco_exp+fb", "sidco_exp", 0, g_feedback_gain},
+          {"sidco_gp+fb", "sidco_gp", 0, g_feedback_gain},
+          {"sidco_gamma_gp+fb", "sidco_gamma_gp", 0, g_feedback_gain},
+          {"dgc", "dgc"},
+          {"redsync", "redsync"},
+          {"gaussiank", "gaussiank"}};
+}
+
+std::unique_ptr<sccl::ThresholdEstimator> makeEstimator(const EstimatorSetup& setup, double density,
+                                                        size_t count) {
+  sccl::EstimatorParams params;
+  params.density = density;
+  params.count = count;
+  params.sidco_stages = setup.stages;
+  params.sidco_feedback = setup.feedback;
+  std::unique_ptr<sccl::ThresholdEstimator> estimator;
+  if (sccl::makeEstimator(setup.name, params, &estimator) != scclSuccess) {
+    std::fprintf(stderr, "estimator %s: %s\n", setup.label.c_str(), scclGetLastError(nullptr));
+    std::exit(1);
+  }
+  return estimator;
+}
+
+// One input of the quality study: its gradient at call c.
+struct QualityInput {
+  std::string label;
+  std::string family;  // "fmnist_cnn", "lstm_lm" or "synthetic"
+  size_t count = 0;
+  std::vector<std::vector<float>> calls;  // one gradient per call, or one for every call
+  const std::vector<float>& gradient(int call) const {
+    return calls.size() == 1 ? calls[0] : calls[size_t(call) % calls.size()];
+  }
+};
+
+std::vector<float> drawSynthetic(const std::string& kind, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::gamma_distribution<double> gamma(0.5, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<float> x(n);
+  for (float& v : x) {
+    double magnitude = 0;
+    if (kind == "laplace") {
+      magnitude = -std::log1p(-uniform(rng));
+    } else if (kind == "gamma") {
+      magnitude = gamma(rng);
+    } else if (kind == "gpareto") {
+      magnitude = std::expm1(-0.2 * std::log1p(-uniform(rng))) / 0.2;  // xi 0.2, sigma 1
+    } else {
+      magnitude = std::fabs(normal(rng)) * (uniform(rng) < 0.1 ? 10.0 : 1.0);
+    }
+    v = static_cast<float>(rng() & 1 ? magnitude : -magnitude);
+  }
+  return x;
+}
+
+std::vector<QualityInput> loadInputs(const std::vector<std::string>& dirs, size_t synthetic_n,
+                                     int calls, uint64_t seed) {
+  std::vector<QualityInput> inputs;
+  for (const std::string& dir : dirs) {
+    for (const std::string& path : sccl_test::listGradientTraces(dir)) {
+      sccl_test::GradientTrace trace;
+      std::string error;
+      if (!sccl_test::loadGradientTrace(path, &trace, &error)) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        std::exit(1);
+      }
+      QualityInput input;
+      input.label = path.substr(path.find_last_of('/') + 1);
+      input.label = input.label.substr(0, input.label.size() - 10);  // drop ".sccltrace"
+      input.family = input.label.rfind("lstm", 0) == 0 ? "lstm_lm" : "fmnist_cnn";
+      input.count = trace.values.size();
+      input.calls.push_back(std::move(trace.values));
+      inputs.push_back(std::move(input));
+    }
+  }
+  for (const char* kind : {"laplace", "gamma", "gpareto", "gmixture"}) {
+    QualityInput input;
+    input.label = std::string("synthetic_") + kind;
+    input.family = "synthetic";
+    input.count = synthetic_n;
+    for (int c = 0; c < calls; ++c)
+      input.calls.push_back(drawSynthetic(kind, synthetic_n, seed * 1000003 + uint64_t(c)));
+    inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+// Selection of the error-feedback loop: count of |acc| >= t, trimmed to k (ties at t dropped from
+// the highest index, as the library) when exact; acc is zeroed where selected.
+uint64_t selectAndZero(std::vector<float>& acc, double t, bool exact, uint64_t k) {
+  uint64_t above = 0, at_or_above = 0;
+  for (float v : acc) {
+    const double m = std::fabs(double(v));
+    if (!(m < t)) ++at_or_above;
+    if (m > t) ++above;
+  }
+  if (!exact || at_or_above <= k) {
+    for (float& v : acc)
+      if (!(std::fabs(double(v)) < t)) v = 0;
+    return at_or_above;
+  }
+  uint64_t ties_left = k > above ? k - above : 0, taken = 0;
+  for (float& v : acc) {
+    const double m = std::fabs(double(v));
+    if (m > t || (m == t && ties_left > 0)) {
+      if (!(m > t)) --ties_left;
+      v = 0;
+      ++taken;
+    }
+  }
+  return taken;
+}
+
+struct QualityStats {
+  double mean_after = 0, p5 = 0, p95 = 0, mean_all = 0, min = 0, max = 0;
+};
+
+QualityStats summarizeRatios(const std::vector<double>& ratios) {
+  QualityStats s;
+  std::vector<double> after(ratios.begin() + std::min<size_t>(kWarmCalls, ratios.size()),
+                            ratios.end());
+  if (after.empty()) after = ratios;
+  for (double r : after) s.mean_after += r / double(after.size());
+  for (double r : ratios) s.mean_all += r / double(ratios.size());
+  std::sort(after.begin(), after.end());
+  auto quantile = [&](double q) {
+    return after[std::min(after.size() - 1,
+                          size_t(std::floor(q * double(after.size() - 1) + 0.5)))];
+  };
+  s.p5 = quantile(0.05);
+  s.p95 = quantile(0.95);
+  s.min = *std::min_element(ratios.begin(), ratios.end());
+  s.max = *std::max_element(ratios.begin(), ratios.end());
+  return s;
+}
+
+int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs, int calls,
+               size_t synthetic_n, const std::string& series_path, const KeyValues& machine) {
+  ResultTable table({{"input", "input", 28, 0},
+                     {"estimator", "estimator", 18, 0},
+                     {"density", "density", 8, 4},
+                     {"k", "k", 7, -1},
+                     {"mean>10", "mean_after_10", 8, 3},
+                     {"p5", "p5", 7, 3},
+                     {"p95", "p95", 7, 3},
+                     {"mean", "mean_all", 8, 3},
+                     {"min", "min", 8, 3},
+                     {"max", "max", 8, 2},
+                     {"target", "target", 6, 0}});
+  KeyValues settings = {{"mode", "quality"},
+                        {"error feedback", g_error_feedback ? "on" : "off"},
+                        {"feedback gain of +fb rows", std::to_string(g_feedback_gain)},
+                        {"calls", std::to_string(calls)},
+                        {"synthetic n", std::to_string(synthetic_n)},
+                        {"seed", std::to_string(options.seed)}};
+  std::printf("# estimator_perf quality: k^/k over %d error-feedback calls per input\n", calls);
+  printKeyValues(stdout, machine);
+  printKeyValues(stdout, settings);
+  table.printHeader(stdout);
+  FILE* series = series_path.empty() ? nullptr : std::fopen(series_path.c_str(), "w");
+  if (series != nullptr) std::fprintf(series, "input,family,estimator,density,call,ratio\n");
+  const std::vector<QualityInput> inputs = loadInputs(dirs, synthetic_n, calls, options.seed);
+  int passed = 0, failed = 0;
+  for (const QualityInput& input : inputs) {
+    for (double density : options.densities) {
+      const uint64_t k = sccl::targetSelectionCount(density, input.count);
+      for (const EstimatorSetup& setup : qualitySetups()) {
+        auto estimator = makeEstimator(setup, density, input.count);
+        std::vector<float> residual(input.count, 0.0f), acc(input.count);
+        std::vector<double> ratios;
+        for (int c = 0; c < calls; ++c) {
+          const std::vector<float>& g = input.gradient(c);
+          for (size_t i = 0; i < input.count; ++i) acc[i] = residual[i] + g[i];
+          sccl::ThresholdQuery query;
+          query.kernels = &sccl::cpuKernels();
+          query.acc = acc.data();
+          query.range = {0, input.count};
+          query.k_target_local = k;
+          query.iteration = uint64_t(c);
+          double t = 0;
+          if (estimator->threshold(query, &t) != scclSuccess || std::isnan(t)) {
+            std::fprintf(stderr, "%s on %s: threshold failed or NaN\n", setup.label.c_str(),
+                         input.label.c_str());
+            return 1;
+          }
+          const uint64_t selected = selectAndZero(acc, t, estimator->exactCount(), k);
+          if (g_error_feedback) residual.swap(acc);
+          estimator->observe(selected, k);
+          ratios.push_back(double(selected) / double(k));
+          if (series != nullptr) {
+            std::fprintf(series, "%s,%s,%s,%g,%d,%.6g\n", input.label.c_str(), input.family.c_str(),
+                         setup.label.c_str(), density, c + 1, ratios.back());
+          }
+        }
+        const QualityStats s = summarizeRatios(ratios);
+        const bool sidco = setup.name.rfind("sidco", 0) == 0;
+        std::string target = "-";
+        if (sidco && input.family != "synthetic") {
+          const bool ok = s.mean_after >= 0.8 && s.mean_after <= 1.2;
+          target = ok ? "PASS" : "FAIL";
+          (ok ? passed : failed)++;
+        }
+        table.addRow({input.label, setup.label, density, double(k), s.mean_after, s.p5, s.p95,
+                      s.mean_all, s.min, s.max, target},
+                     stdout);
+      }
+    }
+  }
+  if (series != nullptr) std::fclose(series);
+  std::printf(
+      "# target (sidco_* mean k^/k after %d calls in [0.8, 1.2] on real traces): "
+      "%d PASS, %d FAIL\n",
+      kWarmCalls, passed, failed);
+  if (!options.json_path.empty() &&
+      !table.writeJson(options.json_path, "estimator_perf", machine, settings)) {
+    std::fprintf(stderr, "cannot write %s\n", options.json_path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int runCost(const PerfOptions& options, const KeyValues& machine) {
+  const std::vector<size_t> counts = elementCounts(options);
+  if (counts.empty()) return 2;
+  ThreadTeam team(kernelThreads(options));
+  ResultTable table({{"count", "count", 10, -1},
+                     {"density", "density", 8, 4},
+                     {"estimator", "estimator", 16, 0},
+                     {"stages", "stages", 6, -1},
+                     {"k", "k", 8, -1},
+                     {"k^/k", "ratio", 8, 3},
+                     {"est+sel(us)", "time_us", 12, 0},
+                     {"topk(us)", "topk_us", 10, 0},
+                     {"speedup", "speedup", 8, 2},
+                     {"target", "target", 6, 0}});
+  KeyValues settings = {{"mode", "cost"},
+                        {"iters", std::to_string(options.iters)},
+                        {"warmup", std::to_string(options.warmup)},
+                        {"seed", std::to_string(options.seed)},
+                        {"inputs", "Laplace(0,1) float32 from (seed, index)"}};
+  std::printf("# estimator_perf cost: estimation + selection vs exact top-k (median times)\n");
+  printKeyValues(stdout, machine);
+  printKeyValues(stdout, settings);
+  table.printHeader(stdout);
+  const size_t max_count = counts.back();
+  std::vector<float> x(max_count);
+  fillLaplace(team, x.data(), scclFloat32, max_count, options.seed);
+  std::vector<int64_t> idx(max_count);
+  const sccl::KernelBackend& kernels = sccl::cpuKernels();
+  int passed = 0, failed = 0;
+  struct CostSetup {
+    EstimatorSetup setup;
+    bool sidco;
+  };
+  const std::vector<CostSetup> setups = {{{"topk", "topk"}, false},
+                                         {{"sidco_exp", "sidco_exp", 1}, true},
+                                         {{"sidco_exp", "sidco_exp", 2}, true},
+                                         {{"sidco_gp", "sidco_gp", 1}, true},
+                                         {{"sidco_gp", "sidco_gp", 2}, true},
+                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
+                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
+                                         {{"dgc", "dgc"}, false},
+                                         {{"redsync", "redsync"}, false},
+                                         {{"gaussiank", "gaussiank"}, false}};
+  for (size_t count : counts) {
+    for (double density : options.densities) {
+      const uint64_t k = sccl::targetSelectionCount(density, count);
+      double topk_us = 0;
+      for (const CostSetup& cs : setups) {
+        auto estimator = makeEstimator(cs.setup, density, count);
+        uint64_t selected = 0;
+        sccl::ThresholdQuery query;
+        query.kernels = &kernels;
+        query.acc = x.data();
+        query.range = {0, count};
+        query.k_target_local = k;
+        int iteration = 0;
+        Timing timing = timeIterations(options.warmup, options.iters, [&] {
+          query.iteration = uint64_t(iteration++);
+          double t = 0;
+          size_t n = 0;
+          if (estimator->threshold(query, &t) != scclSuccess ||
+              kernels.selectAbove(x.data(), scclFloat32, 0, count, t, idx.data(), nullptr,
+                                  idx.size(), &n, nullptr) != scclSuccess) {
+            std::fprintf(stderr, "%s failed: %s\n", cs.setup.label.c_str(),
+                         scclGetLastError(nullptr));
+            std::exit(1);
+          }
+          selected = estimator->exactCount() ? std::min<uint64_t>(n, k) : n;
+        });
+        if (cs.setup.name == "topk") topk_us = timing.median_us;
+        const double speedup = topk_us / timing.median_us;
+        std::string target = "-";
+        if (cs.sidco && count >= 26000000) {
+          const bool ok = speedup >= kMinSidcoSpeedup;
+          target = ok ? "PASS" : "FAIL";
+          (ok ? passed : failed)++;
+        }
+        table.addRow({double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
+                      double(selected) / double(k), timing.median_us, topk_us, speedup, target},
+                     stdout);
+      }
+    }
+  }
+  std::printf(
+      "# target (every SIDCo variant >= %.0fx faster than exact top-k at 26M): "
+      "%d PASS, %d FAIL\n",
+      kMinSidcoSpeedup, passed, failed);
+  if (!options.json_path.empty() &&
+      !table.writeJson(options.json_path, "estimator_perf", machine, settings)) {
+    std::fprintf(stderr, "cannot write %s\n", options.json_path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+std::vector<std::string> splitCommas(const char* text) {
+  std::vector<std::string> parts;
+  std::string current;
+  for (const char* p = text; *p != '\0'; ++p) {
+    if (*p == ',') {
+      if (!current.empty()) parts.push_back(current);
+      current.clear();
+    } else {
+      current += *p;
+    }
+  }
+  if (!current.empty()) parts.push_back(current);
+  return parts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PerfOptions options;
+  options.min_size = 1040000;    // 260,000 float32
+  options.max_size = 104000000;  // 26,000,000 float32
+  options.step_factor = 10;
+  options.iters = 5;
+  options.warmup = 1;
+  options.densities = {0.1, 0.01, 0.001};
+  std::string mode = "quality", series_path;
+  std::vector<std::string> dirs = {"tests/data/traces", "tests/data/traces_lm"};
+  int calls = 40;
+  size_t synthetic_n = size_t{1} << 18;
+  std::vector<ExtraFlag> extra = {
+      {'m', "MODE   quality (k^/k on traces and synthetic data, default) or cost (time vs top-k)",
+       [&](const char* text) {
+         mode = text;
+         return mode == "quality" || mode == "cost";
+       }},
+      {'T', "DIRS   comma-separated trace directories (quality)",
+       [&](const char* text) { return !(dirs = splitCommas(text)).empty(); }},
+      {'C', "N      calls per input (quality, default 40)",
+       [&](const char* text) { return (calls = std::atoi(text)) > 0; }},
+      {'N', "N      elements of the synthetic inputs (quality, default 262144)",
+       [&](const char* text) { return parseSize(text, &synthetic_n) && synthetic_n > 0; }},
+      {'G', "GAIN   sidco_feedback of the +fb rows (quality, default 0.25)",
+       [&](const char* text) {
+         g_feedback_gain = std::atof(text);
+         return g_feedback_gain > 0 && g_feedback_gain <= 1;
+       }},
+      {'E', "0|1    error feedback between calls (quality, default 1)",
+       [&](const char* text) {
+         g_error_feedback = std::atoi(text) != 0;
+         return true;
+       }},
+      {'S', "FILE   per-call k^/k as CSV (quality)",
+       [&](const char* text) { return !(series_path = text).empty(); }}};
+  int exit_code = 0;
+  if (!parseOptions(argc, argv, "statistical threshold estimators: quality and cost", extra,
+                    &options, &exit_code)) {
+    return exit_code;
+  }
+  const KeyValues machine = machineDescription(options);
+  if (mode == "cost") return runCost(options, machine);
+  return runQuality(options, dirs, calls, synthetic_n, series_path, machine);
+}

@@ -1,0 +1,246 @@
+// SIDCo's multi-stage threshold estimation (Abdelmoniem et al., "An Efficient Statistical-based
+// Gradient Compression Technique for Distributed Training Systems", MLSys 2021, Sec. 2.3-2.4 and
+// Alg. 1), shared by sidco_exp, sidco_gp and sidco_gamma_gp.
+//
+// One call, range R of n elements, target k = k_target_local, M = current stage count:
+//  1. Pass 1 (absMoments, floor = smallest denormal, so exact zeros are left out; with the sum of
+//     logs for a gamma first stage): n0 non-zero elements, their mean, variance (, mean log),
+//     min and max. Zero-inflated model: the zeros are a point mass, the fit is to the non-zero
+//     part at the ratio k / n0, so gradients with many exact zeros (embedding rows of tokens not
+//     in the batch) are not dragged toward 0.
+//  2. If M = 1 or k / n0 >= first_ratio (delta_1 = 0.25): one stage, eta = first fit's quantile
+//     at k / n0. Else eta_1 = quantile at delta_1, and for m = 2..M one more pass each
+//     (absMoments, floor = eta_{m-1}): the n_{m-1} exceedances |x| >= eta_{m-1}, shifted by
+//     eta_{m-1}, are fitted by the later-stage distribution, and
+//        eta_m = eta_{m-1} + quantile at (k / n_{m-1})^(1 / (M - m + 1)),
+//     i.e. the remaining ratio, measured on the exceedances actually counted, is split equally
+//     in log space over the remaining stages (the last stage aims exactly at k).
+//  3. The threshold is clamped to [min non-zero |x|, max |x|] of the range: at least one element
+//     and never an exact zero is selected.
+// Passes over the range: M (one per stage; the counts of stage m come with stage m + 1's pass),
+// plus the caller's selection pass. Fits are O(1) on the host (distribution_fits.h).
+// Stage adaptation (Alg. 1, Adapt_Stages): after every Q = sidco_adapt_interval calls, the mean
+// of k'/k over those calls (k' from observe(), identical on every rank) > 1 + eps -> M - 1,
+// < 1 - eps -> M + 1 (eps = sidco_adapt_tolerance = 0.2); M in [1, sidco_max_stages], default
+// ceil(log2(1/density)); M starts at 1. sidco_stages > 0 fixes M instead (not clamped).
+// Feedback (ours, knob sidco_feedback = g, 0 turns it off): a multiplicative correction c of the
+// fitted threshold, c *= clamp((k'/k)^(g / max(1, ln(1/density))), 1/4, 4) after each call
+// (k' = 0 counts as half an entry), the proportional rule of scaling_threshold.cc applied to the
+// fit instead of to a free threshold. Rationale and measurements: docs/results/estimators.md.
+// Fallbacks (documented in docs/algorithms/sidco.md; no NaN ever leaves):
+//   empty range or k = 0 -> +inf; k >= n -> 0 (everything); no non-zero element -> +inf (nothing
+//   to send); k >= n0 -> min non-zero |x| (every non-zero element); a degenerate fit (constant
+//   magnitudes: zero variance, s = 0) or a non-finite quantile -> the max |x| of the fitted set;
+//   a later stage with n_{m-1} <= k exceedances -> stop at eta_{m-1}.
+// Differences from the reference code (sands-lab/SIDCo compression.py):
+//  - later stages shift by the previous threshold eta_{m-1} (the paper), not by the minimum of
+//    the exceedances, and set the stage ratio from the counted exceedances (the reference uses
+//    the fixed (delta/delta_1)^(1/(M-1)) whatever the earlier stages achieved);
+//  - exact zeros are left out of the fit (the reference takes ln(|x| + 2.2e-16) of them);
+//  - the selection is |x| >= eta on the raw accumulated gradient (the reference divides by the
+//    L2 norm, which does not change the selected set, and uses a strict >);
+//  - the stage counters belong to each estimator (the reference's are class-static, shared by
+//    all tensors and compressors).
+#include "estimators/sidco_multistage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "estimators/distribution_fits.h"
+
+namespace sccl {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kMinCorrection = 1e-6, kMaxCorrection = 1e6;
+constexpr double kMaxFeedbackStep = 4.0;
+
+// The tail quantile of `fit` fitted to `sample` at upper-tail probability p (NaN if degenerate).
+double fitQuantile(SidcoFit fit, const MagnitudeSample& sample, double p) {
+  switch (fit) {
+    case SidcoFit::Exponential: return exponentialTailQuantile(sample.mean, p);
+    case SidcoFit::GeneralisedPareto:
+      return gpTailQuantile(fitGeneralisedPareto(sample.mean, sample.variance), p);
+    case SidcoFit::Gamma: return gammaTailQuantile(fitGamma(sample.mean, sample.mean_log), p);
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+int defaultMaxStages(double density) {
+  return std::max(1, static_cast<int>(std::ceil(std::log2(1.0 / density))));
+}
+
+class SidcoEstimator final : public ThresholdEstimator {
+ public:
+  SidcoEstimator(const SidcoVariant& variant, const EstimatorParams& p)
+      : variant_(variant),
+        first_ratio_(p.sidco_first_ratio),
+        fixed_stages_(p.sidco_stages),
+        max_stages_(p.sidco_max_stages > 0 ? p.sidco_max_stages : defaultMaxStages(p.density)),
+        interval_(p.sidco_adapt_interval),
+        tolerance_(p.sidco_adapt_tolerance),
+        feedback_exponent_(p.sidco_feedback / std::max(1.0, std::log(1.0 / p.density))) {
+    reset();
+  }
+
+  const char* name() const override { return variant_.name; }
+
+  scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
+    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator '%s': threshold output is null",
+                     variant_.name);
+    const IndexRange& range = query.range;
+    SCCL_REQUIRE_ARG(range.begin <= range.end, "estimator '%s': range [%zu, %zu) is reversed",
+                     variant_.name, range.begin, range.end);
+    trace_ = SidcoTrace{};
+    trace_.stages_planned = stages_;
+    const uint64_t k = query.k_target_local;
+    double value = 0;
+    if (range.empty() || k == 0) {
+      value = kInfinity;
+    } else if (k >= range.size()) {
+      value = 0;
+    } else {
+      SCCL_REQUIRE_ARG(query.kernels != nullptr && query.acc != nullptr,
+                       "estimator '%s': kernels or accumulator is null", variant_.name);
+      SCCL_CHECK(estimate(query, k, &value));
+    }
+    last_ = value;
+    *threshold = value;
+    return scclSuccess;
+  }
+
+  void observe(uint64_t k_global, uint64_t k_target) override {
+    if (k_target == 0) return;
+    const double ratio = static_cast<double>(k_global) / static_cast<double>(k_target);
+    if (fixed_stages_ == 0) {
+      ratio_sum_ += ratio;
+      if (++calls_in_window_ == interval_) {
+        const double mean = ratio_sum_ / interval_;
+        if (mean > 1 + tolerance_) --stages_;
+        if (mean < 1 - tolerance_) ++stages_;
+        stages_ = std::clamp(stages_, 1, max_stages_);
+        ratio_sum_ = 0;
+        calls_in_window_ = 0;
+      }
+    }
+    if (feedback_exponent_ > 0 && k_global != k_target) {
+      const double seen = k_global == 0 ? 0.5 / static_cast<double>(k_target) : ratio;
+      const double step =
+          std::clamp(std::pow(seen, feedback_exponent_), 1 / kMaxFeedbackStep, kMaxFeedbackStep);
+      correction_ = std::clamp(correction_ * step, kMinCorrection, kMaxCorrection);
+    }
+  }
+
+  double currentThreshold() const override { return last_; }
+
+  void reset() override {
+    stages_ = fixed_stages_ > 0 ? fixed_stages_ : 1;
+    ratio_sum_ = 0;
+    calls_in_window_ = 0;
+    correction_ = 1;
+    last_ = 0;
+    trace_ = SidcoTrace{};
+  }
+
+  const SidcoTrace& trace() const { return trace_; }
+  int stages() const { return stages_; }
+
+ private:
+  scclResult_t moments(const ThresholdQuery& q, double floor, bool want_log, AbsMoments* out) {
+    return q.kernels->absMoments(q.acc, q.acc_dtype, q.range.begin, q.range.end, floor, want_log,
+                                 out, q.stream);
+  }
+
+  scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {
+    AbsMoments first;
+    const bool want_log = variant_.first == SidcoFit::Gamma;
+    SCCL_CHECK(moments(q, std::numeric_limits<double>::denorm_min(), want_log, &first));
+    if (first.count == 0) {
+      *out = kInfinity;  // all zero (or NaN): nothing to send
+      return scclSuccess;
+    }
+    const double min_nonzero = first.min_abs, max_abs = first.max_abs;
+    if (k >= first.count) {
+      *out = min_nonzero;
+      return scclSuccess;
+    }
+    const double nonzero = static_cast<double>(first.count);
+    const double total_ratio = static_cast<double>(k) / nonzero;
+    const int stages = total_ratio >= first_ratio_ ? 1 : stages_;
+    trace_.stages_run = 1;
+    const MagnitudeSample sample = sampleFromMoments(first, 0.0);
+    double eta = fitQuantile(variant_.first, sample, stages == 1 ? total_ratio : first_ratio_);
+    if (!std::isfinite(eta)) {
+      eta = max_abs;
+      trace_.fallback = true;
+    }
+    for (int m = 2; m <= stages && !trace_.fallback; ++m) {
+      AbsMoments exceed;
+      SCCL_CHECK(moments(q, eta, false, &exceed));
+      if (exceed.count <= k) break;
+      const double remaining = static_cast<double>(k) / static_cast<double>(exceed.count);
+      const double stage_ratio = std::pow(remaining, 1.0 / static_cast<double>(stages - m + 1));
+      const double step = fitQuantile(variant_.later, sampleFromMoments(exceed, eta), stage_ratio);
+      trace_.stages_run = m;
+      if (!std::isfinite(step) || step < 0) {
+        eta = exceed.max_abs;
+        trace_.fallback = true;
+        break;
+      }
+      eta += step;
+    }
+    eta *= correction_;
+    *out = std::clamp(eta, min_nonzero, max_abs);
+    return scclSuccess;
+  }
+
+  SidcoVariant variant_;
+  double first_ratio_;
+  int fixed_stages_, max_stages_, interval_;
+  double tolerance_, feedback_exponent_;
+  int stages_ = 1;
+  double ratio_sum_ = 0;
+  int calls_in_window_ = 0;
+  double correction_ = 1;
+  double last_ = 0;
+  SidcoTrace trace_;
+};
+
+}  // namespace
+
+scclResult_t createSidcoEstimator(const SidcoVariant& variant, const EstimatorParams& p,
+                                  std::unique_ptr<ThresholdEstimator>* out) {
+  SCCL_REQUIRE_ARG(p.sidco_first_ratio > 0 && p.sidco_first_ratio < 1,
+                   "estimator '%s': sidco_first_ratio must be in (0, 1) (got %g)", variant.name,
+                   p.sidco_first_ratio);
+  SCCL_REQUIRE_ARG(p.sidco_stages >= 0, "estimator '%s': sidco_stages must be >= 0 (got %d)",
+                   variant.name, p.sidco_stages);
+  SCCL_REQUIRE_ARG(p.sidco_max_stages >= 0,
+                   "estimator '%s': sidco_max_stages must be >= 0 (got %d)", variant.name,
+                   p.sidco_max_stages);
+  SCCL_REQUIRE_ARG(p.sidco_adapt_interval >= 1,
+                   "estimator '%s': sidco_adapt_interval must be >= 1 (got %d)", variant.name,
+                   p.sidco_adapt_interval);
+  SCCL_REQUIRE_ARG(p.sidco_adapt_tolerance > 0 && p.sidco_adapt_tolerance < 1,
+                   "estimator '%s': sidco_adapt_tolerance must be in (0, 1) (got %g)", variant.name,
+                   p.sidco_adapt_tolerance);
+  SCCL_REQUIRE_ARG(p.sidco_feedback >= 0 && p.sidco_feedback <= 1,
+                   "estimator '%s': sidco_feedback must be in [0, 1] (got %g)", variant.name,
+                   p.sidco_feedback);
+  *out = std::make_unique<SidcoEstimator>(variant, p);
+  return scclSuccess;
+}
+
+const SidcoTrace* sidcoLastTrace(const ThresholdEstimator& estimator) {
+  const auto* sidco = dynamic_cast<const SidcoEstimator*>(&estimator);
+  return sidco != nullptr ? &sidco->trace() : nullptr;
+}
+
+int sidcoStageCount(const ThresholdEstimator& estimator) {
+  const auto* sidco = dynamic_cast<const SidcoEstimator*>(&estimator);
+  return sidco != nullptr ? sidco->stages() : 0;
+}
+
+}  // namespace sccl
