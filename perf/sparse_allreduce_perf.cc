@@ -29,6 +29,7 @@
 #include "sparse/check.h"
 #include "sparse/inputs.h"
 #include "sparse/launch.h"
+#include "sparse/peers.h"
 
 namespace {
 
@@ -37,6 +38,7 @@ using namespace sccl_perf;
 // One algorithm in one block. Sums run over the timed calls of this rank.
 struct AlgorithmRun {
   std::string name;
+  size_t count = 0;  // elements of the block
   Sparsifier sp{nullptr, &scclSparsifierDestroy};
   uint64_t calls = 0;  // calls made so far: the gradient iteration of the next one
   uint64_t warmup_calls = 0;
@@ -99,6 +101,12 @@ struct RankState {
 };
 
 void callOnce(RankState& s, AlgorithmRun& run, size_t count) {
+  if (isPeer(run.name)) {
+    runPeer(run.name, s.pool.iteration(run.calls), s.recv.get(), count, s.options.common.dtype,
+            s.options.op);
+    ++run.calls;
+    return;
+  }
   check(
       scclSparseAllreduce(s.pool.iteration(run.calls), s.recv.get(), count, s.options.common.dtype,
                           s.options.op, run.sp.get(), s.rank.comm, nullptr),
@@ -109,6 +117,15 @@ void callOnce(RankState& s, AlgorithmRun& run, size_t count) {
 scclSparseStats_t statsOf(const RankState& s, const AlgorithmRun& run) {
   scclSparseStats_t stats{};
   stats.size = sizeof(stats);
+  if (isPeer(run.name)) {
+    // A dense all-reduce: everything selected; the bandwidth-optimal bytes of a ring.
+    const uint64_t bytes = uint64_t(run.count) * dtypeSize(s.options.common.dtype);
+    const uint64_t n = uint64_t(s.rank.nranks);
+    stats.density = 1;
+    stats.gatherInflation = 1;
+    stats.bytesSent = stats.bytesReceived = n > 1 ? bytes * 2 * (n - 1) / n : 0;
+    return stats;
+  }
   check(scclSparsifierGetStats(run.sp.get(), &stats), s.rank.comm, "scclSparsifierGetStats");
   return stats;
 }
@@ -150,7 +167,14 @@ void runUntilSettled(RankState& s, AlgorithmRun& run, size_t count,
 // settles.
 void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   const SparseOptions& o = s.options;
+  run.count = count;
   const scclSparseConfig_t config = rowConfig(o, run.name, density);
+  if (isPeer(run.name)) {
+    if (!peerAvailable(run.name)) throw RankError(run.name + " is not available in this build");
+    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count);
+    run.warmup_calls = run.calls;
+    return;
+  }
   run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
   if (run.name == "dense") {
     while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count);
@@ -206,7 +230,7 @@ Row combine(RankState& s, const AlgorithmRun& run) {
 void printRow(RankState& s, size_t count, double density, const Row& row, const Row* dense) {
   const SparseOptions& o = s.options;
   const double bytes = double(count * dtypeSize(o.common.dtype));
-  const bool is_dense = row.name == "dense";
+  const bool is_dense = row.name == "dense" || isPeer(row.name);  // nothing is selected
   const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
   // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
   s.table.addRow(
@@ -241,6 +265,7 @@ void runBlock(RankState& s, size_t count, double density) {
   runs.clear();  // frees the residuals before the check pass creates its sparsifiers
   if (o.common.check) {
     for (Row& row : rows) {
+      if (isPeer(row.name)) continue;  // another library's summation order: not modelled
       const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get()};
       row.wrong = checkFirstCall(c);
       s.wrong += row.wrong;
@@ -298,7 +323,8 @@ void printFooter(RankState& s) {
     const Totals& t = s.totals[name];
     if (t.rows == 0) continue;
     char inflation[16] = "    -";  // dense selects nothing, so f(t) does not apply
-    if (name != "dense") std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.rows);
+    if (name != "dense" && !isPeer(name))
+      std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.rows);
     std::printf(
         "#   %-14s time %12.1f us  speedup %6.2f  actual/target %7.3f  f(t) %s  "
         "sent %12.0f B\n",

@@ -14,6 +14,8 @@
 #include <mpi.h>
 #endif
 
+#include "sparse/peers.h"
+
 namespace sccl_perf {
 namespace {
 
@@ -22,7 +24,7 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
   std::stringstream list(text);
   std::string name;
   while (std::getline(list, name, ',')) {
-    bool known = false;
+    bool known = isPeer(name);
     for (const std::string& preset : allAlgorithms()) known = known || preset == name;
     if (!known) {
       std::fprintf(stderr, "unknown algorithm '%s'\n", name.c_str());
@@ -66,7 +68,9 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
          o->op = std::strcmp(t, "avg") == 0 ? scclAvg : scclSum;
          return std::strcmp(t, "avg") == 0 || std::strcmp(t, "sum") == 0;
        }},
-      {'a', "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna [all]",
+      {'a',
+       "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco [all]; the peer\n"
+       "            mpi_allreduce (MPI_Allreduce of the dense buffer, under mpirun) may be added",
        [o](const char* t) { return parseAlgorithms(t, &o->algorithms); }},
       {'W', "N      warm-up calls of each sparse algorithm, at least [30]",
        [o](const char* t) { return parseCount(t, 0, &o->sparse_warmup); }},
@@ -212,6 +216,7 @@ std::string estimatorOf(const scclSparseConfig_t& config) {
   if (config.estimator != nullptr) return config.estimator;
   if (preset == "topk" || preset == "cltk") return "topk";
   if (preset == "hard_threshold" || preset == "dense") return "fixed";
+  if (preset == "sidco") return "sidco_exp";
   return "scaling";
 }
 
@@ -230,6 +235,15 @@ bool parseSparseOptions(int argc, char** argv, SparseOptions* options, int* exit
 }
 
 int launchRanks(const SparseOptions& options, const RankBody& body) {
+  if (!launchedByMpi(options)) {
+    for (const std::string& name : options.algorithms) {
+      if (isPeer(name)) {
+        std::fprintf(stderr, "%s runs only under mpirun (one MPI process per rank)\n",
+                     name.c_str());
+        return 2;
+      }
+    }
+  }
   return launchedByMpi(options) ? runMpiRanks(options, body) : runLocalRanks(options, body);
 }
 
