@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Tables, lower bounds and plots of an emulated-cluster run (emulated_cluster_bench.sh).
+
+  summarize_cluster_bench.py DIR [--memory-gbps 30]
+
+Reads DIR/perf_n{N}_{rate}_{size}.json (sparse_allreduce_perf -J), DIR/gloo_*.json (gloo_peer.py)
+and DIR/latency_*.json; writes DIR/summary.json, DIR/summary.md and PNG charts (with matplotlib).
+
+Lower bound of one call on these links, per algorithm and rank (what no implementation of the
+same algorithm can beat here):  max(t_read, t_wire) + messages x latency, where
+  t_read  = N x gradient bytes / memory bandwidth: every rank reads its gradient at least once,
+            and the N ranks of this one machine share its memory system (--memory-gbps, measured
+            30 GB/s for two threads on the development machine);
+  t_wire  = max(bytes sent, bytes received) of the rank / link rate (tbf shapes each node's link
+            both ways);
+  messages = the sequential message steps of the algorithm's collectives on a ring: all-reduce
+            2(N-1), all-gather N-1. dense and MPI_Allreduce: 2(N-1); micro and exdyna: the
+            correction's bin all-reduce, header and index all-gathers and the value all-reduce,
+            6(N-1); topk and sidco: 4(N-1); gloo_sparse: 2(N-1) (its all-gather of sizes and
+            entries); latency = the measured half round trip of the links.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+
+RATE_BITS = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3}
+
+
+def rate_bytes_per_s(rate):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(gbit|mbit|kbit)", rate)
+    return float(m.group(1)) * RATE_BITS[m.group(2)] / 8 if m else None
+
+
+def message_steps(algorithm, n):
+    steps = {"dense": 2, "mpi_allreduce": 2, "gloo_dense": 2, "micro": 6, "exdyna": 6,
+             "topk": 4, "sidco": 4, "cltk": 4, "hard_threshold": 4, "gloo_sparse": 2}
+    return steps.get(algorithm, 4) * (n - 1)
+
+
+def load(directory):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(directory, "perf_n*_*_*.json"))):
+        n, rate, size = re.search(r"perf_n(\d+)_([^_]+)_(\d+)\.json$", path).groups()
+        data = json.load(open(path))
+        for r in data["results"]:
+            rows.append({"nodes": int(n), "rate": rate, "count": r["count"], "source": "sparsecoll",
+                         "algorithm": r["algorithm"],
+                         "density": None if r["target_density"] == "-" else float(r["target_density"]),
+                         "time_us": r["time_us"], "bytes_sent": r["bytes_sent"],
+                         "bytes_received": r["bytes_received"], "wrong": r.get("wrong", 0)})
+    for path in sorted(glob.glob(os.path.join(directory, "gloo_n*_*_*.json"))):
+        n, rate, size = re.search(r"gloo_n(\d+)_([^_]+)_(\d+)\.json$", path).groups()
+        for r in json.load(open(path))["rows"]:
+            rows.append({"nodes": int(n), "rate": rate, "count": r["count"], "source": "gloo",
+                         "algorithm": r["algorithm"],
+                         "density": None if r["algorithm"] == "gloo_dense" else r["target_density"],
+                         "time_us": r["time_us"], "bytes_sent": r["bytes_sent"],
+                         "bytes_received": r["bytes_sent"], "wrong": 0})
+    latency = {}
+    for path in glob.glob(os.path.join(directory, "latency_n*_*.json")):
+        n, rate = re.search(r"latency_n(\d+)_([^_]+)\.json$", path).groups()
+        latency[(int(n), rate)] = json.load(open(path))["half_rtt_us_median"]
+    return rows, latency
+
+
+def add_bounds(rows, latency, memory_gbps):
+    for r in rows:
+        n, rate = r["nodes"], r["rate"]
+        link = rate_bytes_per_s(rate)
+        t_read = n * r["count"] * 4 / (memory_gbps * 1e9) * 1e6
+        t_wire = max(r["bytes_sent"], r["bytes_received"]) / link * 1e6 if link else 0.0
+        lat = latency.get((n, rate), 0.0)
+        r["lower_bound_us"] = max(t_read, t_wire) + message_steps(r["algorithm"], n) * lat
+        r["time_over_bound"] = r["time_us"] / r["lower_bound_us"] if r["lower_bound_us"] else None
+        r["latency_us"] = lat
+
+
+def blocks(rows):
+    keys = sorted({(r["nodes"], r["rate"], r["count"]) for r in rows},
+                  key=lambda k: (k[0], rate_bytes_per_s(k[1]) or 0, k[2]))
+    for key in keys:
+        yield key, [r for r in rows if (r["nodes"], r["rate"], r["count"]) == key]
+
+
+def reference(block, name, density):
+    """The row of `name` in this block (the dense ones have no density; take the median)."""
+    times = [r["time_us"] for r in block if r["algorithm"] == name
+             and (r["density"] is None or density is None or r["density"] == density)]
+    return statistics.median(times) if times else None
+
+
+def markdown(rows):
+    lines = []
+    for (n, rate, count), block in blocks(rows):
+        lat = block[0]["latency_us"]
+        lines.append(f"\n### {n} ranks, {rate} links (half round trip {lat} us), "
+                     f"{count:,} float32\n")
+        lines.append("| algorithm | density | time (ms) | vs MPI_Allreduce | vs gloo sparse | "
+                     "sent/rank (MB) | lower bound (ms) | time / bound | #wrong |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        densities = sorted({r["density"] for r in block if r["density"] is not None}, reverse=True)
+        for density in [None] + densities:
+            mpi = reference(block, "mpi_allreduce", None)
+            gloo_sparse = reference(block, "gloo_sparse", density) if density else None
+            for r in block:
+                if r["density"] != density:
+                    continue
+                if density is None and any(
+                        x["algorithm"] == r["algorithm"] and x["density"] is None
+                        for x in block[:block.index(r)]):
+                    continue  # dense rows repeat in every density block: the first is shown
+                vs_mpi = f"{mpi / r['time_us']:.2f}x" if mpi else "-"
+                vs_gloo = f"{gloo_sparse / r['time_us']:.2f}x" if gloo_sparse else "-"
+                d = "-" if density is None else f"{density:g}"
+                ratio = f"{r['time_over_bound']:.2f}" if r["time_over_bound"] else "-"
+                lines.append(f"| {r['algorithm']} | {d} | {r['time_us'] / 1e3:.1f} | {vs_mpi} | "
+                             f"{vs_gloo} | {r['bytes_sent'] / 1e6:.3f} | "
+                             f"{r['lower_bound_us'] / 1e3:.1f} | {ratio} | {r['wrong']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, directory):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no charts")
+        return
+    sparse_algorithms = sorted({r["algorithm"] for r in rows if r["density"] is not None})
+    dense_algorithms = ["dense", "mpi_allreduce", "gloo_dense"]
+    densities = sorted({r["density"] for r in rows if r["density"] is not None})
+    for n in sorted({r["nodes"] for r in rows}):
+        for rate in sorted({r["rate"] for r in rows if r["nodes"] == n}):
+            sel = [r for r in rows if r["nodes"] == n and r["rate"] == rate]
+            if len({r["count"] for r in sel}) < 2:
+                continue
+            fig, axes = plt.subplots(1, len(densities), figsize=(5 * len(densities), 4), squeeze=False)
+            for ax, density in zip(axes[0], densities):
+                for name in dense_algorithms + sparse_algorithms:
+                    pts = sorted((r["count"], r["time_us"] / 1e3) for r in sel if r["algorithm"] == name
+                                 and (r["density"] is None or r["density"] == density))
+                    pts = list({c: t for c, t in pts}.items())
+                    if pts:
+                        ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+                ax.set_title(f"{n} ranks, {rate}, density {density:g}")
+                ax.set_xlabel("float32 elements")
+                ax.set_ylabel("time per call (ms)")
+                ax.grid(True, which="both", alpha=0.3)
+            axes[0][0].legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(os.path.join(directory, f"time_vs_size_n{n}_{rate}.png"), dpi=110)
+            plt.close(fig)
+    # Speed-up over MPI_Allreduce against link rate, at the largest size of each rank count.
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n in sorted({r["nodes"] for r in rows}):
+        count = max(r["count"] for r in rows if r["nodes"] == n)
+        for name in sparse_algorithms:
+            for density in densities[:1]:
+                pts = []
+                for rate in sorted({r["rate"] for r in rows if r["nodes"] == n}, key=rate_bytes_per_s):
+                    block = [r for r in rows if (r["nodes"], r["rate"], r["count"]) == (n, rate, count)]
+                    mpi = reference(block, "mpi_allreduce", None)
+                    mine = reference(block, name, density)
+                    if mpi and mine:
+                        pts.append((rate_bytes_per_s(rate) * 8 / 1e9, mpi / mine))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                            label=f"{name} d={density:g} n={n}")
+    if not ax.lines:
+        plt.close(fig)
+        return
+    ax.set_xscale("log")
+    ax.set_xlabel("link rate (Gbit/s)")
+    ax.set_ylabel("speed-up over MPI_Allreduce")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "speedup_vs_link.png"), dpi=110)
+    plt.close(fig)
+    # Bytes per rank against the rank count.
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in sparse_algorithms:
+        for density in densities[:1]:
+            pts = {}
+            for r in rows:
+                if r["algorithm"] == name and r["density"] == density:
+                    pts.setdefault(r["nodes"], []).append(r["bytes_sent"] / r["count"])
+            if len(pts) > 1:
+                xs = sorted(pts)
+                ax.plot(xs, [statistics.median(pts[x]) for x in xs], marker="o",
+                        label=f"{name} d={density:g}")
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("bytes sent per rank per element")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "bytes_vs_ranks.png"), dpi=110)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("directory")
+    p.add_argument("--memory-gbps", type=float, default=30.0)
+    a = p.parse_args()
+    rows, latency = load(a.directory)
+    if not rows:
+        raise SystemExit(f"no results in {a.directory}")
+    add_bounds(rows, latency, a.memory_gbps)
+    json.dump({"memory_gbps": a.memory_gbps, "rows": rows},
+              open(os.path.join(a.directory, "summary.json"), "w"), indent=1)
+    text = markdown(rows)
+    open(os.path.join(a.directory, "summary.md"), "w").write(text)
+    print(text)
+    plot(rows, a.directory)
+
+
+if __name__ == "__main__":
+    main()
