@@ -51,6 +51,10 @@ if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "emulated_cluster_bench: needs root and ip netns; skipped" >&2
   exit 3
 fi
+if [ "$gloo" = 1 ] && ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+  echo "emulated_cluster_bench: /usr/bin/python3 has no torch (Debian python3-torch): gloo peer skipped"
+  gloo=0
+fi
 mkdir -p "$out"
 max_nodes=0
 for n in $nodes; do (( n > max_nodes )) && max_nodes=$n; done
