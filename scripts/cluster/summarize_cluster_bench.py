@@ -181,7 +181,9 @@ def plot(rows, directory):
     fig.tight_layout()
     fig.savefig(os.path.join(directory, "speedup_vs_link.png"), dpi=110)
     plt.close(fig)
-    # Bytes per rank against the rank count.
+    # Bytes per rank against the rank count (needs two rank counts).
+    if len({r["nodes"] for r in rows}) < 2:
+        return
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in sparse_algorithms:
         for density in densities[:1]:
@@ -202,18 +204,99 @@ def plot(rows, directory):
     plt.close(fig)
 
 
+# --- Analytic cost model --------------------------------------------------------------------
+# Per algorithm, one call of one rank costs
+#     T = alpha x message_steps(n) + wire_bytes(n) / link_rate + gamma x count x n / cores
+# alpha: seconds per message step (latency plus per-message software cost), gamma: CPU seconds
+# per element of one rank's passes; the n ranks of this machine share its `cores`, hence
+# count x n / cores. alpha and gamma are fitted (least squares, non-negative) to the measured
+# rows of the algorithm; the wire term uses the measured bytes. The projection to a cluster
+# assumes one rank per machine (gamma x count, no sharing), links of the given rate with the
+# fitted alpha, and the bytes formulas of docs/algorithms/ at the measured density:
+#   dense:         2 (n-1)/n 4C
+#   micro, exdyna: 8 (k/n)(n-1) indices + 2 (n-1)/n 4k values + 2 (n-1)/n 8 (2WB+1) bins
+#                  (balanced partitions, f(t) = 1; k = dC)
+#   topk:          8 k (n-1) indices + 2 (n-1)/n 4 k' values, k' = min(n k, C) (no overlap,
+#                  the worst case of build-up)
+def wire_bytes(algorithm, n, count, density):
+    k = density * count
+    if algorithm in ("dense", "mpi_allreduce", "gloo_dense"):
+        return 2 * (n - 1) / n * 4 * count
+    if algorithm in ("micro", "exdyna"):
+        return 8 * (k / n) * (n - 1) + 2 * (n - 1) / n * 4 * k + 2 * (n - 1) / n * 8 * 513
+    if algorithm in ("topk", "sidco"):
+        return 8 * k * (n - 1) + 2 * (n - 1) / n * 4 * min(n * k, count)
+    return None
+
+
+def fit_model(rows, cores):
+    import numpy as np
+    models = {}
+    for name in sorted({r["algorithm"] for r in rows}):
+        sel = [r for r in rows if r["algorithm"] == name and rate_bytes_per_s(r["rate"])]
+        if len(sel) < 2:
+            continue
+        a = np.array([[message_steps(name, r["nodes"]), r["count"] * r["nodes"] / cores] for r in sel])
+        wire = np.array([max(r["bytes_sent"], r["bytes_received"]) / rate_bytes_per_s(r["rate"])
+                         for r in sel])
+        y = np.array([r["time_us"] * 1e-6 for r in sel]) - wire
+        coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+        coef = np.maximum(coef, 0)
+        predicted = a @ coef + wire
+        errors = np.abs(predicted - (y + wire)) / (y + wire)
+        models[name] = {"alpha_s": float(coef[0]), "gamma_s_per_element": float(coef[1]),
+                        "rows": len(sel), "median_rel_error": float(np.median(errors)),
+                        "max_rel_error": float(np.max(errors))}
+    return models
+
+
+def project(models, rate, count, density, ranks=(16, 64, 256, 1024)):
+    lines = [f"\n### Projection: {count:,} float32, density {density:g}, {rate} links, one rank "
+             "per machine\n", "| algorithm | " + " | ".join(f"{n} ranks (ms)" for n in ranks) +
+             " |", "|---|" + "---:|" * len(ranks)]
+    link = rate_bytes_per_s(rate)
+    for name, m in models.items():
+        cells = []
+        for n in ranks:
+            wire = wire_bytes(name, n, count, density)
+            if wire is None:
+                break
+            t = m["alpha_s"] * message_steps(name, n) + wire / link + m["gamma_s_per_element"] * count
+            cells.append(f"{t * 1e3:.1f}")
+        if len(cells) == len(ranks):
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def model_markdown(models):
+    lines = ["\n### Cost model fit (T = alpha steps + wire / rate + gamma C n / cores)\n",
+             "| algorithm | alpha (us/step) | gamma (ns/element) | rows | median error | max error |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, m in models.items():
+        lines.append(f"| {name} | {m['alpha_s'] * 1e6:.1f} | {m['gamma_s_per_element'] * 1e9:.2f} | "
+                     f"{m['rows']} | {m['median_rel_error'] * 100:.0f} % | "
+                     f"{m['max_rel_error'] * 100:.0f} % |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory")
     p.add_argument("--memory-gbps", type=float, default=30.0)
+    p.add_argument("--cores", type=int, default=2, help="cores the ranks shared in the run")
+    p.add_argument("--project", default="1gbit,25000000,0.001",
+                   help="RATE,COUNT,DENSITY of the projection table")
     a = p.parse_args()
     rows, latency = load(a.directory)
     if not rows:
         raise SystemExit(f"no results in {a.directory}")
     add_bounds(rows, latency, a.memory_gbps)
-    json.dump({"memory_gbps": a.memory_gbps, "rows": rows},
-              open(os.path.join(a.directory, "summary.json"), "w"), indent=1)
     text = markdown(rows)
+    models = fit_model(rows, a.cores)
+    rate, count, density = a.project.split(",")
+    text += model_markdown(models) + project(models, rate, int(count), float(density))
+    json.dump({"memory_gbps": a.memory_gbps, "cores": a.cores, "models": models, "rows": rows},
+              open(os.path.join(a.directory, "summary.json"), "w"), indent=1)
     open(os.path.join(a.directory, "summary.md"), "w").write(text)
     print(text)
     plot(rows, a.directory)
