@@ -215,25 +215,44 @@ void clearStats(scclEventComm& ec) {
 
 // ---- one pass ---------------------------------------------------------------------------------
 
+// L2 norm with 8 interleaved partial sums of squares (lane i % 8), added pairwise at the end:
+// a fixed order (so the trigger is bitwise reproducible and a test model can mirror it) that the
+// compiler can keep in vector registers.
 template <typename T>
 double tensorNorm(const T* x, size_t n) {
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t l = 0; l < 8; ++l) lanes[l] += double(x[i + l]) * double(x[i + l]);
+  }
+  for (size_t l = 0; i < n; ++i, ++l) lanes[l] += double(x[i]) * double(x[i]);
+  double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+               ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   return std::sqrt(sum);
 }
 
-template <typename T>
-void averageTensor(scclEventComm& ec, T* x, size_t offset, size_t n,
-                   const std::vector<const T*>& copies) {
-  const size_t degree = ec.neighbours.size();
+// x = w_self x + sum_j w_j y_j in double, j in order, rounded once. DEGREE > 0 fixes the number
+// of neighbours at compile time so the loop vectorises; the arithmetic is the same either way.
+template <size_t DEGREE, typename T>
+void averageFixed(T* x, size_t n, double self_weight, const double* weights, const T* const* y,
+                  size_t degree) {
+  const size_t d = DEGREE > 0 ? DEGREE : degree;
   for (size_t i = 0; i < n; ++i) {
-    double own = static_cast<double>(x[i]);
-    double acc = ec.self_weight * own;
-    for (size_t j = 0; j < degree; ++j) {
-      double y = copies[j] ? static_cast<double>(copies[j][offset + i]) : own;
-      acc += ec.neighbour_weights[j] * y;
-    }
+    double acc = self_weight * double(x[i]);
+    for (size_t j = 0; j < d; ++j) acc += weights[j] * double(y[j][i]);
     x[i] = static_cast<T>(acc);
+  }
+}
+
+template <typename T>
+void averageTensor(scclEventComm& ec, T* x, size_t n, const std::vector<const T*>& copies) {
+  const double* w = ec.neighbour_weights.data();
+  const T* const* y = copies.data();
+  switch (copies.size()) {
+    case 0: averageFixed<0>(x, n, ec.self_weight, w, y, 0); break;
+    case 1: averageFixed<1>(x, n, ec.self_weight, w, y, 1); break;
+    case 2: averageFixed<2>(x, n, ec.self_weight, w, y, 2); break;
+    default: averageFixed<0>(x, n, ec.self_weight, w, y, copies.size()); break;
   }
 }
 
@@ -242,12 +261,14 @@ void averageAll(scclEventComm& ec, T* params) {
   const size_t ntensors = ec.tensor_sizes.size();
   std::vector<const T*> copies(ec.neighbours.size());
   for (size_t t = 0; t < ntensors; ++t) {
+    T* x = params + ec.tensor_offsets[t];
+    // A neighbour without a copy yet counts with the own tensor. The copy is read before x is
+    // written at the same index, so aliasing x is safe.
     for (size_t j = 0; j < copies.size(); ++j) {
       bool have = ec.received_version[j * ntensors + t] != 0;
-      copies[j] = have ? static_cast<const T*>(ec.received[j].data()) : nullptr;
+      copies[j] = have ? static_cast<const T*>(ec.received[j].data()) + ec.tensor_offsets[t] : x;
     }
-    averageTensor(ec, params + ec.tensor_offsets[t], ec.tensor_offsets[t], ec.tensor_sizes[t],
-                  copies);
+    averageTensor(ec, x, ec.tensor_sizes[t], copies);
   }
 }
 

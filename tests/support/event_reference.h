@@ -93,9 +93,7 @@ class EventModel {
     for (int r = 0; r < nranks_; ++r) {
       for (size_t t = 0; t < sizes_.size(); ++t) {
         const T* x = params_[r].data() + offsets_[t];
-        double sum = 0.0;
-        for (size_t i = 0; i < sizes_[t]; ++i) sum += double(x[i]) * double(x[i]);
-        if (decide(tensors_[r][t], std::sqrt(sum))) {
+        if (decide(tensors_[r][t], norm(x, sizes_[t]))) {
           std::copy(x, x + sizes_[t], copies_[r].begin() + offsets_[t]);
           sent_[r][t] = true;
         }
@@ -116,6 +114,14 @@ class EventModel {
   }
 
  private:
+  // The documented order: 8 partial sums of squares (lane i % 8), added pairwise.
+  static double norm(const T* x, size_t n) {
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; ++i) lane[i % 8] += double(x[i]) * double(x[i]);
+    return std::sqrt(((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                     ((lane[4] + lane[5]) + (lane[6] + lane[7])));
+  }
+
   struct TensorState {
     double last_norm = 0.0;
     int64_t last_pass = -1;
