@@ -10,6 +10,8 @@ packages=(
   libopenmpi-dev openmpi-bin            # MPI transport and multi-process tests
   libucx-dev                            # UCX (detected and reported)
   nlohmann-json3-dev libboost-math-dev  # configuration files, special functions
+  libtorch-dev zlib1g-dev libopenblas0-pthread  # EventGraD example (C++ libtorch training)
+  dataset-fashion-mnist                 # its data set (/usr/share/datasets/fashion-mnist)
 )
 
 missing=()

@@ -336,6 +336,16 @@ typedef enum {
   scclEventThresholdStatic = 1
 } scclEventThresholdMode_t;
 
+typedef enum {
+  /* x = w_self x + sum_j w_j y_j with y_j the last copy received from neighbour j (the paper) */
+  scclEventAverageCopies = 0,
+  /* x = x + sum_j w_j (y_j - s) with s this rank's own last sent copy: the same average when every
+   * copy is fresh, but stale copies no longer pull the network's mean model back (with symmetric
+   * weights the sum of the models over the ranks is unchanged by averaging). Not in the paper: see
+   * docs/algorithms/eventgrad.md */
+  scclEventAverageDifferences = 1
+} scclEventAveraging_t;
+
 #define SCCL_EVENT_CONFIG_MAGIC 0x5cc1e7e7u
 
 /* Start from SCCL_EVENT_CONFIG_INITIALIZER (the paper's settings); append-only. */
@@ -353,16 +363,21 @@ typedef struct {
                              pass k is used in pass k on every rank: bitwise reproducible. 0: no
                              barrier; receivers use whatever copy has arrived (the reference
                              code's behaviour; results depend on timing) */
+  int maxSilentPasses;    /* > 0: a tensor not sent for this many passes is sent anyway (an
+                             event), which bounds the staleness of every copy; 0 (default): off,
+                             the paper's rule. Not in the paper: see docs/algorithms/eventgrad.md */
+  scclEventAveraging_t averaging; /* default scclEventAverageCopies (the paper's) */
 } scclEventConfig_t;
 
 #define SCCL_EVENT_CONFIG_INITIALIZER                                                       \
   {                                                                                         \
     sizeof(scclEventConfig_t), SCCL_EVENT_CONFIG_MAGIC, SCCL_VERSION_CODE,                  \
-        scclEventThresholdAdaptive, 1.0, 0.0, 2, 30, 1                                      \
+        scclEventThresholdAdaptive, 1.0, 0.0, 2, 30, 1, 0, scclEventAverageCopies           \
   }
 
 /* Applies a JSON object's keys over *config: "threshold" ("adaptive" | "static"), "horizon",
- * "static_threshold", "history", "initial_passes", "synchronous" (true | false). Unknown keys,
+ * "static_threshold", "history", "initial_passes", "synchronous" (true | false),
+ * "max_silent_passes", "averaging" ("copies" | "differences"). Unknown keys,
  * wrong types and out-of-range values are scclInvalidArgument naming the key; *config is then
  * untouched. */
 SCCL_API scclResult_t scclEventConfigFromJson(const char* json, scclEventConfig_t* config);

@@ -1,8 +1,8 @@
 // EventGraD: event-triggered decentralised averaging over one-sided puts.
 //
-// Paper: Ghosh et al., "EventGraD: Event-triggered communication in parallel machine learning"
-// (Neurocomputing 2021), on top of D-PSGD (Lian et al. 2017). Reference code: dmnist/event/
-// event.cpp (../shared/reference/seed-implementations.md, section 4).
+// Paper: S. Ghosh, V. Gupta, "EventGraD: Event-Triggered Communication in Parallel Stochastic
+// Gradient Descent" (../shared/papers/003), on top of D-PSGD (Lian et al. 2017). Reference code:
+// dmnist/event/ event.cpp (../shared/reference/seed-implementations.md, section 4).
 //
 // One pass (eventCommStep), for a flat parameter buffer cut into tensors:
 //  1. per tensor: L2 norm; the trigger (event_trigger.h) decides the event;
@@ -12,7 +12,9 @@
 //  4. per neighbour and tensor: the newest copy sent in a pass <= this one is read from the own
 //     window (only when its version changed); a read is never torn;
 //  5. per tensor: x = w_self x + sum_j w_j y_j, with j in ascending rank order, accumulated in
-//     double and rounded once; a neighbour without any copy yet counts with x.
+//     double and rounded once; a neighbour without any copy yet counts with x. Option
+//     (averaging = differences, not in the paper): x = x + sum_j w_j (y_j - s), s the own copy
+//     as last sent, which keeps the sum of the models over the ranks unchanged by averaging.
 //
 // Bytes on the wire per pass and rank: for each event, (tensor bytes + 16) to every neighbour
 // (D-PSGD: all tensor bytes to every neighbour); synchronous mode adds one barrier (zero-byte
@@ -244,6 +246,32 @@ void averageFixed(T* x, size_t n, double self_weight, const double* weights, con
   }
 }
 
+// x = x + sum_j w_j (y_j - s), s the own copy as last sent; in double, j in order, rounded once.
+template <size_t DEGREE, typename T>
+void averageDifferencesFixed(T* x, size_t n, const double* weights, const T* const* y, const T* s,
+                             size_t degree) {
+  const size_t d = DEGREE > 0 ? DEGREE : degree;
+  for (size_t i = 0; i < n; ++i) {
+    double sent = double(s[i]);
+    double acc = double(x[i]);
+    for (size_t j = 0; j < d; ++j) acc += weights[j] * (double(y[j][i]) - sent);
+    x[i] = static_cast<T>(acc);
+  }
+}
+
+template <typename T>
+void averageDifferences(scclEventComm& ec, T* x, size_t n, const std::vector<const T*>& copies,
+                        const T* sent) {
+  const double* w = ec.neighbour_weights.data();
+  const T* const* y = copies.data();
+  switch (copies.size()) {
+    case 0: break;
+    case 1: averageDifferencesFixed<1>(x, n, w, y, sent, 1); break;
+    case 2: averageDifferencesFixed<2>(x, n, w, y, sent, 2); break;
+    default: averageDifferencesFixed<0>(x, n, w, y, sent, copies.size()); break;
+  }
+}
+
 template <typename T>
 void averageTensor(scclEventComm& ec, T* x, size_t n, const std::vector<const T*>& copies) {
   const double* w = ec.neighbour_weights.data();
@@ -262,13 +290,24 @@ void averageAll(scclEventComm& ec, T* params) {
   std::vector<const T*> copies(ec.neighbours.size());
   for (size_t t = 0; t < ntensors; ++t) {
     T* x = params + ec.tensor_offsets[t];
-    // A neighbour without a copy yet counts with the own tensor. The copy is read before x is
-    // written at the same index, so aliasing x is safe.
+    // By differences, s is the own copy as last sent (x itself before the first send).
+    const T* sent = x;
+    if (ec.config.average_differences && ec.triggers[t].events() > 0)
+      sent = static_cast<const T*>(ec.sent_copy.data()) + ec.tensor_offsets[t];
+    // A neighbour without a copy yet counts with the own tensor (copies) or adds nothing
+    // (differences). Every copy is read before x is written at the same index, so aliasing x is
+    // safe.
     for (size_t j = 0; j < copies.size(); ++j) {
       bool have = ec.received_version[j * ntensors + t] != 0;
-      copies[j] = have ? static_cast<const T*>(ec.received[j].data()) + ec.tensor_offsets[t] : x;
+      const T* missing = ec.config.average_differences ? sent : x;
+      copies[j] =
+          have ? static_cast<const T*>(ec.received[j].data()) + ec.tensor_offsets[t] : missing;
     }
-    averageTensor(ec, x, ec.tensor_sizes[t], copies);
+    if (ec.config.average_differences) {
+      averageDifferences(ec, x, ec.tensor_sizes[t], copies, sent);
+    } else {
+      averageTensor(ec, x, ec.tensor_sizes[t], copies);
+    }
   }
 }
 
@@ -376,6 +415,7 @@ scclResult_t eventCommCreate(scclComm* comm, const EventLayout& layout,
   ec->received_version.assign(ec->neighbours.size() * ec->tensor_sizes.size(), 0);
   ec->received_pass.assign(ec->received_version.size(), 0);
   ec->triggers.assign(ec->tensor_sizes.size(), TensorTrigger(ec->config.trigger));
+  if (ec->config.average_differences) ec->sent_copy.resize(ec->count * ec->element_bytes);
   clearStats(*ec);
   SCCL_INFO(LogSubsys::Coll,
             "event communicator %p rank %d: %zu x %s in %zu tensors, %zu neighbours, %s, window "
@@ -410,6 +450,12 @@ scclResult_t eventCommStep(scclEventComm* ec, void* params) {
   uint64_t events = 0, event_bytes = 0;
   for (size_t t = 0; t < fired.size(); ++t) {
     if (!fired[t]) continue;
+    if (ec->config.average_differences) {
+      size_t offset = ec->tensor_offsets[t] * ec->element_bytes;
+      std::memcpy(static_cast<std::byte*>(ec->sent_copy.data()) + offset,
+                  static_cast<const std::byte*>(params) + offset,
+                  ec->tensor_sizes[t] * ec->element_bytes);
+    }
     ++events;
     event_bytes += ec->tensor_sizes[t] * ec->element_bytes + 16;
   }

@@ -41,6 +41,8 @@ struct scclEventComm {
   size_t region_bytes = 0;
 
   std::vector<sccl::TensorTrigger> triggers;
+  // Averaging by differences: this rank's own copy as last sent (what its neighbours hold).
+  sccl::AlignedBuffer sent_copy;
   uint64_t pass = 0;
 
   // Copies received: received[j] holds neighbour j's latest copy of the whole buffer, and per

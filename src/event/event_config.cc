@@ -74,6 +74,21 @@ scclResult_t applySynchronous(const Json& value, scclEventConfig_t& config) {
   return scclSuccess;
 }
 
+scclResult_t applyAveraging(const Json& value, scclEventConfig_t& config) {
+  if (!value.is_string()) return wrongType("averaging", "a string", value);
+  std::string text = value.get<std::string>();
+  if (text == "copies") {
+    config.averaging = scclEventAverageCopies;
+  } else if (text == "differences") {
+    config.averaging = scclEventAverageDifferences;
+  } else {
+    return fail(scclInvalidArgument,
+                "event config key \"averaging\": '%s' is neither \"copies\" nor \"differences\"",
+                text.c_str());
+  }
+  return scclSuccess;
+}
+
 const std::map<std::string, KeyApplier>& keyAppliers() {
   static const std::map<std::string, KeyApplier> appliers = {
       {"threshold", applyThresholdMode},
@@ -82,6 +97,8 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"history", integer("history", &scclEventConfig_t::history)},
       {"initial_passes", integer("initial_passes", &scclEventConfig_t::initialPasses)},
       {"synchronous", applySynchronous},
+      {"max_silent_passes", integer("max_silent_passes", &scclEventConfig_t::maxSilentPasses)},
+      {"averaging", applyAveraging},
   };
   return appliers;
 }
@@ -89,9 +106,10 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
 // The field names resolveEventConfig puts first in its messages, mapped to JSON keys.
 const char* jsonKeyForField(const std::string& message) {
   static const std::pair<const char*, const char*> fields[] = {
-      {"thresholdMode", "threshold"},          {"horizon", "horizon"},
-      {"staticThreshold", "static_threshold"}, {"history", "history"},
-      {"initialPasses", "initial_passes"},     {"synchronous", "synchronous"}};
+      {"thresholdMode", "threshold"},           {"horizon", "horizon"},
+      {"staticThreshold", "static_threshold"},  {"history", "history"},
+      {"initialPasses", "initial_passes"},      {"synchronous", "synchronous"},
+      {"maxSilentPasses", "max_silent_passes"}, {"averaging", "averaging"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }
@@ -122,6 +140,12 @@ scclResult_t resolveEventConfig(const scclEventConfig_t& config, ResolvedEventCo
   SCCL_REQUIRE_ARG(full.initialPasses >= 0, "initialPasses %d must be >= 0", full.initialPasses);
   SCCL_REQUIRE_ARG(full.synchronous == 0 || full.synchronous == 1, "synchronous %d must be 0 or 1",
                    full.synchronous);
+  SCCL_REQUIRE_ARG(full.maxSilentPasses >= 0, "maxSilentPasses %d must be >= 0 (0: off)",
+                   full.maxSilentPasses);
+  int averaging;
+  std::memcpy(&averaging, &full.averaging, sizeof(averaging));
+  SCCL_REQUIRE_ARG(averaging == scclEventAverageCopies || averaging == scclEventAverageDifferences,
+                   "averaging %d is neither copies (0) nor differences (1)", averaging);
   ResolvedEventConfig resolved;
   resolved.trigger.adaptive = mode == scclEventThresholdAdaptive;
   resolved.trigger.horizon = full.horizon;
@@ -129,6 +153,8 @@ scclResult_t resolveEventConfig(const scclEventConfig_t& config, ResolvedEventCo
   resolved.trigger.history = full.history;
   resolved.trigger.initial_passes = full.initialPasses;
   resolved.synchronous = full.synchronous == 1;
+  resolved.trigger.max_silent_passes = full.maxSilentPasses;
+  resolved.average_differences = averaging == scclEventAverageDifferences;
   *out = resolved;
   return scclSuccess;
 }
@@ -169,20 +195,24 @@ uint64_t eventConfigFingerprint(const ResolvedEventConfig& config, uint64_t seed
   h = mixWord(h, static_cast<uint64_t>(config.trigger.history));
   h = mixWord(h, static_cast<uint64_t>(config.trigger.initial_passes));
   h = mixWord(h, config.synchronous ? 1 : 0);
+  h = mixWord(h, static_cast<uint64_t>(config.trigger.max_silent_passes));
+  h = mixWord(h, config.average_differences ? 1 : 0);
   return h;
 }
 
 std::string describeEventConfig(const ResolvedEventConfig& config) {
-  char text[200];
+  char rule[96];
   if (config.trigger.adaptive) {
-    std::snprintf(text, sizeof(text), "adaptive horizon %g history %d, %d initial passes, %s",
-                  config.trigger.horizon, config.trigger.history, config.trigger.initial_passes,
-                  config.synchronous ? "synchronous" : "asynchronous");
+    std::snprintf(rule, sizeof(rule), "adaptive horizon %g history %d", config.trigger.horizon,
+                  config.trigger.history);
   } else {
-    std::snprintf(text, sizeof(text), "static threshold %g, %d initial passes, %s",
-                  config.trigger.static_threshold, config.trigger.initial_passes,
-                  config.synchronous ? "synchronous" : "asynchronous");
+    std::snprintf(rule, sizeof(rule), "static threshold %g", config.trigger.static_threshold);
   }
+  char text[240];
+  std::snprintf(text, sizeof(text), "%s, %d initial passes, max silent passes %d, %s, %s", rule,
+                config.trigger.initial_passes, config.trigger.max_silent_passes,
+                config.synchronous ? "synchronous" : "asynchronous",
+                config.average_differences ? "averaging differences" : "averaging copies");
   return text;
 }
 

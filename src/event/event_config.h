@@ -13,6 +13,7 @@ namespace sccl {
 struct ResolvedEventConfig {
   TriggerConfig trigger;
   bool synchronous = true;
+  bool average_differences = false;  // scclEventAverageDifferences
 };
 
 // Checks every field (scclInvalidArgument naming it).

@@ -14,7 +14,9 @@ double TensorTrigger::threshold() const {
 
 bool TensorTrigger::decide(uint64_t pass, double norm) {
   double change = std::fabs(norm - last_norm_);
-  bool forced = pass < static_cast<uint64_t>(config_.initial_passes);
+  bool forced = pass < static_cast<uint64_t>(config_.initial_passes) ||
+                (config_.max_silent_passes > 0 &&
+                 static_cast<int64_t>(pass) - last_pass_ >= config_.max_silent_passes);
   // !(change < threshold): a NaN norm fires, so a diverged tensor reaches the neighbours.
   if (!forced && change < threshold()) return false;
   double passes_since = static_cast<double>(static_cast<int64_t>(pass) - last_pass_);

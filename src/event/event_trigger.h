@@ -1,8 +1,8 @@
 // The EventGraD trigger of one parameter tensor: decides on every pass whether the tensor is sent,
 // from how far its L2 norm moved since it was last sent.
 //
-// Paper: Ghosh, Gupta, Ching, Demmel, "EventGraD: Event-triggered communication in parallel
-// machine learning" (Neurocomputing 2021; ../shared/papers/003). Rule, per tensor i at pass p:
+// Paper: S. Ghosh, V. Gupta, "EventGraD: Event-Triggered Communication in Parallel Stochastic
+// Gradient Descent" (../shared/papers/003), section IV. Rule, per tensor i at pass p:
 //   change = | ||theta_i|| - norm at the last event |
 //   event  = p < initialPasses  or  change >= threshold        (NaN change: event)
 //   on an event: slope = change / (p - pass of the last event) enters a history of the last
@@ -10,6 +10,10 @@
 //   static: threshold = staticThreshold always.
 // Before the first event the last norm is 0, the last pass -1 (so the first slope is ||theta||
 // per pass) and the adaptive threshold 0.
+// Option beyond the paper (off by default): max_silent_passes > 0 also fires when the tensor has
+// not been sent for that many passes. Under the paper's rule a tensor whose norm stops moving is
+// never sent again, and averaging with the neighbours' frozen copies pins it (and them) in place;
+// the bound keeps every copy at most max_silent_passes passes old.
 //
 // Deliberate differences from the reference code (dmnist/event/event.cpp):
 //  - it multiplies the threshold by the horizon on every pass (geometric growth or decay unless
@@ -34,6 +38,7 @@ struct TriggerConfig {
   double static_threshold = 0.0;
   int history = 2;
   int initial_passes = 30;
+  int max_silent_passes = 0;  // > 0: an event at the latest this many passes after the last one
 };
 
 class TensorTrigger {

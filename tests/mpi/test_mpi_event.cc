@@ -78,6 +78,9 @@ TEST_CASE("mpi event communicator matches the model with adaptive thresholds", "
   sccl_test::EventModelConfig adaptive;
   adaptive.initial_passes = 3;
   checkAgainstModel<float>(adaptive, 40);
+  adaptive.average_differences = true;
+  adaptive.max_silent_passes = 6;
+  checkAgainstModel<float>(adaptive, 30);
 }
 
 TEST_CASE("mpi window slot reads never accept a torn tensor", "[mpi][event]") {

@@ -40,6 +40,8 @@ struct EventModelConfig {
   double static_threshold = 0.0;
   int history = 2;
   int initial_passes = 30;
+  int max_silent_passes = 0;
+  bool average_differences = false;
 };
 
 // The ring: rank - 1 and rank + 1 without duplicates or self, ascending.
@@ -104,6 +106,15 @@ class EventModel {
       for (size_t t = 0; t < sizes_.size(); ++t) {
         for (size_t i = offsets_[t]; i < offsets_[t] + sizes_[t]; ++i) {
           double own = double(params_[r][i]);
+          if (config_.average_differences) {
+            // x + sum_j w (y_j - s), s = own last sent copy (x before the first send); a
+            // neighbour without a copy adds nothing.
+            double s = sent_[r][t] ? double(copies_[r][i]) : own;
+            double acc = own;
+            for (int j : neighbours_[r]) acc += w * ((sent_[j][t] ? double(copies_[j][i]) : s) - s);
+            params_[r][i] = static_cast<T>(acc);
+            continue;
+          }
           double acc = w * own;
           for (int j : neighbours_[r]) acc += w * (sent_[j][t] ? double(copies_[j][i]) : own);
           params_[r][i] = static_cast<T>(acc);
@@ -136,7 +147,10 @@ class EventModel {
 
   bool decide(TensorState& s, double norm) const {
     double change = std::fabs(norm - s.last_norm);
-    bool fire = pass_ < uint64_t(config_.initial_passes) || !(change < thresholdOf(s));
+    bool silent_too_long =
+        config_.max_silent_passes > 0 && int64_t(pass_) - s.last_pass >= config_.max_silent_passes;
+    bool fire =
+        pass_ < uint64_t(config_.initial_passes) || silent_too_long || !(change < thresholdOf(s));
     if (!fire) return false;
     s.slopes.push_back(change / double(int64_t(pass_) - s.last_pass));
     if (s.slopes.size() > size_t(config_.history)) s.slopes.pop_front();
@@ -170,6 +184,8 @@ inline scclEventConfig_t toEventConfig(const EventModelConfig& m) {
   c.history = m.history;
   c.initialPasses = m.initial_passes;
   c.synchronous = 1;
+  c.maxSilentPasses = m.max_silent_passes;
+  c.averaging = m.average_differences ? scclEventAverageDifferences : scclEventAverageCopies;
   return c;
 }
 

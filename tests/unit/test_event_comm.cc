@@ -124,6 +124,22 @@ TEST_CASE("event communicator matches the model with adaptive thresholds", "[eve
   adaptive.horizon = 3.0;
   adaptive.history = 4;
   REQUIRE_NO_RANK_FAILURES(runAgainstModel<double>(3, adaptive, 40));
+  adaptive.max_silent_passes = 5;
+  REQUIRE_NO_RANK_FAILURES(runAgainstModel<float>(4, adaptive, 40));
+}
+
+TEST_CASE("event communicator averaging by differences matches the model", "[event][comm]") {
+  EventModelConfig c;
+  c.initial_passes = 3;
+  c.average_differences = true;
+  for (int nranks : {1, 2, 3, 4}) {
+    INFO(nranks << " ranks");
+    REQUIRE_NO_RANK_FAILURES(runAgainstModel<float>(nranks, c, 40));
+  }
+  c.adaptive = false;
+  c.static_threshold = 3.0;
+  c.initial_passes = 0;
+  REQUIRE_NO_RANK_FAILURES(runAgainstModel<double>(3, c, 12));
 }
 
 TEST_CASE("event communicator matches the model with a static threshold", "[event][comm]") {

@@ -133,7 +133,7 @@ TEST_CASE("event config defaults are the paper's", "[event][config]") {
 TEST_CASE("event config from JSON applies every key", "[event][config]") {
   scclEventConfig_t c = SCCL_EVENT_CONFIG_INITIALIZER;
   REQUIRE(scclEventConfigFromJson(R"({"threshold": "static", "static_threshold": 0.001,
-      "horizon": 2.5, "history": 4, "initial_passes": 0, "synchronous": false})",
+      "horizon": 2.5, "history": 4, "initial_passes": 0, "synchronous": false, "max_silent_passes": 25, "averaging": "differences"})",
                                   &c) == scclSuccess);
   CHECK(c.thresholdMode == scclEventThresholdStatic);
   CHECK(c.staticThreshold == 0.001);
@@ -141,6 +141,8 @@ TEST_CASE("event config from JSON applies every key", "[event][config]") {
   CHECK(c.history == 4);
   CHECK(c.initialPasses == 0);
   CHECK(c.synchronous == 0);
+  CHECK(c.maxSilentPasses == 25);
+  CHECK(c.averaging == scclEventAverageDifferences);
 }
 
 TEST_CASE("event config from JSON rejects bad keys and values and leaves the config untouched",
@@ -152,6 +154,8 @@ TEST_CASE("event config from JSON rejects bad keys and values and leaves the con
       {R"({"static_threshold": -0.5})", "static_threshold"},
       {R"({"threshold": "sometimes"})", "threshold"},
       {R"({"synchronous": 1})", "synchronous"},
+      {R"({"max_silent_passes": -1})", "max_silent_passes"},
+      {R"({"averaging": "median"})", "averaging"},
       {R"({"history": 2.5})", "history"},
       {R"({"horizon": "one"})", "horizon"},
       {R"({"treshold": "static"})", "treshold"},
@@ -169,4 +173,20 @@ TEST_CASE("event config from JSON rejects bad keys and values and leaves the con
   CHECK(scclEventConfigFromJson("{", &c) == scclInvalidArgument);
   CHECK(scclEventConfigFromJson(nullptr, &c) == scclInvalidArgument);
   CHECK(scclEventConfigFromJson("{}", nullptr) == scclInvalidArgument);
+}
+
+TEST_CASE("event trigger bounds the passes without an event when asked", "[event][trigger]") {
+  // The paper's rule never sends a tensor whose norm stopped moving; max_silent_passes 4 sends it
+  // every 4th pass after the last event, and a real event restarts the count.
+  std::vector<double> norms = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+                               1.0, 1.0, 5.0, 5.0, 5.0, 5.0, 5.0};
+  sccl::TriggerConfig c;
+  c.adaptive = false;
+  c.static_threshold = 2.0;
+  c.initial_passes = 1;
+  sccl::TensorTrigger paper(c);
+  CHECK(eventPasses(paper, norms) == std::vector<uint64_t>{0, 9});
+  c.max_silent_passes = 4;
+  sccl::TensorTrigger bounded(c);
+  CHECK(eventPasses(bounded, norms) == std::vector<uint64_t>{0, 4, 8, 9, 13});
 }
