@@ -48,8 +48,6 @@ SCCL_API scclResult_t scclEventCommCreate(scclEventComm_t* eventComm, scclComm_t
     SCCL_CHECK(sccl::requireHealthyComm(comm));
     SCCL_CHECK(sccl::requireDataType(dtype));
     SCCL_REQUIRE_ARG(config != nullptr, "event config is NULL (use SCCL_EVENT_CONFIG_INITIALIZER)");
-    SCCL_REQUIRE_ARG(neighbours != nullptr || nneighbours == 0 || nneighbours < 0,
-                     "neighbours is NULL but nneighbours is %d", nneighbours);
     sccl::EventLayout layout;
     layout.count = count;
     layout.dtype = dtype;
