@@ -11,107 +11,124 @@ size_t roundUp8(size_t bytes) {
   return (bytes + 7) / 8 * 8;
 }
 
-// Offset of buffer (write % 2) in a slot: after the version word, each buffer a pass word and
-// the padded payload.
-size_t bufferOffset(size_t slot_offset, size_t payload_bytes, uint64_t write) {
-  return slot_offset + 8 + (write % 2) * (8 + roundUp8(payload_bytes));
-}
-
 // A retry loop checks the clock every this many attempts and yields the processor between them.
-constexpr uint64_t kAttemptsBetweenClockChecks = 64;
+constexpr uint64_t kAttemptsBetweenClockChecks = 16;
 
 }  // namespace
 
-size_t slotBytes(size_t payload_bytes) {
-  return 8 + 2 * (8 + roundUp8(payload_bytes));
+SlotRegion::SlotRegion(const std::vector<size_t>& payload_bytes) : payload_bytes_(payload_bytes) {
+  bytes_ = 8 * payload_bytes_.size();
+  for (size_t bytes : payload_bytes_) {
+    slot_offsets_.push_back(bytes_);
+    bytes_ += 2 * (8 + roundUp8(bytes));
+  }
 }
 
-scclResult_t writeSlots(Window& window, int target, const SlotWrite* writes, size_t nwrites) {
+size_t SlotRegion::bufferOffset(size_t slot, uint64_t write) const {
+  return slot_offsets_[slot] + (write % 2) * (8 + roundUp8(payload_bytes_[slot]));
+}
+
+scclResult_t writeSlots(Window& window, int target, size_t region_offset, const SlotRegion& region,
+                        const SlotWrite* writes, size_t nwrites) {
   if (nwrites == 0) return scclSuccess;
+  SCCL_REQUIRE_ARG(region_offset % 8 == 0, "slot region offset %zu is not 8-byte aligned",
+                   region_offset);
   for (size_t i = 0; i < nwrites; ++i) {
-    SCCL_REQUIRE_ARG(writes[i].slot_offset % 8 == 0 && writes[i].version > 0,
-                     "slot write %zu: offset %zu not aligned or version 0", i,
-                     writes[i].slot_offset);
+    SCCL_REQUIRE_ARG(writes[i].slot < region.slots() && writes[i].version > 0,
+                     "slot write %zu: slot %zu of %zu, version %llu", i, writes[i].slot,
+                     region.slots(), static_cast<unsigned long long>(writes[i].version));
   }
   SCCL_CHECK(window.lock(target));
   scclResult_t result = scclSuccess;
   for (size_t i = 0; i < nwrites && result == scclSuccess; ++i) {
     const SlotWrite& w = writes[i];
-    size_t buffer = bufferOffset(w.slot_offset, w.payload_bytes, w.version);
+    size_t buffer = region_offset + region.bufferOffset(w.slot, w.version);
     result = window.putWord(target, buffer, w.pass);
-    if (result == scclSuccess) result = window.put(target, buffer + 8, w.payload, w.payload_bytes);
+    if (result == scclSuccess) {
+      result = window.put(target, buffer + 8, w.payload, region.payloadBytes(w.slot));
+    }
   }
   // The buffers must be complete at the target before any version announces them.
   if (result == scclSuccess) result = window.flush(target);
   for (size_t i = 0; i < nwrites && result == scclSuccess; ++i) {
-    result = window.putWord(target, writes[i].slot_offset, writes[i].version);
+    result = window.putWord(target, region_offset + region.versionOffset(writes[i].slot),
+                            writes[i].version);
   }
   scclResult_t unlocked = window.unlock(target);
   return result != scclSuccess ? result : unlocked;
 }
 
-scclResult_t readSlot(Window& window, size_t slot_offset, size_t payload_bytes, uint64_t max_pass,
-                      uint64_t known_version, void* out, SlotRead* result,
-                      std::chrono::steady_clock::time_point deadline) {
-  SCCL_REQUIRE_ARG(slot_offset % 8 == 0, "slot read: offset %zu not 8-byte aligned", slot_offset);
-  SlotRead read;
-  for (uint64_t attempt = 1;; ++attempt) {
-    uint64_t v1 = 0;
-    SCCL_CHECK(window.readWord(slot_offset, &v1));
-    if (v1 == 0) break;  // empty
-    uint64_t chosen = v1;
-    uint64_t pass = 0;
-    SCCL_CHECK(window.readWord(bufferOffset(slot_offset, payload_bytes, chosen), &pass));
-    if (pass > max_pass) {
-      chosen = v1 - 1;
-      if (chosen > 0) {
-        SCCL_CHECK(window.readWord(bufferOffset(slot_offset, payload_bytes, chosen), &pass));
+scclResult_t readSlots(Window& window, size_t region_offset, const SlotRegion& region,
+                       uint64_t max_pass, void* const* outs, SlotCopy* held, SlotReadStats* stats,
+                       std::chrono::steady_clock::time_point deadline) {
+  SCCL_REQUIRE_ARG(region_offset % 8 == 0, "slot region offset %zu is not 8-byte aligned",
+                   region_offset);
+  const size_t n = region.slots();
+  std::vector<size_t> pending(n);
+  for (size_t s = 0; s < n; ++s) pending[s] = s;
+  std::vector<uint64_t> v1(n), v2(n), passes(2 * n), chosen(n);
+  std::vector<uint8_t> copied(n);
+  std::vector<Window::Range> ranges;
+  for (uint64_t attempt = 1; !pending.empty(); ++attempt) {
+    SCCL_CHECK(window.readWords(region_offset, n, v1.data()));
+    ranges.clear();
+    for (size_t s : pending) {
+      if (v1[s] == 0) continue;
+      for (uint64_t b = 0; b < 2; ++b) {
+        ranges.push_back({region_offset + region.bufferOffset(s, b), &passes[2 * s + b], 8});
       }
     }
-    bool copied = false;
-    if (chosen > 0 && chosen != known_version) {
-      SCCL_CHECK(
-          window.read(bufferOffset(slot_offset, payload_bytes, chosen) + 8, out, payload_bytes));
-      copied = true;
+    SCCL_CHECK(window.readBatch(ranges.data(), ranges.size()));
+    ranges.clear();
+    for (size_t s : pending) {
+      uint64_t w = v1[s];
+      if (w > 0 && passes[2 * s + w % 2] > max_pass) --w;
+      chosen[s] = w;
+      copied[s] = w > 0 && w != held[s].version;
+      if (copied[s]) {
+        ranges.push_back(
+            {region_offset + region.bufferOffset(s, w) + 8, outs[s], region.payloadBytes(s)});
+      }
     }
-    uint64_t v2 = 0;
-    SCCL_CHECK(window.readWord(slot_offset, &v2));
-    if (v2 == v1) {
-      if (chosen == 0) break;  // the only write is from a later pass: nothing to use yet
+    SCCL_CHECK(window.readBatch(ranges.data(), ranges.size()));
+    SCCL_CHECK(window.readWords(region_offset, n, v2.data()));
+    size_t still = 0;
+    for (size_t s : pending) {
+      if (v2[s] < v1[s]) {
+        return fail(scclRemoteError, "slot %zu: version went back from %llu to %llu", s,
+                    static_cast<unsigned long long>(v1[s]), static_cast<unsigned long long>(v2[s]));
+      }
+      if (v2[s] != v1[s]) {
+        // A write completed during the read: a copy may be torn, so it is made again.
+        if (copied[s]) held[s] = SlotCopy{};
+        ++stats->retries;
+        pending[still++] = s;
+        continue;
+      }
+      uint64_t w = chosen[s];
+      if (w == 0) continue;  // nothing yet, or only a write from a later pass
+      uint64_t pass = passes[2 * s + w % 2];
       if (pass > max_pass) {
         return fail(scclRemoteError,
-                    "slot at offset %zu: writes %llu and %llu both carry passes above %llu; the "
-                    "writer broke the one-write-per-pass protocol",
-                    slot_offset, static_cast<unsigned long long>(v1 - 1),
-                    static_cast<unsigned long long>(v1), static_cast<unsigned long long>(max_pass));
+                    "slot %zu: writes %llu and %llu both carry passes above %llu; the writer "
+                    "broke the one-write-per-pass protocol",
+                    s, static_cast<unsigned long long>(w), static_cast<unsigned long long>(w + 1),
+                    static_cast<unsigned long long>(max_pass));
       }
-      read.empty = false;
-      read.copied = copied;
-      read.version = chosen;
-      read.pass = pass;
-      *result = read;
-      return scclSuccess;
+      held[s] = SlotCopy{w, pass};
+      if (copied[s]) ++stats->copies;
     }
-    if (v2 < v1) {
-      return fail(scclRemoteError, "slot at offset %zu: version went back from %llu to %llu",
-                  slot_offset, static_cast<unsigned long long>(v1),
-                  static_cast<unsigned long long>(v2));
-    }
-    // A write completed during the copy: `out` may be torn, so the next attempt copies again.
-    ++read.retries;
-    known_version = 0;
-    if (attempt % kAttemptsBetweenClockChecks == 0) {
+    pending.resize(still);
+    if (!pending.empty() && attempt % kAttemptsBetweenClockChecks == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         return fail(scclTimeout,
-                    "slot at offset %zu: no consistent copy after %llu attempts (the writer "
+                    "%zu slot(s) without a consistent copy after %llu attempts (the writer "
                     "completes writes faster than they can be read)",
-                    slot_offset, static_cast<unsigned long long>(attempt));
+                    pending.size(), static_cast<unsigned long long>(attempt));
       }
       sched_yield();
     }
   }
-  read.empty = true;
-  *result = read;
   return scclSuccess;
 }
 

@@ -13,11 +13,14 @@
 //  - put may complete in any order and byte by byte; flush(target) returns when every put and
 //    putWord issued to target so far is complete in target's memory, so a later putWord is
 //    ordered after them. unlock(target) flushes too.
-//  - putWord/readWord are atomic 64-bit accesses to 8-byte aligned offsets (MPI_Accumulate with
-//    MPI_REPLACE / MPI_Fetch_and_op with MPI_NO_OP). readWord has acquire semantics: reads issued
-//    after it see at least what was complete in the window when the word was written.
-//  - read of a region being written concurrently by a put may return any mix of old and new
-//    bytes (never a crash): consistency is the slot protocol's job (transports/slot_window.h).
+//  - putWord and readWords are atomic per 64-bit word at 8-byte aligned offsets (MPI_Accumulate
+//    with MPI_REPLACE / MPI_Get_accumulate with MPI_NO_OP). readWords has acquire semantics:
+//    reads issued after it see at least what was complete in the window when the words were
+//    written.
+//  - readBatch copies several ranges; one that is being written concurrently by a put may return
+//    any mix of old and new bytes (never a crash): consistency is the slot protocol's job
+//    (transports/slot_window.h). Each readWords/readBatch call is complete when it returns (one
+//    flush for the whole batch over MPI), and calls are ordered as issued.
 //  - Offsets are bounds-checked (scclInvalidArgument); a put outside an epoch is scclInvalidUsage.
 #pragma once
 
@@ -45,11 +48,23 @@ class Window {
   // Atomic store of one 64-bit word at an 8-byte aligned offset of target's window.
   virtual scclResult_t putWord(int target, size_t offset, uint64_t value) = 0;
 
-  // Atomic load (acquire) of one 64-bit word of the own window.
-  virtual scclResult_t readWord(size_t offset, uint64_t* value) = 0;
-  // Copies [offset, offset + bytes) of the own window; ordered after the readWord calls before
-  // it and before those after it.
-  virtual scclResult_t read(size_t offset, void* out, size_t bytes) = 0;
+  // Atomic loads (acquire) of `count` consecutive 64-bit words of the own window.
+  virtual scclResult_t readWords(size_t offset, size_t count, uint64_t* values) = 0;
+
+  struct Range {
+    size_t offset;
+    void* out;
+    size_t bytes;
+  };
+  // Copies every range of the own window; ordered after the reads before it and before those
+  // after it.
+  virtual scclResult_t readBatch(const Range* ranges, size_t count) = 0;
+
+  scclResult_t readWord(size_t offset, uint64_t* value) { return readWords(offset, 1, value); }
+  scclResult_t read(size_t offset, void* out, size_t bytes) {
+    Range range{offset, out, bytes};
+    return readBatch(&range, 1);
+  }
 };
 
 }  // namespace sccl

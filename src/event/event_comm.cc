@@ -18,8 +18,9 @@
 //
 // Bytes on the wire per pass and rank: for each event, (tensor bytes + 16) to every neighbour
 // (D-PSGD: all tensor bytes to every neighbour); synchronous mode adds one barrier (zero-byte
-// messages, O(log n) rounds); reads are local. The window holds 2 copies per (neighbour, tensor)
-// (double buffering) plus 24 bytes of words per slot.
+// messages, O(log n) rounds); reads are local (four round trips per neighbour region over MPI,
+// whatever the number of tensors). The window holds 2 copies per (neighbour, tensor) (double
+// buffering) plus 24 bytes of words per slot.
 //
 // Deliberate differences from the reference code: the threshold rule of the paper (see
 // event_trigger.h); reads go through the slot protocol instead of reading the window memory with
@@ -298,7 +299,7 @@ void averageAll(scclEventComm& ec, T* params) {
     // (differences). Every copy is read before x is written at the same index, so aliasing x is
     // safe.
     for (size_t j = 0; j < copies.size(); ++j) {
-      bool have = ec.received_version[j * ntensors + t] != 0;
+      bool have = ec.received_copy[j * ntensors + t].version != 0;
       const T* missing = ec.config.average_differences ? sent : x;
       copies[j] =
           have ? static_cast<const T*>(ec.received[j].data()) + ec.tensor_offsets[t] : missing;
@@ -322,20 +323,20 @@ void decideEvents(scclEventComm& ec, const T* params, std::vector<uint8_t>* fire
 scclResult_t putEvents(scclEventComm& ec, const void* params, const std::vector<uint8_t>& fired) {
   std::vector<SlotWrite> writes;
   const auto* base = static_cast<const std::byte*>(params);
+  for (size_t t = 0; t < fired.size(); ++t) {
+    if (!fired[t]) continue;
+    SlotWrite w;
+    w.slot = t;
+    w.payload = base + ec.tensor_offsets[t] * ec.element_bytes;
+    w.version = ec.triggers[t].events();
+    w.pass = ec.pass;
+    writes.push_back(w);
+  }
   for (size_t j = 0; j < ec.neighbours.size(); ++j) {
-    writes.clear();
-    for (size_t t = 0; t < fired.size(); ++t) {
-      if (!fired[t]) continue;
-      SlotWrite w;
-      w.slot_offset = ec.position_at_neighbour[j] * ec.region_bytes + ec.slot_offsets[t];
-      w.payload = base + ec.tensor_offsets[t] * ec.element_bytes;
-      w.payload_bytes = ec.tensor_sizes[t] * ec.element_bytes;
-      w.version = ec.triggers[t].events();
-      w.pass = ec.pass;
-      writes.push_back(w);
-    }
     SCCL_CHECK(commRecordFailure(
-        ec.comm, writeSlots(*ec.window, ec.neighbours[j], writes.data(), writes.size())));
+        ec.comm,
+        writeSlots(*ec.window, ec.neighbours[j], ec.position_at_neighbour[j] * ec.region.bytes(),
+                   ec.region, writes.data(), writes.size())));
   }
   return scclSuccess;
 }
@@ -346,36 +347,29 @@ scclResult_t readCopies(scclEventComm& ec) {
   const uint64_t max_pass = ec.config.synchronous ? ec.pass : UINT64_MAX;
   auto deadline = Clock::now() + std::chrono::milliseconds(ec.comm->timeout_ms);
   scclComm* comm = ec.comm;
+  std::vector<void*> outs(ntensors);
+  SlotReadStats read_stats;
   SCCL_CHECK(commRecordFailure(comm, ec.window->lock(comm->rank)));
   scclResult_t result = scclSuccess;
   for (size_t j = 0; j < ec.neighbours.size() && result == scclSuccess; ++j) {
     auto* copy = static_cast<std::byte*>(ec.received[j].data());
-    for (size_t t = 0; t < ntensors && result == scclSuccess; ++t) {
-      size_t k = j * ntensors + t;
-      SlotRead read;
-      result = readSlot(*ec.window, j * ec.region_bytes + ec.slot_offsets[t],
-                        ec.tensor_sizes[t] * ec.element_bytes, max_pass, ec.received_version[k],
-                        copy + ec.tensor_offsets[t] * ec.element_bytes, &read, deadline);
-      if (result != scclSuccess) break;
-      ec.stats.readRetries += read.retries;
-      if (!read.empty) {
-        ec.received_version[k] = read.version;
-        ec.received_pass[k] = read.pass;
-      }
-    }
+    for (size_t t = 0; t < ntensors; ++t) outs[t] = copy + ec.tensor_offsets[t] * ec.element_bytes;
+    result = readSlots(*ec.window, j * ec.region.bytes(), ec.region, max_pass, outs.data(),
+                       &ec.received_copy[j * ntensors], &read_stats, deadline);
   }
+  ec.stats.readRetries += read_stats.retries;
   scclResult_t unlocked = ec.window->unlock(comm->rank);
   if (result == scclSuccess) result = unlocked;
   return commRecordFailure(comm, result);
 }
 
 void recordStaleness(scclEventComm& ec) {
-  for (size_t k = 0; k < ec.received_version.size(); ++k) {
-    if (ec.received_version[k] == 0) {
+  for (const SlotCopy& copy : ec.received_copy) {
+    if (copy.version == 0) {
       ++ec.stats.missingCopies;
       continue;
     }
-    uint64_t stale = ec.pass >= ec.received_pass[k] ? ec.pass - ec.received_pass[k] : 0;
+    uint64_t stale = ec.pass >= copy.pass ? ec.pass - copy.pass : 0;
     ec.staleness_sum += static_cast<double>(stale);
     ++ec.staleness_samples;
     ec.stats.maxStaleness = std::max(ec.stats.maxStaleness, stale);
@@ -401,19 +395,19 @@ scclResult_t eventCommCreate(scclComm* comm, const EventLayout& layout,
   ec->element_bytes = dataTypeSize(layout.dtype);
   ec->tensor_sizes.assign(layout.tensor_sizes, layout.tensor_sizes + layout.ntensors);
   size_t offset = 0;
+  std::vector<size_t> payload_bytes;
   for (size_t size : ec->tensor_sizes) {
     ec->tensor_offsets.push_back(offset);
-    ec->slot_offsets.push_back(ec->region_bytes);
-    ec->region_bytes += slotBytes(size * ec->element_bytes);
+    payload_bytes.push_back(size * ec->element_bytes);
     offset += size;
   }
+  ec->region = SlotRegion(payload_bytes);
   SCCL_CHECK(exchangeGraph(*ec));
-  size_t window_bytes = std::max<size_t>(1, ec->neighbours.size()) * ec->region_bytes;
+  size_t window_bytes = std::max<size_t>(1, ec->neighbours.size()) * ec->region.bytes();
   SCCL_CHECK(commRecordFailure(comm, comm->transport->createWindow(window_bytes, &ec->window)));
   ec->received.resize(ec->neighbours.size());
   for (auto& copy : ec->received) copy.resize(ec->count * ec->element_bytes);
-  ec->received_version.assign(ec->neighbours.size() * ec->tensor_sizes.size(), 0);
-  ec->received_pass.assign(ec->received_version.size(), 0);
+  ec->received_copy.assign(ec->neighbours.size() * ec->tensor_sizes.size(), SlotCopy{});
   ec->triggers.assign(ec->tensor_sizes.size(), TensorTrigger(ec->config.trigger));
   if (ec->config.average_differences) ec->sent_copy.resize(ec->count * ec->element_bytes);
   clearStats(*ec);

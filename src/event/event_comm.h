@@ -11,6 +11,7 @@
 #include "event/event_config.h"
 #include "event/event_trigger.h"
 #include "sparsecoll/sparsecoll.h"
+#include "transports/slot_window.h"
 #include "transports/window.h"
 
 struct scclComm;
@@ -37,8 +38,7 @@ struct scclEventComm {
 
   // Window: one region per neighbour (the one it writes), each a slot per tensor.
   std::unique_ptr<sccl::Window> window;
-  std::vector<size_t> slot_offsets;  // of each tensor within a region
-  size_t region_bytes = 0;
+  sccl::SlotRegion region;
 
   std::vector<sccl::TensorTrigger> triggers;
   // Averaging by differences: this rank's own copy as last sent (what its neighbours hold).
@@ -46,10 +46,9 @@ struct scclEventComm {
   uint64_t pass = 0;
 
   // Copies received: received[j] holds neighbour j's latest copy of the whole buffer, and per
-  // (j, tensor) the slot version and the pass it was sent in (version 0: none yet).
+  // (j, tensor) the write held and the pass it was sent in (version 0: none yet).
   std::vector<sccl::AlignedBuffer> received;
-  std::vector<uint64_t> received_version;  // [j * ntensors + t]
-  std::vector<uint64_t> received_pass;
+  std::vector<sccl::SlotCopy> received_copy;  // [j * ntensors + t]
 
   scclEventStats_t stats{};
   double staleness_sum = 0.0;

@@ -86,42 +86,48 @@ TEST_CASE("mpi event communicator matches the model with adaptive thresholds", "
 TEST_CASE("mpi window slot reads never accept a torn tensor", "[mpi][event]") {
   const int rank = worldRank(), nranks = worldSize();
   MpiComm c;
-  std::unique_ptr<sccl::Window> window;
   constexpr size_t kWords = 16384;  // 128 KiB payloads
   constexpr uint64_t kWrites = 400;
-  REQUIRE(c.comm->transport->createWindow(sccl::slotBytes(kWords * 8), &window) == scclSuccess);
+  const sccl::SlotRegion region({kWords * 8, 24});
+  std::unique_ptr<sccl::Window> window;
+  REQUIRE(c.comm->transport->createWindow(region.bytes(), &window) == scclSuccess);
   auto pattern = [](uint64_t v, size_t i) { return v * 0x9e3779b97f4a7c15ull + i; };
   if (nranks >= 2 && rank == 0) {
-    std::vector<uint64_t> payload(kWords);
+    std::vector<uint64_t> payload(kWords), small(3);
     for (uint64_t v = 1; v <= kWrites; ++v) {
       for (size_t i = 0; i < kWords; ++i) payload[i] = pattern(v, i);
-      sccl::SlotWrite w{0, payload.data(), kWords * 8, v, v};
-      REQUIRE(sccl::writeSlots(*window, 1, &w, 1) == scclSuccess);
+      for (size_t i = 0; i < 3; ++i) small[i] = pattern(v, i);
+      // Both slots in one epoch, the small one every other write.
+      sccl::SlotWrite w[2] = {{0, payload.data(), v, v}, {1, small.data(), (v + 1) / 2, v}};
+      REQUIRE(sccl::writeSlots(*window, 1, 0, region, w, v % 2 == 1 ? 2 : 1) == scclSuccess);
     }
   } else if (nranks >= 2 && rank == 1) {
-    std::vector<uint64_t> out(kWords);
-    uint64_t last = 0, torn = 0, accepted = 0, retries = 0;
+    std::vector<uint64_t> out(kWords), small(3);
+    void* outs[2] = {out.data(), small.data()};
+    uint64_t last = 0, torn = 0, accepted = 0;
+    sccl::SlotReadStats stats;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (last < kWrites && std::chrono::steady_clock::now() < deadline) {
-      sccl::SlotRead read;
+      sccl::SlotCopy held[2];
       REQUIRE(window->lock(1) == scclSuccess);
       scclResult_t r =
-          sccl::readSlot(*window, 0, kWords * 8, UINT64_MAX, 0, out.data(), &read, deadline);
+          sccl::readSlots(*window, 0, region, UINT64_MAX, outs, held, &stats, deadline);
       REQUIRE(window->unlock(1) == scclSuccess);
       REQUIRE(r == scclSuccess);
-      retries += read.retries;
-      if (read.empty) continue;
-      REQUIRE(read.version >= last);
-      last = read.version;
+      if (held[0].version == 0) continue;
+      REQUIRE(held[0].version >= last);
+      last = held[0].version;
       ++accepted;
       for (size_t i = 0; i < kWords; ++i) {
-        if (out[i] != pattern(read.version, i)) {
+        if (out[i] != pattern(held[0].pass, i)) {
           ++torn;
           break;
         }
       }
+      for (size_t i = 0; i < 3 && held[1].version > 0; ++i)
+        torn += small[i] != pattern(held[1].pass, i);
     }
-    INFO("accepted " << accepted << ", retried " << retries);
+    INFO("accepted " << accepted << ", retried " << stats.retries);
     CHECK(torn == 0);
     CHECK(last == kWrites);
   }

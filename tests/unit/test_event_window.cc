@@ -66,42 +66,49 @@ TEST_CASE("local window put and read respect epochs and bounds", "[event][window
 
 TEST_CASE("slot read picks the newest copy up to a pass", "[event][window]") {
   auto failures = sccl_test::runLocalRanks(1, [](int, scclComm_t comm, sccl_test::RankLog& log) {
-    const size_t words = 5;  // 40 bytes: the padding of odd payloads is exercised below
+    const size_t words = 5;  // 36 of the 40 bytes: the padding of odd payloads is exercised
+    const sccl::SlotRegion region({36, 16});
     std::unique_ptr<sccl::Window> window;
-    if (!log.checkResult(transportOf(comm).createWindow(sccl::slotBytes(36), &window), scclSuccess,
+    if (!log.checkResult(transportOf(comm).createWindow(region.bytes(), &window), scclSuccess,
                          "createWindow"))
       return;
     auto deadline = Clock::now() + std::chrono::seconds(10);
-    std::vector<uint64_t> out(words, 0);
-    sccl::SlotRead read;
-    auto readAt = [&](uint64_t max_pass, uint64_t known) {
+    std::vector<uint64_t> out(words, 0), other(2, 0);
+    void* outs[2] = {out.data(), other.data()};
+    sccl::SlotCopy held[2];
+    sccl::SlotReadStats stats;
+    auto readAt = [&](uint64_t max_pass) {
       log.checkResult(window->lock(0), scclSuccess, "lock");
-      scclResult_t r = sccl::readSlot(*window, 0, 36, max_pass, known, out.data(), &read, deadline);
+      scclResult_t r = sccl::readSlots(*window, 0, region, max_pass, outs, held, &stats, deadline);
       log.checkResult(window->unlock(0), scclSuccess, "unlock");
       return r;
     };
-    log.checkResult(readAt(UINT64_MAX, 0), scclSuccess, "read empty");
-    log.check(read.empty, "a fresh slot is empty");
+    log.checkResult(readAt(UINT64_MAX), scclSuccess, "read empty");
+    log.check(held[0].version == 0 && held[1].version == 0, "a fresh region is empty");
     auto write = [&](uint64_t version, uint64_t pass) {
       std::vector<uint64_t> payload = pattern(version, words);
-      sccl::SlotWrite w{0, payload.data(), 36, version, pass};
-      log.checkResult(sccl::writeSlots(*window, 0, &w, 1), scclSuccess, "write");
+      sccl::SlotWrite w{0, payload.data(), version, pass};
+      log.checkResult(sccl::writeSlots(*window, 0, 0, region, &w, 1), scclSuccess, "write");
     };
     write(1, 5);
-    log.checkResult(readAt(4, 0), scclSuccess, "read before the first pass");
-    log.check(read.empty, "a copy from a later pass is not used");
+    log.checkResult(readAt(4), scclSuccess, "read before the first pass");
+    log.check(held[0].version == 0, "a copy from a later pass is not used");
     write(2, 7);
-    log.checkResult(readAt(6, 0), scclSuccess, "read up to pass 6");
-    log.check(!read.empty && read.version == 1 && read.pass == 5 && read.copied, "write 1 chosen");
+    log.checkResult(readAt(6), scclSuccess, "read up to pass 6");
+    log.check(held[0].version == 1 && held[0].pass == 5, "write 1 chosen");
     log.check(std::memcmp(out.data(), pattern(1, words).data(), 36) == 0, "write 1's payload");
-    log.checkResult(readAt(UINT64_MAX, 1), scclSuccess, "read newest");
-    log.check(read.version == 2 && read.pass == 7 && read.copied, "write 2 chosen");
+    log.check(held[1].version == 0, "the other slot stays empty");
+    uint64_t copies = stats.copies;
+    log.checkResult(readAt(UINT64_MAX), scclSuccess, "read newest");
+    log.check(held[0].version == 2 && held[0].pass == 7, "write 2 chosen");
     log.check(std::memcmp(out.data(), pattern(2, words).data(), 36) == 0, "write 2's payload");
-    log.checkResult(readAt(UINT64_MAX, 2), scclSuccess, "read known");
-    log.check(read.version == 2 && !read.copied, "a known version is not copied again");
+    log.check(stats.copies == copies + 1, "one more copy");
+    log.checkResult(readAt(UINT64_MAX), scclSuccess, "read known");
+    log.check(held[0].version == 2 && stats.copies == copies + 1, "a held write is not copied");
     // Two writes tagged above max_pass: the writer broke the one-write-per-pass rule.
     write(3, 8);
-    log.checkResult(readAt(6, 0), scclRemoteError, "protocol violation");
+    held[0] = sccl::SlotCopy{};
+    log.checkResult(readAt(6), scclRemoteError, "protocol violation");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
@@ -112,43 +119,47 @@ TEST_CASE("slot reads never accept a torn tensor while puts continue", "[event][
   constexpr size_t kWords = 8192;
   constexpr uint64_t kWrites = 20000;
   std::atomic<uint64_t> accepted{0}, retries{0};
-  auto failures =
-      sccl_test::runLocalRanks(2, [&](int rank, scclComm_t comm, sccl_test::RankLog& log) {
-        std::unique_ptr<sccl::Window> window;
-        if (!log.checkResult(transportOf(comm).createWindow(sccl::slotBytes(kWords * 8), &window),
-                             scclSuccess, "createWindow"))
-          return;
-        auto deadline = Clock::now() + std::chrono::seconds(60);
-        if (rank == 0) {
-          std::vector<uint64_t> payload;
-          for (uint64_t v = 1; v <= kWrites; ++v) {
-            payload = pattern(v, kWords);
-            sccl::SlotWrite w{0, payload.data(), kWords * 8, v, v};
-            if (!log.checkResult(sccl::writeSlots(*window, 1, &w, 1), scclSuccess, "write")) break;
-          }
-        } else {
-          std::vector<uint64_t> out(kWords);
-          uint64_t last = 0, torn = 0;
-          while (last < kWrites && Clock::now() < deadline) {
-            sccl::SlotRead read;
-            window->lock(1);
-            scclResult_t r =
-                sccl::readSlot(*window, 0, kWords * 8, UINT64_MAX, 0, out.data(), &read, deadline);
-            window->unlock(1);
-            if (!log.checkResult(r, scclSuccess, "read")) break;
-            retries += read.retries;
-            if (read.empty) continue;
-            if (!log.check(read.version >= last, "versions never go back")) break;
-            last = read.version;
-            ++accepted;
-            std::vector<uint64_t> want = pattern(read.version, kWords);
-            if (std::memcmp(out.data(), want.data(), kWords * 8) != 0) ++torn;
-          }
-          log.check(torn == 0, "accepted copies that were torn: " + std::to_string(torn));
-          log.check(last == kWrites, "the reader saw the last write");
-        }
-        log.checkResult(transportOf(comm).barrier(), scclSuccess, "barrier");
-      });
+  auto failures = sccl_test::runLocalRanks(2, [&](int rank, scclComm_t comm,
+                                                  sccl_test::RankLog& log) {
+    const sccl::SlotRegion region({kWords * 8});
+    std::unique_ptr<sccl::Window> window;
+    if (!log.checkResult(transportOf(comm).createWindow(region.bytes(), &window), scclSuccess,
+                         "createWindow"))
+      return;
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    if (rank == 0) {
+      std::vector<uint64_t> payload;
+      for (uint64_t v = 1; v <= kWrites; ++v) {
+        payload = pattern(v, kWords);
+        sccl::SlotWrite w{0, payload.data(), v, v};
+        if (!log.checkResult(sccl::writeSlots(*window, 1, 0, region, &w, 1), scclSuccess, "write"))
+          break;
+      }
+    } else {
+      std::vector<uint64_t> out(kWords);
+      void* outs[1] = {out.data()};
+      uint64_t last = 0, torn = 0;
+      sccl::SlotReadStats stats;
+      while (last < kWrites && Clock::now() < deadline) {
+        sccl::SlotCopy held;  // forget the copy: every read copies
+        window->lock(1);
+        scclResult_t r =
+            sccl::readSlots(*window, 0, region, UINT64_MAX, outs, &held, &stats, deadline);
+        window->unlock(1);
+        if (!log.checkResult(r, scclSuccess, "read")) break;
+        if (held.version == 0) continue;
+        if (!log.check(held.version >= last, "versions never go back")) break;
+        last = held.version;
+        ++accepted;
+        std::vector<uint64_t> want = pattern(held.version, kWords);
+        if (std::memcmp(out.data(), want.data(), kWords * 8) != 0) ++torn;
+      }
+      retries += stats.retries;
+      log.check(torn == 0, "accepted copies that were torn: " + std::to_string(torn));
+      log.check(last == kWrites, "the reader saw the last write");
+    }
+    log.checkResult(transportOf(comm).barrier(), scclSuccess, "barrier");
+  });
   REQUIRE_NO_RANK_FAILURES(failures);
   INFO("accepted " << accepted.load() << " copies, retried " << retries.load());
   CHECK(accepted.load() > 0);

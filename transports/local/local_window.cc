@@ -91,34 +91,43 @@ scclResult_t LocalWindow::putWord(int target, size_t offset, uint64_t value) {
   return scclSuccess;
 }
 
-scclResult_t LocalWindow::readWord(size_t offset, uint64_t* value) {
-  SCCL_CHECK(requireEpoch("readWord", rank_));
-  SCCL_CHECK(requireRange("readWord", offset, 8));
-  SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWord at offset %zu: not 8-byte aligned", offset);
+scclResult_t LocalWindow::readWords(size_t offset, size_t count, uint64_t* values) {
+  SCCL_CHECK(requireEpoch("readWords", rank_));
+  SCCL_REQUIRE_ARG(count <= bytes() / 8, "window readWords: %zu words", count);
+  SCCL_CHECK(requireRange("readWords", offset, count * 8));
+  SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWords at offset %zu: not 8-byte aligned", offset);
+  SCCL_REQUIRE_ARG(values != nullptr || count == 0, "window readWords: values is NULL");
   uint64_t* words = memories_[static_cast<size_t>(rank_)]->words.data();
-  *value = std::atomic_ref<uint64_t>(words[offset / 8]).load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    values[i] = std::atomic_ref<uint64_t>(words[offset / 8 + i]).load(std::memory_order_acquire);
+  }
   return scclSuccess;
 }
 
-scclResult_t LocalWindow::read(size_t offset, void* out, size_t bytes) {
+scclResult_t LocalWindow::readBatch(const Range* ranges, size_t count) {
   SCCL_CHECK(requireEpoch("read", rank_));
-  SCCL_CHECK(requireRange("read", offset, bytes));
-  SCCL_REQUIRE_ARG(out != nullptr || bytes == 0, "window read: out is NULL");
+  for (size_t r = 0; r < count; ++r) {
+    SCCL_CHECK(requireRange("read", ranges[r].offset, ranges[r].bytes));
+    SCCL_REQUIRE_ARG(ranges[r].out != nullptr || ranges[r].bytes == 0, "window read: out is NULL");
+  }
   uint64_t* words = memories_[static_cast<size_t>(rank_)]->words.data();
-  auto* target = static_cast<unsigned char*>(out);
-  size_t i = 0;
-  for (; i < bytes && (offset + i) % 8 != 0; ++i) {
-    target[i] = byteRef(words, offset + i).load(std::memory_order_relaxed);
+  for (size_t r = 0; r < count; ++r) {
+    const size_t offset = ranges[r].offset, bytes = ranges[r].bytes;
+    auto* target = static_cast<unsigned char*>(ranges[r].out);
+    size_t i = 0;
+    for (; i < bytes && (offset + i) % 8 != 0; ++i) {
+      target[i] = byteRef(words, offset + i).load(std::memory_order_relaxed);
+    }
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t word =
+          std::atomic_ref<uint64_t>(words[(offset + i) / 8]).load(std::memory_order_relaxed);
+      std::memcpy(target + i, &word, 8);
+    }
+    for (; i < bytes; ++i) {
+      target[i] = byteRef(words, offset + i).load(std::memory_order_relaxed);
+    }
   }
-  for (; i + 8 <= bytes; i += 8) {
-    uint64_t word =
-        std::atomic_ref<uint64_t>(words[(offset + i) / 8]).load(std::memory_order_relaxed);
-    std::memcpy(target + i, &word, 8);
-  }
-  for (; i < bytes; ++i) {
-    target[i] = byteRef(words, offset + i).load(std::memory_order_relaxed);
-  }
-  // Orders the loads above before any later readWord (the seqlock reader's re-check).
+  // Orders the loads above before any later readWords (the slot reader's re-check).
   std::atomic_thread_fence(std::memory_order_acquire);
   return scclSuccess;
 }

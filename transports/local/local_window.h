@@ -1,7 +1,7 @@
 // One-sided windows of the in-process transport (contract: transports/window.h). Every rank's
 // window is a block of 64-bit words in this process; a put stores into the target's block with
-// relaxed atomic stores, putWord is a release store, readWord an acquire load and read a copy by
-// relaxed atomic loads followed by an acquire fence. Every access is therefore a C++ atomic: a
+// relaxed atomic stores, putWord is a release store, readWords acquire loads and readBatch copies
+// by relaxed atomic loads followed by an acquire fence. Every access is therefore a C++ atomic: a
 // read that overlaps a put sees some mix of old and new words, without undefined behaviour, and
 // the slot protocol (transports/slot_window.h) detects and discards such reads.
 #pragma once
@@ -33,8 +33,8 @@ class LocalWindow final : public Window {
   scclResult_t flush(int target) override;
   scclResult_t put(int target, size_t offset, const void* data, size_t bytes) override;
   scclResult_t putWord(int target, size_t offset, uint64_t value) override;
-  scclResult_t readWord(size_t offset, uint64_t* value) override;
-  scclResult_t read(size_t offset, void* out, size_t bytes) override;
+  scclResult_t readWords(size_t offset, size_t count, uint64_t* values) override;
+  scclResult_t readBatch(const Range* ranges, size_t count) override;
 
  private:
   scclResult_t requireEpoch(const char* operation, int target) const;

@@ -2,8 +2,9 @@
 // target RMA: MPI_Win_allocate over the transport's private communicator; lock = MPI_Win_lock
 // (MPI_LOCK_SHARED), put = MPI_Put of bytes, putWord = MPI_Accumulate(MPI_REPLACE) of one
 // MPI_UINT64_T, flush = MPI_Win_flush, unlock = MPI_Win_unlock. The owner reads its own window
-// through MPI as well, inside a shared lock on itself: readWord = MPI_Fetch_and_op(MPI_NO_OP)
-// then MPI_Win_flush, read = MPI_Get then MPI_Win_flush. Accumulate-family operations are atomic
+// through MPI as well, inside a shared lock on itself: readWords = MPI_Get_accumulate(MPI_NO_OP)
+// of consecutive words, readBatch = one MPI_Get per range; each call ends with one
+// MPI_Win_flush. Accumulate-family operations are atomic
 // per element and ordered by the flushes, which is what the slot protocol needs from the version
 // words; a read racing a put gets undefined bytes, which the protocol discards.
 //
@@ -102,32 +103,46 @@ class MpiWindow final : public Window {
         "MPI_Accumulate (window word)");
   }
 
-  scclResult_t readWord(size_t offset, uint64_t* value) override {
-    SCCL_CHECK(requireEpoch("readWord", rank_));
-    SCCL_CHECK(requireRange("readWord", offset, 8));
-    SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWord at offset %zu: not 8-byte aligned", offset);
-    uint64_t result = 0;
-    SCCL_CHECK(mpi::checkMpi(MPI_Fetch_and_op(nullptr, &result, MPI_UINT64_T, rank_,
-                                              static_cast<MPI_Aint>(offset), MPI_NO_OP, win_),
-                             "MPI_Fetch_and_op (window word)"));
-    SCCL_CHECK(mpi::checkMpi(MPI_Win_flush(rank_, win_), "MPI_Win_flush"));
-    *value = result;
-    return scclSuccess;
+  scclResult_t readWords(size_t offset, size_t count, uint64_t* values) override {
+    SCCL_CHECK(requireEpoch("readWords", rank_));
+    SCCL_REQUIRE_ARG(count <= bytes_ / 8, "window readWords: %zu words", count);
+    SCCL_CHECK(requireRange("readWords", offset, count * 8));
+    SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWords at offset %zu: not 8-byte aligned", offset);
+    if (count == 0) return scclSuccess;
+    // Accumulate-family: atomic per element against the writers' MPI_Accumulate.
+    for (size_t i = 0; i < mpi::pieceCount(count * 8, max_piece_); ++i) {
+      size_t at = mpi::pieceOffset(i, max_piece_) / 8;
+      int words = static_cast<int>(mpi::pieceBytes(count * 8, max_piece_, i) / 8);
+      SCCL_CHECK(mpi::checkMpi(
+          MPI_Get_accumulate(nullptr, 0, MPI_UINT64_T, values + at, words, MPI_UINT64_T, rank_,
+                             static_cast<MPI_Aint>(offset + at * 8), words, MPI_UINT64_T, MPI_NO_OP,
+                             win_),
+          "MPI_Get_accumulate (window words)"));
+    }
+    return mpi::checkMpi(MPI_Win_flush(rank_, win_), "MPI_Win_flush");
   }
 
-  scclResult_t read(size_t offset, void* out, size_t bytes) override {
+  scclResult_t readBatch(const Range* ranges, size_t count) override {
     SCCL_CHECK(requireEpoch("read", rank_));
-    SCCL_CHECK(requireRange("read", offset, bytes));
-    SCCL_REQUIRE_ARG(out != nullptr || bytes == 0, "window read: out is NULL");
-    if (bytes == 0) return scclSuccess;
-    auto* target = static_cast<std::byte*>(out);
-    for (size_t i = 0; i < mpi::pieceCount(bytes, max_piece_); ++i) {
-      size_t at = mpi::pieceOffset(i, max_piece_);
-      int piece = static_cast<int>(mpi::pieceBytes(bytes, max_piece_, i));
-      SCCL_CHECK(mpi::checkMpi(MPI_Get(target + at, piece, MPI_BYTE, rank_,
-                                       static_cast<MPI_Aint>(offset + at), piece, MPI_BYTE, win_),
-                               "MPI_Get"));
+    for (size_t r = 0; r < count; ++r) {
+      SCCL_CHECK(requireRange("read", ranges[r].offset, ranges[r].bytes));
+      SCCL_REQUIRE_ARG(ranges[r].out != nullptr || ranges[r].bytes == 0,
+                       "window read: out is NULL");
     }
+    for (size_t r = 0; r < count; ++r) {
+      auto* target = static_cast<std::byte*>(ranges[r].out);
+      size_t bytes = ranges[r].bytes;
+      if (bytes == 0) continue;
+      for (size_t i = 0; i < mpi::pieceCount(bytes, max_piece_); ++i) {
+        size_t at = mpi::pieceOffset(i, max_piece_);
+        int piece = static_cast<int>(mpi::pieceBytes(bytes, max_piece_, i));
+        SCCL_CHECK(mpi::checkMpi(
+            MPI_Get(target + at, piece, MPI_BYTE, rank_,
+                    static_cast<MPI_Aint>(ranges[r].offset + at), piece, MPI_BYTE, win_),
+            "MPI_Get"));
+      }
+    }
+    // One flush completes the whole batch.
     return mpi::checkMpi(MPI_Win_flush(rank_, win_), "MPI_Win_flush");
   }
 
