@@ -7,8 +7,8 @@
 //    size; each rank's window starts zeroed. Destruction is collective on transports whose engine
 //    requires it (MPI_Win_free); the in-process windows may be destroyed in any order.
 //  - Access epochs: put/putWord/flush to `target` only between lock(target) and unlock(target);
-//    readWord/read of the own window only between lock(rank) and unlock(rank). Locks are shared
-//    (MPI_LOCK_SHARED): several origins may hold an epoch on one target at the same time, so
+//    readWords/readBatch of the own window only between lock(rank) and unlock(rank). Locks are
+//    shared (MPI_LOCK_SHARED): several origins may hold an epoch on one target at the same time, so
 //    writers must write disjoint regions (the slot protocol gives each slot exactly one writer).
 //  - put may complete in any order and byte by byte; flush(target) returns when every put and
 //    putWord issued to target so far is complete in target's memory, so a later putWord is
