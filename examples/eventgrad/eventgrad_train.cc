@@ -211,6 +211,16 @@ int run(scclComm_t comm, const Options& o) {
         "and epoch, lr %g\n",
         o.mode.c_str(), nranks, count, sizes.size(), static_cast<long long>(batches), o.batch,
         o.lr);
+    if (o.mode != "allreduce") {
+      std::printf(
+          "# event config: threshold %s, horizon %g, static threshold %g, history %d, "
+          "initial passes %d, max silent passes %d, averaging %s, %s\n",
+          config.thresholdMode == scclEventThresholdAdaptive ? "adaptive" : "static",
+          config.horizon, config.staticThreshold, config.history, config.initialPasses,
+          config.maxSilentPasses,
+          config.averaging == scclEventAverageDifferences ? "differences" : "copies",
+          config.synchronous ? "synchronous" : "asynchronous");
+    }
     std::fflush(stdout);
   }
   double accuracy = 0, fraction = 1.0;
