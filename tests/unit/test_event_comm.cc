@@ -334,3 +334,54 @@ TEST_CASE("event communicator rejects bad arguments without side effects", "[eve
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
+
+TEST_CASE("event communicator fires at the scripted passes and averages with the last copy",
+          "[event][comm]") {
+  // Two ranks, two tensors of 4 elements. Before every pass each rank sets tensor 0 to v_p in
+  // every element (norm 2 v_p, the trigger test's dyadic trajectory) and tensor 1 to 3. Adaptive
+  // rule, horizon 1, history 2, 2 forced passes: tensor 0 fires at passes 0 1 4 6 8 10 and tensor
+  // 1 at 0 1 only. After each pass tensor 0 holds (v_p + v_last) / 2 with v_last the value of the
+  // neighbour's last event, exactly.
+  const std::vector<double> norms = {4.0, 4.5, 5.0, 6.5, 7.5, 8.0, 8.25, 8.25, 7.5, 7.5, 9.0};
+  const std::vector<uint64_t> fires0 = {0, 1, 4, 6, 8, 10};
+  auto failures = sccl_test::runLocalRanks(2, [&](int, scclComm_t comm, sccl_test::RankLog& log) {
+    const size_t sizes[] = {4, 4};
+    scclEventConfig_t config = SCCL_EVENT_CONFIG_INITIALIZER;
+    config.initialPasses = 2;
+    scclEventComm_t ec = nullptr;
+    if (!log.checkResult(
+            scclEventCommCreate(&ec, comm, 8, scclFloat32, sizes, 2, nullptr, 0, nullptr, &config),
+            scclSuccess, "create"))
+      return;
+    float last_sent = 0.0f;
+    uint64_t expected_events = 0;
+    for (size_t p = 0; p < norms.size(); ++p) {
+      const float v = float(norms[p] / 2.0);
+      float x[8] = {v, v, v, v, 3.0f, 3.0f, 3.0f, 3.0f};
+      if (!log.checkResult(scclEventCommStep(ec, x, 8, scclFloat32, nullptr), scclSuccess, "step"))
+        break;
+      bool fired0 = std::find(fires0.begin(), fires0.end(), p) != fires0.end();
+      bool fired1 = p < 2;
+      if (fired0) last_sent = v;
+      expected_events += uint64_t(fired0) + uint64_t(fired1);
+      const std::string at = "pass " + std::to_string(p);
+      scclEventStats_t stats{};
+      stats.size = sizeof(stats);
+      log.checkResult(scclEventCommGetStats(ec, &stats), scclSuccess, "stats");
+      log.check(stats.lastPassEvents == uint64_t(fired0) + uint64_t(fired1), at + ": events");
+      log.check(stats.events == expected_events, at + ": cumulative events");
+      const float want = float(0.5 * double(v) + 0.5 * double(last_sent));
+      log.check(x[0] == want && x[3] == want, at + ": tensor 0 averaged with the last copy");
+      log.check(x[4] == 3.0f && x[7] == 3.0f, at + ": tensor 1 unchanged");
+      log.check(stats.maxStaleness <= p, at + ": staleness");
+    }
+    uint64_t events[2];
+    double thresholds[2];
+    log.checkResult(scclEventCommGetTensorStats(ec, events, thresholds, 2), scclSuccess, "tensors");
+    log.check(events[0] == 6 && events[1] == 2, "events per tensor");
+    log.check(thresholds[0] == 0.5625, "threshold of tensor 0 after pass 10");
+    log.check(thresholds[1] == 3.0, "threshold of tensor 1: mean of slopes 6 and 0");
+    log.checkResult(scclEventCommDestroy(ec), scclSuccess, "destroy");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
