@@ -60,15 +60,23 @@ scclResult_t writeSlots(Window& window, int target, size_t region_offset, const 
 
 scclResult_t readSlots(Window& window, size_t region_offset, const SlotRegion& region,
                        uint64_t max_pass, void* const* outs, SlotCopy* held, SlotReadStats* stats,
-                       std::chrono::steady_clock::time_point deadline) {
+                       std::chrono::steady_clock::time_point deadline, SlotReadScratch* scratch) {
   SCCL_REQUIRE_ARG(region_offset % 8 == 0, "slot region offset %zu is not 8-byte aligned",
                    region_offset);
   const size_t n = region.slots();
-  std::vector<size_t> pending(n);
-  for (size_t s = 0; s < n; ++s) pending[s] = s;
-  std::vector<uint64_t> v1(n), v2(n), passes(2 * n), chosen(n);
-  std::vector<uint8_t> copied(n);
-  std::vector<Window::Range> ranges;
+  SlotReadScratch local;
+  SlotReadScratch& w = scratch != nullptr ? *scratch : local;
+  w.pending.resize(n);
+  for (size_t s = 0; s < n; ++s) w.pending[s] = s;
+  w.v1.resize(n);
+  w.v2.resize(n);
+  w.passes.resize(2 * n);
+  w.chosen.resize(n);
+  w.copied.resize(n);
+  std::vector<size_t>& pending = w.pending;
+  std::vector<uint64_t>&v1 = w.v1, &v2 = w.v2, &passes = w.passes, &chosen = w.chosen;
+  std::vector<uint8_t>& copied = w.copied;
+  std::vector<Window::Range>& ranges = w.ranges;
   for (uint64_t attempt = 1; !pending.empty(); ++attempt) {
     SCCL_CHECK(window.readWords(region_offset, n, v1.data()));
     ranges.clear();
@@ -81,13 +89,13 @@ scclResult_t readSlots(Window& window, size_t region_offset, const SlotRegion& r
     SCCL_CHECK(window.readBatch(ranges.data(), ranges.size()));
     ranges.clear();
     for (size_t s : pending) {
-      uint64_t w = v1[s];
-      if (w > 0 && passes[2 * s + w % 2] > max_pass) --w;
-      chosen[s] = w;
-      copied[s] = w > 0 && w != held[s].version;
+      uint64_t write = v1[s];
+      if (write > 0 && passes[2 * s + write % 2] > max_pass) --write;
+      chosen[s] = write;
+      copied[s] = write > 0 && write != held[s].version;
       if (copied[s]) {
         ranges.push_back(
-            {region_offset + region.bufferOffset(s, w) + 8, outs[s], region.payloadBytes(s)});
+            {region_offset + region.bufferOffset(s, write) + 8, outs[s], region.payloadBytes(s)});
       }
     }
     SCCL_CHECK(window.readBatch(ranges.data(), ranges.size()));
@@ -105,17 +113,18 @@ scclResult_t readSlots(Window& window, size_t region_offset, const SlotRegion& r
         pending[still++] = s;
         continue;
       }
-      uint64_t w = chosen[s];
-      if (w == 0) continue;  // nothing yet, or only a write from a later pass
-      uint64_t pass = passes[2 * s + w % 2];
+      uint64_t write = chosen[s];
+      if (write == 0) continue;  // nothing yet, or only a write from a later pass
+      uint64_t pass = passes[2 * s + write % 2];
       if (pass > max_pass) {
         return fail(scclRemoteError,
                     "slot %zu: writes %llu and %llu both carry passes above %llu; the writer "
                     "broke the one-write-per-pass protocol",
-                    s, static_cast<unsigned long long>(w), static_cast<unsigned long long>(w + 1),
+                    s, static_cast<unsigned long long>(write),
+                    static_cast<unsigned long long>(write + 1),
                     static_cast<unsigned long long>(max_pass));
       }
-      held[s] = SlotCopy{w, pass};
+      held[s] = SlotCopy{write, pass};
       if (copied[s]) ++stats->copies;
     }
     pending.resize(still);

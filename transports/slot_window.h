@@ -85,6 +85,15 @@ struct SlotReadStats {
   uint64_t retries = 0;  // slots read again because a write completed during the read
 };
 
+// Working memory of readSlots, kept by a caller that reads every pass so that the steady state
+// allocates nothing.
+struct SlotReadScratch {
+  std::vector<size_t> pending;
+  std::vector<uint64_t> v1, v2, passes, chosen;
+  std::vector<uint8_t> copied;
+  std::vector<Window::Range> ranges;
+};
+
 // Brings the copy of every slot of the region at `region_offset` of the own window (outs[s],
 // payloadBytes(s) bytes, described by held[s]) to the newest write with pass <= max_pass
 // (UINT64_MAX: the newest; anything lower needs the synchronisation described above). A slot
@@ -93,6 +102,7 @@ struct SlotReadStats {
 // protocol (two writes tagged above max_pass, a version that went backwards).
 scclResult_t readSlots(Window& window, size_t region_offset, const SlotRegion& region,
                        uint64_t max_pass, void* const* outs, SlotCopy* held, SlotReadStats* stats,
-                       std::chrono::steady_clock::time_point deadline);
+                       std::chrono::steady_clock::time_point deadline,
+                       SlotReadScratch* scratch = nullptr);
 
 }  // namespace sccl

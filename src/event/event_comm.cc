@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "core/average.h"
 #include "core/comm.h"
@@ -288,7 +289,14 @@ void averageTensor(scclEventComm& ec, T* x, size_t n, const std::vector<const T*
 template <typename T>
 void averageAll(scclEventComm& ec, T* params) {
   const size_t ntensors = ec.tensor_sizes.size();
-  std::vector<const T*> copies(ec.neighbours.size());
+  std::vector<const T*>& copies = [&]() -> std::vector<const T*>& {
+    if constexpr (std::is_same_v<T, float>) {
+      return ec.copies_float;
+    } else {
+      return ec.copies_double;
+    }
+  }();
+  copies.resize(ec.neighbours.size());
   for (size_t t = 0; t < ntensors; ++t) {
     T* x = params + ec.tensor_offsets[t];
     // By differences, s is the own copy as last sent (x itself before the first send).
@@ -321,7 +329,8 @@ void decideEvents(scclEventComm& ec, const T* params, std::vector<uint8_t>* fire
 }
 
 scclResult_t putEvents(scclEventComm& ec, const void* params, const std::vector<uint8_t>& fired) {
-  std::vector<SlotWrite> writes;
+  std::vector<SlotWrite>& writes = ec.writes;
+  writes.clear();
   const auto* base = static_cast<const std::byte*>(params);
   for (size_t t = 0; t < fired.size(); ++t) {
     if (!fired[t]) continue;
@@ -347,7 +356,8 @@ scclResult_t readCopies(scclEventComm& ec) {
   const uint64_t max_pass = ec.config.synchronous ? ec.pass : UINT64_MAX;
   auto deadline = Clock::now() + std::chrono::milliseconds(ec.comm->timeout_ms);
   scclComm* comm = ec.comm;
-  std::vector<void*> outs(ntensors);
+  std::vector<void*>& outs = ec.read_outs;
+  outs.resize(ntensors);
   SlotReadStats read_stats;
   SCCL_CHECK(commRecordFailure(comm, ec.window->lock(comm->rank)));
   scclResult_t result = scclSuccess;
@@ -355,7 +365,7 @@ scclResult_t readCopies(scclEventComm& ec) {
     auto* copy = static_cast<std::byte*>(ec.received[j].data());
     for (size_t t = 0; t < ntensors; ++t) outs[t] = copy + ec.tensor_offsets[t] * ec.element_bytes;
     result = readSlots(*ec.window, j * ec.region.bytes(), ec.region, max_pass, outs.data(),
-                       &ec.received_copy[j * ntensors], &read_stats, deadline);
+                       &ec.received_copy[j * ntensors], &read_stats, deadline, &ec.read_scratch);
   }
   ec.stats.readRetries += read_stats.retries;
   scclResult_t unlocked = ec.window->unlock(comm->rank);
@@ -435,7 +445,8 @@ void eventCommDestroy(scclEventComm* ec) {
 scclResult_t eventCommStep(scclEventComm* ec, void* params) {
   scclEventStats_t& s = ec->stats;
   Clock::time_point start = Clock::now();
-  std::vector<uint8_t> fired(ec->tensor_sizes.size(), 0);
+  std::vector<uint8_t>& fired = ec->fired;
+  fired.assign(ec->tensor_sizes.size(), 0);
   if (ec->dtype == scclFloat32) {
     decideEvents(*ec, static_cast<const float*>(params), &fired);
   } else {

@@ -50,6 +50,14 @@ struct scclEventComm {
   std::vector<sccl::AlignedBuffer> received;
   std::vector<sccl::SlotCopy> received_copy;  // [j * ntensors + t]
 
+  // Scratch reused by every pass, so that the steady state allocates nothing.
+  std::vector<uint8_t> fired;
+  std::vector<sccl::SlotWrite> writes;
+  std::vector<void*> read_outs;
+  sccl::SlotReadScratch read_scratch;
+  std::vector<const float*> copies_float;  // averaging inputs, per parameter type
+  std::vector<const double*> copies_double;
+
   scclEventStats_t stats{};
   double staleness_sum = 0.0;
   uint64_t staleness_samples = 0;
