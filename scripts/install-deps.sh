@@ -11,6 +11,9 @@ packages=(
   libucx-dev                            # UCX (detected and reported)
   nlohmann-json3-dev libboost-math-dev  # configuration files, special functions
   python3-matplotlib                    # plots of the benchmark results (scripts/plot_*.py)
+  libtorch-dev zlib1g-dev libopenblas0-pthread  # EventGraD example (C++ libtorch training)
+  dataset-fashion-mnist                 # its data set (/usr/share/datasets/fashion-mnist)
+  python3-torch python3-numpy           # gradient trace tools, the gloo peer of the cluster benchmark
 )
 
 missing=()

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "sparsecoll/sparsecoll.h"
+#include "transports/window.h"
 
 namespace sccl {
 
@@ -64,6 +65,10 @@ class Transport {
   virtual scclResult_t recv(void* buf, size_t bytes, int peer, int tag) = 0;
 
   virtual scclResult_t barrier() = 0;
+
+  // One-sided windows (transports/window.h), where capabilities().one_sided: collective, every
+  // rank passes the same `bytes` (> 0). Others return scclInvalidUsage.
+  virtual scclResult_t createWindow(size_t bytes, std::unique_ptr<Window>* out);
 
   // Marks the communication failed so that peers blocked with this rank are released (where the
   // engine allows it). Must not block. Destruction after abort must not block either.

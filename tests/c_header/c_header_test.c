@@ -16,6 +16,12 @@ int main(void) {
   if (strcmp(scclGetErrorString(scclInvalidArgument), "invalid argument") != 0) return 4;
   if (scclCommCount(comm, &count) != scclInvalidArgument) return 5;
   if (strlen(scclGetLastError(NULL)) == 0) return 6;
+  {
+    /* The EventGraD initializer and entry points from C. */
+    scclEventConfig_t event_config = SCCL_EVENT_CONFIG_INITIALIZER;
+    if (event_config.size != sizeof(scclEventConfig_t) || event_config.history != 2) return 7;
+    if (scclEventCommStep(NULL, NULL, 0, scclFloat32, NULL) != scclInvalidArgument) return 8;
+  }
   printf("sparsecoll %d from C99: ok\n", version);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "transports/bootstrap/bootstrap.h"
 #include "transports/local/local_rendezvous.h"
+#include "transports/local/local_window.h"
 #include "transports/reduce_ops.h"
 
 namespace sccl {
@@ -38,7 +39,11 @@ class LocalTransport final : public Transport {
   const char* name() const override { return "local"; }
   int rank() const override { return rank_; }
   int nranks() const override { return job_->nranks(); }
-  TransportCapabilities capabilities() const override { return {}; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities caps;
+    caps.one_sided = true;
+    return caps;
+  }
 
   scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) override {
     std::vector<size_t> sizes(static_cast<size_t>(nranks()), bytes_per_rank);
@@ -112,6 +117,29 @@ class LocalTransport final : public Transport {
 
   scclResult_t barrier() override {
     return job_->barrier(rank_, Clock::now() + timeout_, "barrier");
+  }
+
+  // Every rank posts its memory (a shared_ptr) and takes a reference to everyone's.
+  scclResult_t createWindow(size_t bytes, std::unique_ptr<Window>* out) override {
+    SCCL_REQUIRE_ARG(bytes > 0, "createWindow: a window of 0 bytes");
+    auto mine = std::make_shared<LocalWindowMemory>(bytes);
+    auto deadline = Clock::now() + timeout_;
+    job_->posted(rank_).send = &mine;
+    SCCL_CHECK(job_->barrier(rank_, deadline, "createWindow"));
+    std::vector<std::shared_ptr<LocalWindowMemory>> memories(static_cast<size_t>(nranks()));
+    for (int r = 0; r < nranks(); ++r) {
+      memories[static_cast<size_t>(r)] =
+          *static_cast<const std::shared_ptr<LocalWindowMemory>*>(job_->posted(r).send);
+    }
+    SCCL_CHECK(job_->barrier(rank_, deadline, "createWindow"));
+    for (int r = 0; r < nranks(); ++r) {
+      if (memories[static_cast<size_t>(r)]->bytes != bytes) {
+        return fail(scclInvalidUsage, "createWindow: rank %d asked for %zu bytes, rank %d for %zu",
+                    r, memories[static_cast<size_t>(r)]->bytes, rank_, bytes);
+      }
+    }
+    *out = std::make_unique<LocalWindow>(rank_, std::move(memories));
+    return scclSuccess;
   }
 
   void abort() override { job_->markBroken("a rank aborted its communicator"); }

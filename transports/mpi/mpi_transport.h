@@ -46,7 +46,11 @@ class MpiTransport final : public Transport {
   const char* name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
-  TransportCapabilities capabilities() const override { return {}; }
+  TransportCapabilities capabilities() const override {
+    TransportCapabilities caps;
+    caps.one_sided = true;
+    return caps;
+  }
 
   scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) override;
   scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
@@ -58,6 +62,8 @@ class MpiTransport final : public Transport {
   scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
   scclResult_t recv(void* buf, size_t bytes, int peer, int tag) override;
   scclResult_t barrier() override;
+  // MPI_Win_allocate over the transport's communicator (mpi_window.cc).
+  scclResult_t createWindow(size_t bytes, std::unique_ptr<Window>* out) override;
   // Only sets a flag: MPI is called solely from the thread that uses the transport, which sends
   // the abort notices to the peers in its current wait, its next operation or the destructor.
   void abort() override;
@@ -128,6 +134,7 @@ class MpiTransport final : public Transport {
                             ReduceOp op);
   scclResult_t scatterChunksToOwners(const std::byte* send, size_t count, size_t element_bytes);
   scclResult_t gatherReducedChunks(std::byte* recv, size_t count, size_t element_bytes);
+  scclResult_t runCreateWindow(size_t bytes, std::unique_ptr<Window>* out);
   scclResult_t exchangeWithPeers(const std::vector<PeerTransfer>& transfers, const char* operation);
 
   MPI_Comm comm_;

@@ -1,0 +1,122 @@
+// Event communicators (EventGraD).
+#include "api/api_guard.h"
+#include "api/api_validate.h"
+#include "event/event_comm.h"
+
+namespace {
+
+scclResult_t requireLiveEventComm(const scclEventComm* ec) {
+  SCCL_REQUIRE_ARG(ec != nullptr, "event communicator is NULL");
+  SCCL_REQUIRE_ARG(sccl::isLiveHandle(ec) && ec->magic == scclEventComm::kMagic,
+                   "%p is not a live event communicator (destroyed, or never created)",
+                   static_cast<const void*>(ec));
+  return scclSuccess;
+}
+
+// The communicator an event-communicator call reports its errors on (when both are live).
+scclComm* commOf(const scclEventComm* ec) {
+  return (ec != nullptr && sccl::isLiveHandle(ec) && sccl::isLiveHandle(ec->comm)) ? ec->comm
+                                                                                   : nullptr;
+}
+
+// Checks shared by the calls that take the parameter buffer.
+scclResult_t requireParams(const scclEventComm* ec, const void* buffer, const char* what,
+                           size_t count, const scclDataType_t& dtype, void* stream) {
+  SCCL_CHECK(sccl::requireDataType(dtype));
+  SCCL_REQUIRE_ARG(count == ec->count, "count %zu differs from the event communicator's %zu", count,
+                   ec->count);
+  SCCL_REQUIRE_ARG(dtype == ec->dtype, "dtype %s differs from the event communicator's %s",
+                   sccl::dataTypeName(dtype), sccl::dataTypeName(ec->dtype));
+  return sccl::requireHostBuffer(buffer, count * ec->element_bytes, what, stream);
+}
+
+}  // namespace
+
+extern "C" {
+
+SCCL_API scclResult_t scclEventConfigFromJson(const char* json, scclEventConfig_t* config) {
+  return sccl::guardedCall(__func__, nullptr,
+                           [&] { return sccl::eventConfigFromJson(json, config); });
+}
+
+SCCL_API scclResult_t scclEventCommCreate(scclEventComm_t* eventComm, scclComm_t comm, size_t count,
+                                          scclDataType_t dtype, const size_t* tensorSizes,
+                                          int ntensors, const int* neighbours, int nneighbours,
+                                          const double* weights, const scclEventConfig_t* config) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_REQUIRE_ARG(eventComm != nullptr, "event communicator output pointer is NULL");
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    SCCL_CHECK(sccl::requireDataType(dtype));
+    SCCL_REQUIRE_ARG(config != nullptr, "event config is NULL (use SCCL_EVENT_CONFIG_INITIALIZER)");
+    sccl::EventLayout layout;
+    layout.count = count;
+    layout.dtype = dtype;
+    layout.tensor_sizes = tensorSizes;
+    layout.ntensors = ntensors;
+    layout.neighbours = neighbours;
+    layout.nneighbours = nneighbours;
+    layout.weights = weights;
+    scclEventComm* created = nullptr;
+    SCCL_CHECK(sccl::eventCommCreate(comm, layout, *config, &created));
+    *eventComm = created;
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclEventCommDestroy(scclEventComm_t eventComm) {
+  return sccl::guardedCall(__func__, nullptr, [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    sccl::eventCommDestroy(eventComm);
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclEventCommStep(scclEventComm_t eventComm, void* params, size_t count,
+                                        scclDataType_t dtype, void* stream) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_CHECK(sccl::requireHealthyComm(eventComm->comm));
+    SCCL_CHECK(requireParams(eventComm, params, "params", count, dtype, stream));
+    return sccl::eventCommStep(eventComm, params);
+  });
+}
+
+SCCL_API scclResult_t scclEventCommAverageModel(scclEventComm_t eventComm, const void* params,
+                                                void* out, size_t count, scclDataType_t dtype,
+                                                void* stream) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_CHECK(sccl::requireHealthyComm(eventComm->comm));
+    SCCL_CHECK(requireParams(eventComm, params, "params", count, dtype, stream));
+    SCCL_CHECK(requireParams(eventComm, out, "out", count, dtype, stream));
+    return sccl::eventCommAverageModel(eventComm, params, out);
+  });
+}
+
+SCCL_API scclResult_t scclEventCommGetStats(scclEventComm_t eventComm, scclEventStats_t* stats) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_REQUIRE_ARG(stats != nullptr, "stats is NULL");
+    SCCL_REQUIRE_ARG(stats->size >= sizeof(size_t) + sizeof(uint64_t),
+                     "stats->size %zu: set it to sizeof(scclEventStats_t)", stats->size);
+    return sccl::eventCommStats(eventComm, stats);
+  });
+}
+
+SCCL_API scclResult_t scclEventCommGetTensorStats(scclEventComm_t eventComm, uint64_t* events,
+                                                  double* thresholds, int ntensors) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_REQUIRE_ARG(events != nullptr, "events is NULL");
+    SCCL_REQUIRE_ARG(ntensors >= 0 && static_cast<size_t>(ntensors) == eventComm->triggers.size(),
+                     "ntensors %d differs from the event communicator's %zu", ntensors,
+                     eventComm->triggers.size());
+    for (size_t t = 0; t < eventComm->triggers.size(); ++t) {
+      events[t] = eventComm->triggers[t].events();
+      if (thresholds != nullptr) thresholds[t] = eventComm->triggers[t].threshold();
+    }
+    return scclSuccess;
+  });
+}
+
+}  // extern "C"
