@@ -30,10 +30,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/data.h"
@@ -62,7 +65,19 @@ struct EstimatorSetup {
 };
 
 double g_feedback_gain = 0.25;  // -G: the sidco_feedback of the "+fb" rows
-bool g_error_feedback = true;   // -E: residual carried between calls
+// -E: 0 raw gradient (no residual), 1 error feedback over consecutive training steps, 2 error
+// feedback on one gradient repeated at every call (a stress test: the residual grows linearly
+// wherever nothing is selected).
+enum class EfMode { Raw = 0, Consecutive = 1, Repeated = 2 };
+EfMode g_ef_mode = EfMode::Consecutive;
+const char* efModeName() {
+  switch (g_ef_mode) {
+    case EfMode::Raw: return "off (raw gradient)";
+    case EfMode::Consecutive: return "on, consecutive training steps cycled";
+    case EfMode::Repeated: return "on, one gradient repeated (stress)";
+  }
+  return "?";
+}
 
 std::vector<EstimatorSetup> qualitySetups() {
   return {{"sidco_exp", "sidco_exp"},
@@ -127,26 +142,84 @@ std::vector<float> drawSynthetic(const std::string& kind, size_t n, uint64_t see
   return x;
 }
 
-std::vector<QualityInput> loadInputs(const std::vector<std::string>& dirs, size_t synthetic_n,
-                                     int calls, uint64_t seed) {
-  std::vector<QualityInput> inputs;
+// Trace inputs. Raw (-E 0) and repeated (-E 2): one input per file, its gradient at every call.
+// Consecutive (-E 1): one input per (family, worker), the files of its longest run of consecutive
+// iterations (at least two: CNN 1391-1400, LSTM 291-300) in iteration order, cycled over the calls,
+// as a training loop feeds them; files outside such a run are not used.
+std::vector<QualityInput> loadTraceInputs(const std::vector<std::string>& dirs) {
+  struct Loaded {
+    std::string family, label;
+    sccl_test::GradientTrace trace;
+  };
+  std::vector<Loaded> files;
   for (const std::string& dir : dirs) {
     for (const std::string& path : sccl_test::listGradientTraces(dir)) {
-      sccl_test::GradientTrace trace;
+      Loaded file;
       std::string error;
-      if (!sccl_test::loadGradientTrace(path, &trace, &error)) {
+      if (!sccl_test::loadGradientTrace(path, &file.trace, &error)) {
         std::fprintf(stderr, "%s\n", error.c_str());
         std::exit(1);
       }
-      QualityInput input;
-      input.label = path.substr(path.find_last_of('/') + 1);
-      input.label = input.label.substr(0, input.label.size() - 10);  // drop ".sccltrace"
-      input.family = input.label.rfind("lstm", 0) == 0 ? "lstm_lm" : "fmnist_cnn";
-      input.count = trace.values.size();
-      input.calls.push_back(std::move(trace.values));
-      inputs.push_back(std::move(input));
+      file.label = path.substr(path.find_last_of('/') + 1);
+      file.label = file.label.substr(0, file.label.size() - 10);  // drop ".sccltrace"
+      file.family = file.label.rfind("lstm", 0) == 0 ? "lstm_lm" : "fmnist_cnn";
+      files.push_back(std::move(file));
     }
   }
+  std::sort(files.begin(), files.end(), [](const Loaded& x, const Loaded& y) {
+    return std::tie(x.family, x.trace.worker, x.trace.iteration) <
+           std::tie(y.family, y.trace.worker, y.trace.iteration);
+  });
+  std::vector<QualityInput> inputs;
+  if (g_ef_mode != EfMode::Consecutive) {
+    for (Loaded& file : files) {
+      QualityInput input;
+      input.label = file.label;
+      input.family = file.family;
+      input.count = file.trace.values.size();
+      input.calls.push_back(std::move(file.trace.values));
+      inputs.push_back(std::move(input));
+    }
+    return inputs;
+  }
+  for (size_t first = 0; first < files.size();) {
+    size_t end = first + 1;  // [first, end): one family and worker
+    while (end < files.size() && files[end].family == files[first].family &&
+           files[end].trace.worker == files[first].trace.worker) {
+      ++end;
+    }
+    size_t best_begin = first, best_length = 1;
+    for (size_t run = first; run < end;) {
+      size_t next = run + 1;
+      while (next < end && files[next].trace.iteration == files[next - 1].trace.iteration + 1 &&
+             files[next].trace.values.size() == files[run].trace.values.size()) {
+        ++next;
+      }
+      if (next - run >= best_length) best_begin = run, best_length = next - run;
+      run = next;
+    }
+    if (best_length >= 2) {
+      const Loaded& head = files[best_begin];
+      const Loaded& tail = files[best_begin + best_length - 1];
+      QualityInput input;
+      char label[96];
+      std::snprintf(label, sizeof(label), "%s_it%05u-%05u_w%u", head.family.c_str(),
+                    head.trace.iteration, tail.trace.iteration, head.trace.worker);
+      input.label = label;
+      input.family = head.family;
+      input.count = head.trace.values.size();
+      for (size_t i = best_begin; i < best_begin + best_length; ++i)
+        input.calls.push_back(std::move(files[i].trace.values));
+      inputs.push_back(std::move(input));
+    }
+    first = end;
+  }
+  return inputs;
+}
+
+std::vector<QualityInput> loadInputs(const std::vector<std::string>& dirs, size_t synthetic_n,
+                                     int calls, uint64_t seed) {
+  std::vector<QualityInput> inputs = loadTraceInputs(dirs);
   for (const char* kind : {"laplace", "gamma", "gpareto", "gmixture"}) {
     QualityInput input;
     input.label = std::string("synthetic_") + kind;
@@ -222,7 +295,7 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
                      {"max", "max", 8, 2},
                      {"target", "target", 6, 0}});
   KeyValues settings = {{"mode", "quality"},
-                        {"error feedback", g_error_feedback ? "on" : "off"},
+                        {"error feedback", efModeName()},
                         {"feedback gain of +fb rows", std::to_string(g_feedback_gain)},
                         {"calls", std::to_string(calls)},
                         {"synthetic n", std::to_string(synthetic_n)},
@@ -258,7 +331,7 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
             return 1;
           }
           const uint64_t selected = selectAndZero(acc, t, estimator->exactCount(), k);
-          if (g_error_feedback) residual.swap(acc);
+          if (g_ef_mode != EfMode::Raw) residual.swap(acc);
           estimator->observe(selected, k);
           ratios.push_back(double(selected) / double(k));
           if (series != nullptr) {
@@ -293,6 +366,24 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
   return 0;
 }
 
+// Sort-based exact top-k, the kind of baseline the SIDCo paper compared against (torch.topk):
+// |x| copied to a scratch vector, then std::nth_element (linear on average) or std::partial_sort
+// (n log k) puts the k-th largest magnitude at index k - 1; selection as for the estimators.
+enum class CostKind { Estimator, NthElement, PartialSort };
+
+double sortBasedKth(CostKind kind, const float* x, size_t count, uint64_t k,
+                    std::vector<float>& scratch) {
+  scratch.resize(count);
+  for (size_t i = 0; i < count; ++i) scratch[i] = std::fabs(x[i]);
+  auto kth = scratch.begin() + std::ptrdiff_t(k - 1);
+  if (kind == CostKind::NthElement) {
+    std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<float>());
+  } else {
+    std::partial_sort(scratch.begin(), kth + 1, scratch.end(), std::greater<float>());
+  }
+  return double(*kth);
+}
+
 int runCost(const PerfOptions& options, const KeyValues& machine) {
   const std::vector<size_t> counts = elementCounts(options);
   if (counts.empty()) return 2;
@@ -306,18 +397,25 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
                      {"est+sel(us)", "time_us", 12, 0},
                      {"topk(us)", "topk_us", 10, 0},
                      {"speedup", "speedup", 8, 2},
+                     {"nth(us)", "nth_element_us", 10, 0},
+                     {"x nth", "speedup_vs_nth_element", 7, 2},
+                     {"psort(us)", "partial_sort_us", 10, 0},
+                     {"x psort", "speedup_vs_partial_sort", 8, 2},
                      {"target", "target", 6, 0}});
   KeyValues settings = {{"mode", "cost"},
                         {"iters", std::to_string(options.iters)},
                         {"warmup", std::to_string(options.warmup)},
                         {"seed", std::to_string(options.seed)},
-                        {"inputs", "Laplace(0,1) float32 from (seed, index)"}};
+                        {"inputs", "Laplace(0,1) float32 from (seed, index)"},
+                        {"sort baselines",
+                         "|x| copy + std::nth_element / std::partial_sort, "
+                         "one thread, then selectAbove"}};
   std::printf("# estimator_perf cost: estimation + selection vs exact top-k (median times)\n");
   printKeyValues(stdout, machine);
   printKeyValues(stdout, settings);
   table.printHeader(stdout);
   const size_t max_count = counts.back();
-  std::vector<float> x(max_count);
+  std::vector<float> x(max_count), scratch;
   fillLaplace(team, x.data(), scclFloat32, max_count, options.seed);
   std::vector<int64_t> idx(max_count);
   const sccl::KernelBackend& kernels = sccl::cpuKernels();
@@ -325,8 +423,11 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
   struct CostSetup {
     EstimatorSetup setup;
     bool sidco;
+    CostKind kind = CostKind::Estimator;
   };
   const std::vector<CostSetup> setups = {{{"topk", "topk"}, false},
+                                         {{"nth_element", "topk"}, false, CostKind::NthElement},
+                                         {{"partial_sort", "topk"}, false, CostKind::PartialSort},
                                          {{"sidco_exp", "sidco_exp", 1}, true},
                                          {{"sidco_exp", "sidco_exp", 2}, true},
                                          {{"sidco_gp", "sidco_gp", 1}, true},
@@ -339,7 +440,7 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
   for (size_t count : counts) {
     for (double density : options.densities) {
       const uint64_t k = sccl::targetSelectionCount(density, count);
-      double topk_us = 0;
+      double topk_us = 0, nth_us = 0, psort_us = 0;
       for (const CostSetup& cs : setups) {
         auto estimator = makeEstimator(cs.setup, density, count);
         uint64_t selected = 0;
@@ -353,16 +454,25 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           query.iteration = uint64_t(iteration++);
           double t = 0;
           size_t n = 0;
-          if (estimator->threshold(query, &t) != scclSuccess ||
+          scclResult_t rc = scclSuccess;
+          if (cs.kind == CostKind::Estimator) {
+            rc = estimator->threshold(query, &t);
+          } else {
+            t = sortBasedKth(cs.kind, x.data(), count, k, scratch);
+          }
+          if (rc != scclSuccess ||
               kernels.selectAbove(x.data(), scclFloat32, 0, count, t, idx.data(), nullptr,
                                   idx.size(), &n, nullptr) != scclSuccess) {
             std::fprintf(stderr, "%s failed: %s\n", cs.setup.label.c_str(),
                          scclGetLastError(nullptr));
             std::exit(1);
           }
-          selected = estimator->exactCount() ? std::min<uint64_t>(n, k) : n;
+          const bool exact = cs.kind != CostKind::Estimator || estimator->exactCount();
+          selected = exact ? std::min<uint64_t>(n, k) : n;
         });
-        if (cs.setup.name == "topk") topk_us = timing.median_us;
+        if (cs.setup.label == "topk") topk_us = timing.median_us;
+        if (cs.kind == CostKind::NthElement) nth_us = timing.median_us;
+        if (cs.kind == CostKind::PartialSort) psort_us = timing.median_us;
         const double speedup = topk_us / timing.median_us;
         std::string target = "-";
         if (cs.sidco && count >= 26000000) {
@@ -370,9 +480,15 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           target = ok ? "PASS" : "FAIL";
           (ok ? passed : failed)++;
         }
-        table.addRow({double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
-                      double(selected) / double(k), timing.median_us, topk_us, speedup, target},
-                     stdout);
+        const bool baselines_known = cs.kind == CostKind::Estimator && cs.setup.label != "topk";
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        table.addRow(
+            {double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
+             double(selected) / double(k), timing.median_us, topk_us, speedup,
+             baselines_known ? nth_us : nan, baselines_known ? nth_us / timing.median_us : nan,
+             baselines_known ? psort_us : nan, baselines_known ? psort_us / timing.median_us : nan,
+             target},
+            stdout);
       }
     }
   }
@@ -434,10 +550,11 @@ int main(int argc, char** argv) {
          g_feedback_gain = std::atof(text);
          return g_feedback_gain > 0 && g_feedback_gain <= 1;
        }},
-      {'E', "0|1    error feedback between calls (quality, default 1)",
+      {'E', "0|1|2  error feedback: 0 off, 1 consecutive steps (default), 2 repeated gradient",
        [&](const char* text) {
-         g_error_feedback = std::atoi(text) != 0;
-         return true;
+         const int mode_value = std::atoi(text);
+         g_ef_mode = static_cast<EfMode>(mode_value);
+         return mode_value >= 0 && mode_value <= 2;
        }},
       {'S', "FILE   per-call k^/k as CSV (quality)",
        [&](const char* text) { return !(series_path = text).empty(); }}};

@@ -233,7 +233,30 @@ TEST_CASE("multi-stage SIDCo corrects a misfitted first stage", "[estimator][fit
   CHECK(multi_ratio <= 1.2);
 }
 
-TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]") {
+// Drives a sidco_exp estimator (density 0.001: M_max = 10, Q = 5) with k'/k scripted as a function
+// of its current stage count, window after window, and returns the stage counts after each window.
+std::vector<int> stagesUnderProfile(const std::vector<double>& ratio_at_stage, int windows,
+                                    int max_stages = 0) {
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  params.sidco_max_stages = max_stages;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  std::vector<int> stages;
+  for (int w = 0; w < windows; ++w) {
+    const int m = sccl::sidcoStageCount(*estimator);
+    REQUIRE(m >= 1);
+    REQUIRE(size_t(m) <= ratio_at_stage.size());
+    for (int i = 0; i < params.sidco_adapt_interval; ++i) {
+      estimator->observe(uint64_t(std::llround(ratio_at_stage[size_t(m) - 1] * 1000)), 1000);
+    }
+    stages.push_back(sccl::sidcoStageCount(*estimator));
+  }
+  return stages;
+}
+
+TEST_CASE("SIDCo stage adaptation windows and bands", "[estimator][fits]") {
   EstimatorParams params;
   params.density = 0.001;  // M_max = ceil(log2(1000)) = 10
   params.count = 1000000;
@@ -243,16 +266,12 @@ TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]"
   // Four calls are not a window of Q = 5.
   for (int i = 0; i < 4; ++i) estimator->observe(500, 1000);
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  estimator->observe(500, 1000);  // mean 0.5 < 0.8: one more stage
+  estimator->observe(500, 1000);  // mean 0.5 < 0.8: the paper's direction, one more stage
   CHECK(sccl::sidcoStageCount(*estimator) == 2);
   for (int i = 0; i < 5; ++i) estimator->observe(1100, 1000);  // inside [0.8, 1.2]: unchanged
   CHECK(sccl::sidcoStageCount(*estimator) == 2);
-  for (int i = 0; i < 5; ++i) estimator->observe(1300, 1000);  // mean 1.3 > 1.2: one fewer
+  for (int i = 0; i < 5; ++i) estimator->observe(1300, 1000);  // 1.3 > 1.2, fresh search: M - 1
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  for (int i = 0; i < 5; ++i) estimator->observe(5000, 1000);  // clamped at 1
-  CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  for (int i = 0; i < 100; ++i) estimator->observe(0, 1000);  // clamped at M_max = 10
-  CHECK(sccl::sidcoStageCount(*estimator) == 10);
   estimator->reset();
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
   // A fixed stage count never adapts.
@@ -260,6 +279,50 @@ TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]"
   REQUIRE(sccl::makeEstimator("sidco_gp", params, &estimator) == scclSuccess);
   for (int i = 0; i < 20; ++i) estimator->observe(0, 1000);
   CHECK(sccl::sidcoStageCount(*estimator) == 3);
+}
+
+TEST_CASE("SIDCo stage adaptation leaves the clamp when one stage selects too many",
+          "[estimator][fits]") {
+  // Measured k^/k of sidco_exp on fmnist_cnn_it01400_w0 for M = 1, 2, 3, ... (the paper's rule
+  // would ask for M - 1 and stay at M = 1 for ever).
+  SECTION("density 0.01") {
+    const auto stages = stagesUnderProfile({3.25, 1.10, 0.80, 0.77, 0.77, 0.77, 0.77}, 6);
+    CHECK(stages == std::vector<int>{2, 2, 2, 2, 2, 2});
+  }
+  SECTION("density 0.001") {
+    const auto stages = stagesUnderProfile({12.05, 2.92, 1.30, 1.03, 0.95, 0.9, 0.9, 0.9}, 6);
+    CHECK(stages == std::vector<int>{2, 3, 4, 4, 4, 4});
+  }
+}
+
+TEST_CASE("SIDCo stage adaptation reverses a move that made the error worse", "[estimator][fits]") {
+  // Too few at M = 1 (the paper's case): one more stage is worse, so back to 1; the other side of
+  // 1 does not exist, so M is held at 1.
+  CHECK(stagesUnderProfile({0.5, 0.3, 0.2}, 5) == std::vector<int>{2, 1, 1, 1, 1});
+  // A minimum outside the band at M = 2: 1 -> 2 (better) -> 3 (worse) -> back to 2 -> 1 (the
+  // other side, worse) -> back to 2, then held: no endless oscillation.
+  CHECK(stagesUnderProfile({3.0, 1.5, 0.5, 0.4}, 8) == std::vector<int>{2, 3, 2, 1, 2, 2, 2, 2});
+  // Still improving at the M_max clamp (3 here): the way down is tried once, then M_max is held.
+  CHECK(stagesUnderProfile({8.0, 4.0, 2.0}, 6, 3) == std::vector<int>{2, 3, 2, 3, 3, 3});
+}
+
+TEST_CASE("SIDCo stage adaptation resumes when the held error changes", "[estimator][fits]") {
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  auto window = [&](double ratio) {
+    for (int i = 0; i < 5; ++i) estimator->observe(uint64_t(std::llround(ratio * 1000)), 1000);
+    return sccl::sidcoStageCount(*estimator);
+  };
+  CHECK(window(0.5) == 2);   // too few: M + 1
+  CHECK(window(0.3) == 1);   // worse: back
+  CHECK(window(0.5) == 1);   // the other side of 1 does not exist: held
+  CHECK(window(0.55) == 1);  // error within ln(1.2) of the held one: still held
+  CHECK(window(0.2) == 2);   // the data changed: a fresh search in the paper's direction
+  CHECK(window(1.0) == 2);   // in the band: stays
+  CHECK(window(0) == 3);     // nothing selected (k' = 0 counts as half an entry): M + 1
 }
 
 TEST_CASE("SIDCo feedback corrects a biased fit over calls", "[estimator][fits]") {
