@@ -35,7 +35,10 @@
 //   - the last move increased e: move back (reverse). The window after a move back continues in
 //     the reversed direction (the other side of the better M is still untried); when that is
 //     impossible (a clamp) or was already tried since the last improvement, both neighbours are
-//     worse: hold M while the error stays within ln(1 + eps) of the held error.
+//     worse: hold M while the error stays within ln(1 + eps) of the held error. If the window
+//     after a move back is worse than the window that caused it, the error drifted rather than
+//     the move being wrong (error feedback builds a residual up over the first calls): the
+//     abandoned direction is resumed.
 // M in [1, sidco_max_stages], default ceil(log2(1/density)); M starts at 1. sidco_stages > 0
 // fixes M instead (not clamped). Unit tests on scripted k'/k sequences: test_estimators_fits.cc.
 // Feedback (ours, knob sidco_feedback = g, 0 turns it off): a multiplicative correction c of the
@@ -185,6 +188,11 @@ class SidcoEstimator final : public ThresholdEstimator {
       returns_ = 0;
       step = mean > 1 ? -1 : 1;
       if (!inRange(stages_ + step)) step = -step;
+    } else if (returning_ && error > last_error_) {
+      // Back at the M we left, and it is worse now than the M we came back from: the error
+      // drifted (e.g. a residual building up), not the move. Resume the abandoned direction.
+      step = -last_move_;
+      returns_ = 0;
     } else if (returning_) {
       // Back at the better M: try its other side unless that is out of range or already tried.
       step = last_move_;
@@ -204,7 +212,7 @@ class SidcoEstimator final : public ThresholdEstimator {
       held_error_ = error;
       return;
     }
-    returning_ = last_move_ != 0 && step == -last_move_ && error > last_error_;
+    returning_ = last_move_ != 0 && step == -last_move_ && error > last_error_ && !returning_;
     stages_ += step;
     last_move_ = step;
     last_error_ = error;

@@ -400,3 +400,24 @@ TEST_CASE("absMoments sum of logs: extreme doubles agree on every ISA and with s
     CHECK(m.sum_log == std::numeric_limits<double>::infinity());
   }
 }
+
+TEST_CASE("SIDCo stage adaptation resumes a direction when the error drifted",
+          "[estimator][fits]") {
+  // Error feedback builds a residual up over the first calls, so k'/k falls whatever M is: a
+  // move that looked worse is undone, but when the M it returns to is worse still, the move
+  // was not the cause and the search resumes its direction instead of holding at the clamp.
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  auto window = [&](double ratio) {
+    for (int i = 0; i < 5; ++i) estimator->observe(uint64_t(std::llround(ratio * 1000)), 1000);
+    return sccl::sidcoStageCount(*estimator);
+  };
+  CHECK(window(0.25) == 2);   // too few: M + 1
+  CHECK(window(0.12) == 1);   // worse: back
+  CHECK(window(0.004) == 2);  // worse than at M = 2: drift, resume M + 1
+  CHECK(window(0.2) == 3);    // better: keep going
+  CHECK(window(0.9) == 3);    // in the band
+}
