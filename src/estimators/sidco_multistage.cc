@@ -41,10 +41,14 @@
 //     abandoned direction is resumed.
 // M in [1, sidco_max_stages], default ceil(log2(1/density)); M starts at 1. sidco_stages > 0
 // fixes M instead (not clamped). Unit tests on scripted k'/k sequences: test_estimators_fits.cc.
-// Feedback (ours, knob sidco_feedback = g, 0 turns it off): a multiplicative correction c of the
-// fitted threshold, c *= clamp((k'/k)^(g / max(1, ln(1/density))), 1/4, 4) after each call
-// (k' = 0 counts as half an entry), the proportional rule of scaling_threshold.cc applied to the
-// fit instead of to a free threshold. Rationale and measurements: docs/results/estimators.md.
+// Feedback (ours, knob sidco_feedback = g, default 0.25; 0 turns it off and gives the paper's
+// estimator): a multiplicative correction c of the fitted threshold,
+// c *= clamp((k'/k)^(g / max(1, ln(1/density))), 1/4, 4) after each call (k' = 0 counts as half
+// an entry), the proportional rule of scaling_threshold.cc applied to the fit instead of to a
+// free threshold; c is reset to 1 whenever the stage count changes (a correction learnt for one
+// M is wrong for the next, and keeping it made the stage search and the feedback oscillate).
+// On by default because it is what brings every adaptive variant within [0.8, 1.2] of k after
+// 10 calls on every real trace, with and without error feedback (docs/results/estimators.md).
 // Fallbacks (documented in docs/algorithms/sidco.md; no NaN ever leaves):
 //   empty range or k = 0 -> +inf; k >= n -> 0 (everything); no non-zero element -> +inf (nothing
 //   to send); k >= n0 -> min non-zero |x| (every non-zero element); a degenerate fit (constant
@@ -133,18 +137,22 @@ class SidcoEstimator final : public ThresholdEstimator {
     if (k_target == 0) return;
     const double ratio = static_cast<double>(k_global) / static_cast<double>(k_target);
     const double seen = k_global == 0 ? 0.5 / static_cast<double>(k_target) : ratio;
-    if (fixed_stages_ == 0) {
-      ratio_sum_ += seen;
-      if (++calls_in_window_ == interval_) {
-        adaptStages(ratio_sum_ / interval_);
-        ratio_sum_ = 0;
-        calls_in_window_ = 0;
-      }
-    }
     if (feedback_exponent_ > 0 && k_global != k_target) {
       const double step =
           std::clamp(std::pow(seen, feedback_exponent_), 1 / kMaxFeedbackStep, kMaxFeedbackStep);
       correction_ = std::clamp(correction_ * step, kMinCorrection, kMaxCorrection);
+    }
+    if (fixed_stages_ == 0) {
+      ratio_sum_ += seen;
+      if (++calls_in_window_ == interval_) {
+        const int before = stages_;
+        adaptStages(ratio_sum_ / interval_);
+        // The correction was learnt for the old stage count; a new M moves the fit by more than
+        // the correction's step limit, so keeping it makes the two controllers fight.
+        if (stages_ != before) correction_ = 1;
+        ratio_sum_ = 0;
+        calls_in_window_ = 0;
+      }
     }
   }
 

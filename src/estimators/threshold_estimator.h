@@ -43,7 +43,7 @@ struct EstimatorParams {
   int sidco_max_stages = 0;
   int sidco_adapt_interval = 5;
   double sidco_adapt_tolerance = 0.2;
-  double sidco_feedback = 0;
+  double sidco_feedback = 0.25;
   // DGC (dgc_threshold.cc): sampled fraction of the range and the sampling seed.
   double dgc_sample_ratio = 0.01;
   uint64_t dgc_seed = 0;

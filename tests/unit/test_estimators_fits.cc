@@ -101,6 +101,7 @@ std::unique_ptr<ThresholdEstimator> estimatorFor(const std::string& name, double
   params.density = density;
   params.count = count;
   params.sidco_stages = stages;
+  params.sidco_feedback = 0;  // the paper's estimator
   std::unique_ptr<ThresholdEstimator> estimator;
   REQUIRE(sccl::makeEstimator(name, params, &estimator) == scclSuccess);
   return estimator;
@@ -420,4 +421,24 @@ TEST_CASE("SIDCo stage adaptation resumes a direction when the error drifted",
   CHECK(window(0.004) == 2);  // worse than at M = 2: drift, resume M + 1
   CHECK(window(0.2) == 3);    // better: keep going
   CHECK(window(0.9) == 3);    // in the band
+}
+
+TEST_CASE("SIDCo feedback correction restarts when the stage count changes", "[estimator][fits]") {
+  const auto x = laplace(kSamples / 8, 1.0, 43);
+  const uint64_t k = sccl::targetSelectionCount(0.001, x.size());
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = x.size();
+  params.sidco_feedback = 0.5;
+  std::unique_ptr<ThresholdEstimator> adaptive;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &adaptive) == scclSuccess);
+  const double uncorrected = thresholdFor(*adaptive, x, k);
+  for (int i = 0; i < 4; ++i) adaptive->observe(2 * k, k);  // too many: the correction grows
+  CHECK(sccl::sidcoStageCount(*adaptive) == 1);
+  CHECK(thresholdFor(*adaptive, x, k) > uncorrected);
+  adaptive->observe(2 * k, k);  // the window ends: M 1 -> 2 (away from the clamp), c back to 1
+  REQUIRE(sccl::sidcoStageCount(*adaptive) == 2);
+  // Now exactly the threshold of a fixed two-stage estimator without feedback.
+  auto fixed = estimatorFor("sidco_exp", 0.001, x.size(), 2);
+  CHECK(thresholdFor(*adaptive, x, k) == thresholdFor(*fixed, x, k));
 }
