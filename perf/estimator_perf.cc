@@ -56,6 +56,7 @@
 #include "common/team.h"
 #include "common/timing.h"
 #include "estimators/threshold_estimator.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 #include "support/gradient_trace.h"
 
@@ -389,7 +390,26 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
 // Sort-based exact top-k, the kind of baseline the SIDCo paper compared against (torch.topk):
 // |x| copied to a scratch vector, then std::nth_element (linear on average) or std::partial_sort
 // (n log k) puts the k-th largest magnitude at index k - 1; selection as for the estimators.
-enum class CostKind { Estimator, NthElement, PartialSort };
+// Pass rows (no selection): one absMoments pass (moments, or moments and sum ln|x| as the gamma
+// first stage), and a plain read of the same data - max |x| over slices on the kernel threads -
+// as the floor any pass over the data costs.
+enum class CostKind { Estimator, NthElement, PartialSort, PassMoments, PassMomentsLog, PassRead };
+
+float readPass(const float* x, size_t count) {
+  const size_t parts = sccl::kernelPartCount(count, size_t{1} << 16);
+  std::vector<float> part_max(parts, 0.0f);
+  sccl::cpuThreadPool().parallelFor(parts, [&](size_t p) {
+    float lanes[16] = {};
+    const size_t begin = count * p / parts, end = count * (p + 1) / parts;
+    size_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      for (int l = 0; l < 16; ++l) lanes[l] = std::max(lanes[l], std::fabs(x[i + size_t(l)]));
+    }
+    for (; i < end; ++i) lanes[0] = std::max(lanes[0], std::fabs(x[i]));
+    part_max[p] = *std::max_element(lanes, lanes + 16);
+  });
+  return *std::max_element(part_max.begin(), part_max.end());
+}
 
 double sortBasedKth(CostKind kind, const float* x, size_t count, uint64_t k,
                     std::vector<float>& scratch) {
@@ -445,18 +465,22 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
     bool sidco;
     CostKind kind = CostKind::Estimator;
   };
-  const std::vector<CostSetup> setups = {{{"topk", "topk"}, false},
-                                         {{"nth_element", "topk"}, false, CostKind::NthElement},
-                                         {{"partial_sort", "topk"}, false, CostKind::PartialSort},
-                                         {{"sidco_exp", "sidco_exp", 1}, true},
-                                         {{"sidco_exp", "sidco_exp", 2}, true},
-                                         {{"sidco_gp", "sidco_gp", 1}, true},
-                                         {{"sidco_gp", "sidco_gp", 2}, true},
-                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
-                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
-                                         {{"dgc", "dgc"}, false},
-                                         {{"redsync", "redsync"}, false},
-                                         {{"gaussiank", "gaussiank"}, false}};
+  const std::vector<CostSetup> setups = {
+      {{"topk", "topk"}, false},
+      {{"nth_element", "topk"}, false, CostKind::NthElement},
+      {{"partial_sort", "topk"}, false, CostKind::PartialSort},
+      {{"sidco_exp", "sidco_exp", 1}, true},
+      {{"sidco_exp", "sidco_exp", 2}, true},
+      {{"sidco_gp", "sidco_gp", 1}, true},
+      {{"sidco_gp", "sidco_gp", 2}, true},
+      {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
+      {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
+      {{"dgc", "dgc"}, false},
+      {{"redsync", "redsync"}, false},
+      {{"gaussiank", "gaussiank"}, false},
+      {{"pass:moments", "topk"}, false, CostKind::PassMoments},
+      {{"pass:moments+log", "topk"}, false, CostKind::PassMomentsLog},
+      {{"pass:read", "topk"}, false, CostKind::PassRead}};
   for (size_t count : counts) {
     for (double density : options.densities) {
       const uint64_t k = sccl::targetSelectionCount(density, count);
@@ -475,6 +499,20 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           double t = 0;
           size_t n = 0;
           scclResult_t rc = scclSuccess;
+          if (cs.kind == CostKind::PassMoments || cs.kind == CostKind::PassMomentsLog) {
+            sccl::AbsMoments moments;
+            if (kernels.absMoments(
+                    x.data(), scclFloat32, 0, count, std::numeric_limits<double>::denorm_min(),
+                    cs.kind == CostKind::PassMomentsLog, &moments, nullptr) != scclSuccess) {
+              std::exit(1);
+            }
+            selected = moments.count;
+            return;
+          }
+          if (cs.kind == CostKind::PassRead) {
+            selected = readPass(x.data(), count) > 0 ? count : 0;
+            return;
+          }
           if (cs.kind == CostKind::Estimator) {
             rc = estimator->threshold(query, &t);
           } else {
@@ -500,11 +538,14 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           target = ok ? "PASS" : "FAIL";
           (ok ? passed : failed)++;
         }
-        const bool baselines_known = cs.kind == CostKind::Estimator && cs.setup.label != "topk";
+        const bool pass_row = cs.kind == CostKind::PassMoments ||
+                              cs.kind == CostKind::PassMomentsLog || cs.kind == CostKind::PassRead;
+        const bool baselines_known =
+            (cs.kind == CostKind::Estimator && cs.setup.label != "topk") || pass_row;
         const double nan = std::numeric_limits<double>::quiet_NaN();
         table.addRow(
             {double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
-             double(selected) / double(k), timing.median_us, topk_us, speedup,
+             pass_row ? nan : double(selected) / double(k), timing.median_us, topk_us, speedup,
              baselines_known ? nth_us : nan, baselines_known ? nth_us / timing.median_us : nan,
              baselines_known ? psort_us : nan, baselines_known ? psort_us / timing.median_us : nan,
              target},

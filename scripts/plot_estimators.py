@@ -31,8 +31,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 DEFAULT_INPUTS = ["fmnist_cnn_it01400_w0", "lstm_lm_it00300_w0", "synthetic_gmixture"]
-DEFAULT_ESTIMATORS = ["sidco_exp", "sidco_gp", "sidco_gamma_gp", "sidco_gp+fb", "dgc", "redsync",
-                      "gaussiank"]
+DEFAULT_ESTIMATORS = ["sidco_exp", "sidco_gp", "sidco_gamma_gp", "sidco_exp/fb0", "sidco_exp/M1",
+                      "dgc", "redsync", "gaussiank"]
 
 
 FAMILIES = ["fmnist_cnn", "lstm_lm"]
