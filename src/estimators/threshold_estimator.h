@@ -36,8 +36,9 @@ struct EstimatorParams {
   double scaling_step = 0.005;       // gamma
   bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
   // SIDCo (sidco_multistage.cc): first-stage ratio delta_1; stages: 0 = adaptive starting at 1,
-  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); adaptation every Q calls when the mean
-  // k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction (0 = off).
+  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); the direction-seeking stage search every
+  // Q calls when the mean k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction
+  // (default 0.25; 0 = off, the paper's estimator).
   double sidco_first_ratio = 0.25;
   int sidco_stages = 0;
   int sidco_max_stages = 0;
