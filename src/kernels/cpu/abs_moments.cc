@@ -8,7 +8,7 @@
 // the same lanes in the same order; this file is compiled with -ffp-contract=off so no path
 // fuses m * m + s into an FMA. The result is therefore the same on every path.
 // fp16/bf16 are first widened (exactly) to float32 in blocks.
-// Speed (26M float32, 2 threads, AVX-512): about memory bandwidth for the moments; the first
+// Speed (26M float32, 2 threads): AVX-512 about a plain streaming read, AVX2 ~1.5x; the first
 // version wrote the lanes with GCC vector types, whose 16-wide double comparisons GCC 12
 // scalarised (one vcomisd per element), and ran 5-10x slower. sum ln|x| (want_log) is computed
 // in the same pass with reproducibleLog (below), vectorised, instead of a second scalar loop of
@@ -18,6 +18,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype.h"
@@ -115,35 +116,38 @@ SCCL_ALWAYS_INLINE void addScalar(LaneMoments& m, const T* x, size_t n, double f
   for (size_t i = 0; i < n; ++i) addOne<kLog>(m, i % kLanes, static_cast<double>(x[i]), floor);
 }
 
-// AVX2: the sixteen lanes are four ymm registers of four doubles per accumulator.
+// AVX2: the sixteen lanes are four ymm registers of four doubles per accumulator. AVX2 has 16
+// ymm registers, too few for every accumulator of all sixteen lanes at once, so a block is
+// processed in two sweeps, lanes 0-7 and then lanes 8-15 (the second reads the block again from
+// cache), and the NaN count, almost always zero, is kept in memory and updated on a rare branch.
 struct Avx2Lanes {
-  __m256i count[4], nan_count[4], zero_count[4];
-  __m256d sum_abs[4], sum_sq[4], max_abs[4], min_abs[4], sum_log[4];
+  __m256i count[2], zero_count[2];
+  __m256d sum_abs[2], sum_sq[2], max_abs[2], min_abs[2], sum_log[2];
 };
 
-SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Load(Avx2Lanes& v, const LaneMoments& m) {
-  for (int q = 0; q < 4; ++q) {
-    v.count[q] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m.count + 4 * q));
-    v.nan_count[q] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m.nan_count + 4 * q));
-    v.zero_count[q] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m.zero_count + 4 * q));
-    v.sum_abs[q] = _mm256_load_pd(m.sum_abs + 4 * q);
-    v.sum_sq[q] = _mm256_load_pd(m.sum_sq + 4 * q);
-    v.max_abs[q] = _mm256_load_pd(m.max_abs + 4 * q);
-    v.min_abs[q] = _mm256_load_pd(m.min_abs + 4 * q);
-    v.sum_log[q] = _mm256_load_pd(m.sum_log + 4 * q);
+SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Load(Avx2Lanes& v, const LaneMoments& m, int half) {
+  for (int j = 0; j < 2; ++j) {
+    const int lane = 8 * half + 4 * j;
+    v.count[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m.count + lane));
+    v.zero_count[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(m.zero_count + lane));
+    v.sum_abs[j] = _mm256_load_pd(m.sum_abs + lane);
+    v.sum_sq[j] = _mm256_load_pd(m.sum_sq + lane);
+    v.max_abs[j] = _mm256_load_pd(m.max_abs + lane);
+    v.min_abs[j] = _mm256_load_pd(m.min_abs + lane);
+    v.sum_log[j] = _mm256_load_pd(m.sum_log + lane);
   }
 }
 
-SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Store(const Avx2Lanes& v, LaneMoments& m) {
-  for (int q = 0; q < 4; ++q) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(m.count + 4 * q), v.count[q]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(m.nan_count + 4 * q), v.nan_count[q]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(m.zero_count + 4 * q), v.zero_count[q]);
-    _mm256_store_pd(m.sum_abs + 4 * q, v.sum_abs[q]);
-    _mm256_store_pd(m.sum_sq + 4 * q, v.sum_sq[q]);
-    _mm256_store_pd(m.max_abs + 4 * q, v.max_abs[q]);
-    _mm256_store_pd(m.min_abs + 4 * q, v.min_abs[q]);
-    _mm256_store_pd(m.sum_log + 4 * q, v.sum_log[q]);
+SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Store(const Avx2Lanes& v, LaneMoments& m, int half) {
+  for (int j = 0; j < 2; ++j) {
+    const int lane = 8 * half + 4 * j;
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m.count + lane), v.count[j]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m.zero_count + lane), v.zero_count[j]);
+    _mm256_store_pd(m.sum_abs + lane, v.sum_abs[j]);
+    _mm256_store_pd(m.sum_sq + lane, v.sum_sq[j]);
+    _mm256_store_pd(m.max_abs + lane, v.max_abs[j]);
+    _mm256_store_pd(m.min_abs + lane, v.min_abs[j]);
+    _mm256_store_pd(m.sum_log + lane, v.sum_log[j]);
   }
 }
 
@@ -193,7 +197,8 @@ SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE __m256d avx2AddLog(__m256d sum, __m256d m, _
 }
 
 template <bool kLog>
-SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Add(Avx2Lanes& v, int q, __m256d x, __m256d floor) {
+SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Add(Avx2Lanes& v, int q, __m256d x, __m256d floor,
+                                                 int64_t* nan_count) {
   const __m256d sign = _mm256_set1_pd(-0.0);
   const __m256d magnitude = _mm256_andnot_pd(sign, x);
   const __m256d counted = _mm256_cmp_pd(magnitude, floor, _CMP_GE_OQ);  // false for NaN
@@ -201,7 +206,9 @@ SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Add(Avx2Lanes& v, int q, __m256d x,
   const __m256d is_zero = _mm256_cmp_pd(magnitude, _mm256_setzero_pd(), _CMP_EQ_OQ);
   const __m256d counted_magnitude = _mm256_and_pd(magnitude, counted);      // +0 where not counted
   v.count[q] = _mm256_sub_epi64(v.count[q], _mm256_castpd_si256(counted));  // true is -1
-  v.nan_count[q] = _mm256_sub_epi64(v.nan_count[q], _mm256_castpd_si256(is_nan));
+  if (const int nan_lanes = _mm256_movemask_pd(is_nan); nan_lanes != 0) {
+    for (int b = 0; b < 4; ++b) nan_count[b] += (nan_lanes >> b) & 1;
+  }
   v.zero_count[q] =
       _mm256_sub_epi64(v.zero_count[q], _mm256_castpd_si256(_mm256_and_pd(counted, is_zero)));
   v.sum_abs[q] = _mm256_add_pd(v.sum_abs[q], counted_magnitude);
@@ -216,31 +223,42 @@ SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void avx2Add(Avx2Lanes& v, int q, __m256d x,
   }
 }
 
-template <bool kLog>
-SCCL_TARGET_AVX2 void addFloatsAvx2(LaneMoments& m, const float* x, size_t n, double floor) {
-  Avx2Lanes v;
-  avx2Load(v, m);
+template <typename T>
+SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE __m256d avx2LoadFour(const T* x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm256_cvtps_pd(_mm_loadu_ps(x));
+  } else {
+    return _mm256_loadu_pd(x);
+  }
+}
+
+template <bool kLog, typename T>
+SCCL_TARGET_AVX2 SCCL_ALWAYS_INLINE void addAvx2(LaneMoments& m, const T* x, size_t n,
+                                                 double floor) {
   const __m256d vfloor = _mm256_set1_pd(floor);
   const size_t full = n / kLanes * kLanes;
-  for (size_t i = 0; i < full; i += kLanes) {
-    for (int q = 0; q < 4; ++q)
-      avx2Add<kLog>(v, q, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * q)), vfloor);
+  for (int half = 0; half < 2; ++half) {
+    Avx2Lanes v;
+    avx2Load(v, m, half);
+    for (size_t i = 0; i < full; i += kLanes) {
+      for (int j = 0; j < 2; ++j) {
+        const int lane = 8 * half + 4 * j;
+        avx2Add<kLog>(v, j, avx2LoadFour(x + i + lane), vfloor, m.nan_count + lane);
+      }
+    }
+    avx2Store(v, m, half);
   }
-  avx2Store(v, m);
   addScalar<kLog>(m, x + full, n - full, floor);
 }
 
 template <bool kLog>
+SCCL_TARGET_AVX2 void addFloatsAvx2(LaneMoments& m, const float* x, size_t n, double floor) {
+  addAvx2<kLog>(m, x, n, floor);
+}
+
+template <bool kLog>
 SCCL_TARGET_AVX2 void addDoublesAvx2(LaneMoments& m, const double* x, size_t n, double floor) {
-  Avx2Lanes v;
-  avx2Load(v, m);
-  const __m256d vfloor = _mm256_set1_pd(floor);
-  const size_t full = n / kLanes * kLanes;
-  for (size_t i = 0; i < full; i += kLanes) {
-    for (int q = 0; q < 4; ++q) avx2Add<kLog>(v, q, _mm256_loadu_pd(x + i + 4 * q), vfloor);
-  }
-  avx2Store(v, m);
-  addScalar<kLog>(m, x + full, n - full, floor);
+  addAvx2<kLog>(m, x, n, floor);
 }
 
 // AVX-512: two zmm registers of eight doubles per accumulator, lanes 0-7 and 8-15.
