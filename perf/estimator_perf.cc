@@ -7,14 +7,22 @@
 //   acc = residual + g_c; t = estimator threshold for k = max(1, floor(delta n)) over acc;
 //   selected = |acc| >= t (trimmed to exactly k when the estimator asks, as dgc and top-k);
 //   residual = acc zeroed where selected; estimator.observe(k^, k); record k^/k.
-// -E 0 turns the residual off (acc = g_c): the fit on the raw gradient, with the stage adaptation
-// and feedback still reacting to k^/k over the calls.
-// Inputs: every *.sccltrace file of the trace directories (-T, comma-separated; default
-// tests/data/traces and tests/data/traces_lm): g_c = the trace's gradient at every call (a model
-// of a slowly changing gradient; the residual builds up over calls), and four synthetic
-// distributions of n = 2^18 values (-N), freshly drawn at every call from seeded mt19937_64:
-// Laplace(0, 1), gamma(0.5, 1) magnitudes, generalised Pareto (xi 0.2, sigma 1) magnitudes
-// (random signs) and a Gaussian mixture 0.9 N(0, 1) + 0.1 N(0, 10^2).
+// -E selects the input sequence:
+//   1 (default): error feedback over consecutive training steps - per (model family, worker) the
+//     trace files of its longest run of consecutive iterations (CNN 1391-1400, LSTM 296-300) in
+//     order, cycled over the calls, as a training loop feeds them; the residual carries over.
+//   0: no residual (acc = g_c), every trace file on its own, its gradient at every call: the fit
+//     on the raw gradient, with the stage search and feedback still reacting to k^/k.
+//   2: error feedback on one trace file repeated at every call - a stress test, not a training
+//     run: the residual grows linearly wherever nothing is selected, and releases bursts.
+// Trace directories: -T (comma-separated; default tests/data/traces and tests/data/traces_lm).
+// Synthetic inputs (every mode): four distributions of n = 2^18 values (-N), freshly drawn at
+// every call from seeded mt19937_64: Laplace(0, 1), gamma(0.5, 1) magnitudes, generalised
+// Pareto (xi 0.2, sigma 1) magnitudes (random signs) and a Gaussian mixture
+// 0.9 N(0, 1) + 0.1 N(0, 10^2).
+// Rows: sidco_* with the library's defaults (adaptive stages, count feedback -G, default 0.25),
+// sidco_*/fb0 (feedback off: the paper's estimator with our stage search), sidco_*/M1 (one stage,
+// no feedback: the paper's single-stage estimator), dgc, redsync, gaussiank.
 // Reported per (input, estimator, delta): mean and 5 %/95 % quantiles of k^/k over calls 11..C
 // (after the first 10 calls, the paper's tolerance window), the mean over all calls, min and max.
 // -S FILE writes every call's k^/k as CSV (input,estimator,density,call,ratio) for the plot
@@ -22,7 +30,9 @@
 // Mode "cost" (-m cost): Laplace(0,1) float32 vectors of the sizes -b..-e (default 0.26M, 2.6M,
 // 26M elements); per estimator the median time (-n iterations after -w warm-up) of estimation
 // plus selection (selectAbove; the trim to k when asked), against exact top-k of the same k in the
-// same run (the library's topk estimator: kthLargestAbs, then the same selection).
+// same run (the library's topk estimator: kthLargestAbs, then the same selection), and against
+// the sort-based exact top-k the SIDCo paper compared with (|x| copied, std::nth_element or
+// std::partial_sort on one thread, then the same selection).
 // Targets (printed): every SIDCo variant >= 5x faster than exact top-k at 26M; every SIDCo
 // variant's mean k^/k in [0.8, 1.2] after its first 10 calls on every real trace.
 #include <algorithm>
@@ -30,10 +40,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/data.h"
@@ -43,6 +56,7 @@
 #include "common/team.h"
 #include "common/timing.h"
 #include "estimators/threshold_estimator.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 #include "support/gradient_trace.h"
 
@@ -57,23 +71,38 @@ constexpr int kWarmCalls = 10;
 struct EstimatorSetup {
   std::string label;
   std::string name;
-  int stages = 0;       // sidco_stages
-  double feedback = 0;  // sidco_feedback
+  int stages = 0;        // sidco_stages
+  double feedback = -1;  // sidco_feedback; < 0: -G (default: the library's default)
 };
 
-double g_feedback_gain = 0.25;  // -G: the sidco_feedback of the "+fb" rows
-bool g_error_feedback = true;   // -E: residual carried between calls
+double g_feedback_gain = sccl::EstimatorParams{}.sidco_feedback;  // -G
+// -E: 0 raw gradient (no residual), 1 error feedback over consecutive training steps, 2 error
+// feedback on one gradient repeated at every call (a stress test: the residual grows linearly
+// wherever nothing is selected).
+enum class EfMode { Raw = 0, Consecutive = 1, Repeated = 2 };
+EfMode g_ef_mode = EfMode::Consecutive;
+const char* efModeName() {
+  switch (g_ef_mode) {
+    case EfMode::Raw: return "off (raw gradient)";
+    case EfMode::Consecutive: return "on, consecutive training steps cycled";
+    case EfMode::Repeated: return "on, one gradient repeated (stress)";
+  }
+  return "?";
+}
 
+// sidco_*: the library's defaults (adaptive stage count, count feedback at -G); /fb0: adaptive,
+// feedback off (the paper's estimator with our stage search); /M1: one stage, no feedback (the
+// paper's single-stage estimator).
 std::vector<EstimatorSetup> qualitySetups() {
   return {{"sidco_exp", "sidco_exp"},
           {"sidco_gp", "sidco_gp"},
           {"sidco_gamma_gp", "sidco_gamma_gp"},
-          {"sidco_exp/M1", "sidco_exp", 1},
-          {"sidco_gp/M1", "sidco_gp", 1},
-          {"sidco_gamma_gp/M1", "sidco_gamma_gp", 1},
-          {"sidco_exp+fb", "sidco_exp", 0, g_feedback_gain},
-          {"sidco_gp+fb", "sidco_gp", 0, g_feedback_gain},
-          {"sidco_gamma_gp+fb", "sidco_gamma_gp", 0, g_feedback_gain},
+          {"sidco_exp/fb0", "sidco_exp", 0, 0.0},
+          {"sidco_gp/fb0", "sidco_gp", 0, 0.0},
+          {"sidco_gamma_gp/fb0", "sidco_gamma_gp", 0, 0.0},
+          {"sidco_exp/M1", "sidco_exp", 1, 0.0},
+          {"sidco_gp/M1", "sidco_gp", 1, 0.0},
+          {"sidco_gamma_gp/M1", "sidco_gamma_gp", 1, 0.0},
           {"dgc", "dgc"},
           {"redsync", "redsync"},
           {"gaussiank", "gaussiank"}};
@@ -85,7 +114,7 @@ std::unique_ptr<sccl::ThresholdEstimator> makeEstimator(const EstimatorSetup& se
   params.density = density;
   params.count = count;
   params.sidco_stages = setup.stages;
-  params.sidco_feedback = setup.feedback;
+  params.sidco_feedback = setup.feedback < 0 ? g_feedback_gain : setup.feedback;
   std::unique_ptr<sccl::ThresholdEstimator> estimator;
   if (sccl::makeEstimator(setup.name, params, &estimator) != scclSuccess) {
     std::fprintf(stderr, "estimator %s: %s\n", setup.label.c_str(), scclGetLastError(nullptr));
@@ -127,26 +156,84 @@ std::vector<float> drawSynthetic(const std::string& kind, size_t n, uint64_t see
   return x;
 }
 
-std::vector<QualityInput> loadInputs(const std::vector<std::string>& dirs, size_t synthetic_n,
-                                     int calls, uint64_t seed) {
-  std::vector<QualityInput> inputs;
+// Trace inputs. Raw (-E 0) and repeated (-E 2): one input per file, its gradient at every call.
+// Consecutive (-E 1): one input per (family, worker), the files of its longest run of consecutive
+// iterations (at least two: CNN 1391-1400, LSTM 291-300) in iteration order, cycled over the calls,
+// as a training loop feeds them; files outside such a run are not used.
+std::vector<QualityInput> loadTraceInputs(const std::vector<std::string>& dirs) {
+  struct Loaded {
+    std::string family, label;
+    sccl_test::GradientTrace trace;
+  };
+  std::vector<Loaded> files;
   for (const std::string& dir : dirs) {
     for (const std::string& path : sccl_test::listGradientTraces(dir)) {
-      sccl_test::GradientTrace trace;
+      Loaded file;
       std::string error;
-      if (!sccl_test::loadGradientTrace(path, &trace, &error)) {
+      if (!sccl_test::loadGradientTrace(path, &file.trace, &error)) {
         std::fprintf(stderr, "%s\n", error.c_str());
         std::exit(1);
       }
-      QualityInput input;
-      input.label = path.substr(path.find_last_of('/') + 1);
-      input.label = input.label.substr(0, input.label.size() - 10);  // drop ".sccltrace"
-      input.family = input.label.rfind("lstm", 0) == 0 ? "lstm_lm" : "fmnist_cnn";
-      input.count = trace.values.size();
-      input.calls.push_back(std::move(trace.values));
-      inputs.push_back(std::move(input));
+      file.label = path.substr(path.find_last_of('/') + 1);
+      file.label = file.label.substr(0, file.label.size() - 10);  // drop ".sccltrace"
+      file.family = file.label.rfind("lstm", 0) == 0 ? "lstm_lm" : "fmnist_cnn";
+      files.push_back(std::move(file));
     }
   }
+  std::sort(files.begin(), files.end(), [](const Loaded& x, const Loaded& y) {
+    return std::tie(x.family, x.trace.worker, x.trace.iteration) <
+           std::tie(y.family, y.trace.worker, y.trace.iteration);
+  });
+  std::vector<QualityInput> inputs;
+  if (g_ef_mode != EfMode::Consecutive) {
+    for (Loaded& file : files) {
+      QualityInput input;
+      input.label = file.label;
+      input.family = file.family;
+      input.count = file.trace.values.size();
+      input.calls.push_back(std::move(file.trace.values));
+      inputs.push_back(std::move(input));
+    }
+    return inputs;
+  }
+  for (size_t first = 0; first < files.size();) {
+    size_t end = first + 1;  // [first, end): one family and worker
+    while (end < files.size() && files[end].family == files[first].family &&
+           files[end].trace.worker == files[first].trace.worker) {
+      ++end;
+    }
+    size_t best_begin = first, best_length = 1;
+    for (size_t run = first; run < end;) {
+      size_t next = run + 1;
+      while (next < end && files[next].trace.iteration == files[next - 1].trace.iteration + 1 &&
+             files[next].trace.values.size() == files[run].trace.values.size()) {
+        ++next;
+      }
+      if (next - run >= best_length) best_begin = run, best_length = next - run;
+      run = next;
+    }
+    if (best_length >= 2) {
+      const Loaded& head = files[best_begin];
+      const Loaded& tail = files[best_begin + best_length - 1];
+      QualityInput input;
+      char label[96];
+      std::snprintf(label, sizeof(label), "%s_it%05u-%05u_w%u", head.family.c_str(),
+                    head.trace.iteration, tail.trace.iteration, head.trace.worker);
+      input.label = label;
+      input.family = head.family;
+      input.count = head.trace.values.size();
+      for (size_t i = best_begin; i < best_begin + best_length; ++i)
+        input.calls.push_back(std::move(files[i].trace.values));
+      inputs.push_back(std::move(input));
+    }
+    first = end;
+  }
+  return inputs;
+}
+
+std::vector<QualityInput> loadInputs(const std::vector<std::string>& dirs, size_t synthetic_n,
+                                     int calls, uint64_t seed) {
+  std::vector<QualityInput> inputs = loadTraceInputs(dirs);
   for (const char* kind : {"laplace", "gamma", "gpareto", "gmixture"}) {
     QualityInput input;
     input.label = std::string("synthetic_") + kind;
@@ -222,8 +309,8 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
                      {"max", "max", 8, 2},
                      {"target", "target", 6, 0}});
   KeyValues settings = {{"mode", "quality"},
-                        {"error feedback", g_error_feedback ? "on" : "off"},
-                        {"feedback gain of +fb rows", std::to_string(g_feedback_gain)},
+                        {"error feedback", efModeName()},
+                        {"sidco_feedback of the sidco_* rows", std::to_string(g_feedback_gain)},
                         {"calls", std::to_string(calls)},
                         {"synthetic n", std::to_string(synthetic_n)},
                         {"seed", std::to_string(options.seed)}};
@@ -234,7 +321,8 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
   FILE* series = series_path.empty() ? nullptr : std::fopen(series_path.c_str(), "w");
   if (series != nullptr) std::fprintf(series, "input,family,estimator,density,call,ratio\n");
   const std::vector<QualityInput> inputs = loadInputs(dirs, synthetic_n, calls, options.seed);
-  int passed = 0, failed = 0;
+  // PASS/FAIL counts per row kind: the sidco_* defaults, /fb0, /M1.
+  std::map<std::string, std::pair<int, int>> verdicts;
   for (const QualityInput& input : inputs) {
     for (double density : options.densities) {
       const uint64_t k = sccl::targetSelectionCount(density, input.count);
@@ -258,7 +346,7 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
             return 1;
           }
           const uint64_t selected = selectAndZero(acc, t, estimator->exactCount(), k);
-          if (g_error_feedback) residual.swap(acc);
+          if (g_ef_mode != EfMode::Raw) residual.swap(acc);
           estimator->observe(selected, k);
           ratios.push_back(double(selected) / double(k));
           if (series != nullptr) {
@@ -272,7 +360,11 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
         if (sidco && input.family != "synthetic") {
           const bool ok = s.mean_after >= 0.8 && s.mean_after <= 1.2;
           target = ok ? "PASS" : "FAIL";
-          (ok ? passed : failed)++;
+          const size_t slash = setup.label.find('/');
+          const std::string kind = slash == std::string::npos
+                                       ? "sidco_* (defaults)"
+                                       : "sidco_*" + setup.label.substr(slash);
+          (ok ? verdicts[kind].first : verdicts[kind].second)++;
         }
         table.addRow({input.label, setup.label, density, double(k), s.mean_after, s.p5, s.p95,
                       s.mean_all, s.min, s.max, target},
@@ -281,16 +373,55 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
     }
   }
   if (series != nullptr) std::fclose(series);
-  std::printf(
-      "# target (sidco_* mean k^/k after %d calls in [0.8, 1.2] on real traces): "
-      "%d PASS, %d FAIL\n",
-      kWarmCalls, passed, failed);
+  for (const auto& [kind, counts] : verdicts) {
+    std::printf(
+        "# target (mean k^/k after %d calls in [0.8, 1.2] on every real trace), %s: "
+        "%d PASS, %d FAIL\n",
+        kWarmCalls, kind.c_str(), counts.first, counts.second);
+  }
   if (!options.json_path.empty() &&
       !table.writeJson(options.json_path, "estimator_perf", machine, settings)) {
     std::fprintf(stderr, "cannot write %s\n", options.json_path.c_str());
     return 1;
   }
   return 0;
+}
+
+// Sort-based exact top-k, the kind of baseline the SIDCo paper compared against (torch.topk):
+// |x| copied to a scratch vector, then std::nth_element (linear on average) or std::partial_sort
+// (n log k) puts the k-th largest magnitude at index k - 1; selection as for the estimators.
+// Pass rows (no selection): one absMoments pass (moments, or moments and sum ln|x| as the gamma
+// first stage), and a plain read of the same data - max |x| over slices on the kernel threads -
+// as the floor any pass over the data costs.
+enum class CostKind { Estimator, NthElement, PartialSort, PassMoments, PassMomentsLog, PassRead };
+
+float readPass(const float* x, size_t count) {
+  const size_t parts = sccl::kernelPartCount(count, size_t{1} << 16);
+  std::vector<float> part_max(parts, 0.0f);
+  sccl::cpuThreadPool().parallelFor(parts, [&](size_t p) {
+    float lanes[16] = {};
+    const size_t begin = count * p / parts, end = count * (p + 1) / parts;
+    size_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+      for (int l = 0; l < 16; ++l) lanes[l] = std::max(lanes[l], std::fabs(x[i + size_t(l)]));
+    }
+    for (; i < end; ++i) lanes[0] = std::max(lanes[0], std::fabs(x[i]));
+    part_max[p] = *std::max_element(lanes, lanes + 16);
+  });
+  return *std::max_element(part_max.begin(), part_max.end());
+}
+
+double sortBasedKth(CostKind kind, const float* x, size_t count, uint64_t k,
+                    std::vector<float>& scratch) {
+  scratch.resize(count);
+  for (size_t i = 0; i < count; ++i) scratch[i] = std::fabs(x[i]);
+  auto kth = scratch.begin() + std::ptrdiff_t(k - 1);
+  if (kind == CostKind::NthElement) {
+    std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<float>());
+  } else {
+    std::partial_sort(scratch.begin(), kth + 1, scratch.end(), std::greater<float>());
+  }
+  return double(*kth);
 }
 
 int runCost(const PerfOptions& options, const KeyValues& machine) {
@@ -306,18 +437,25 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
                      {"est+sel(us)", "time_us", 12, 0},
                      {"topk(us)", "topk_us", 10, 0},
                      {"speedup", "speedup", 8, 2},
+                     {"nth(us)", "nth_element_us", 10, 0},
+                     {"x nth", "speedup_vs_nth_element", 7, 2},
+                     {"psort(us)", "partial_sort_us", 10, 0},
+                     {"x psort", "speedup_vs_partial_sort", 8, 2},
                      {"target", "target", 6, 0}});
   KeyValues settings = {{"mode", "cost"},
                         {"iters", std::to_string(options.iters)},
                         {"warmup", std::to_string(options.warmup)},
                         {"seed", std::to_string(options.seed)},
-                        {"inputs", "Laplace(0,1) float32 from (seed, index)"}};
+                        {"inputs", "Laplace(0,1) float32 from (seed, index)"},
+                        {"sort baselines",
+                         "|x| copy + std::nth_element / std::partial_sort, "
+                         "one thread, then selectAbove"}};
   std::printf("# estimator_perf cost: estimation + selection vs exact top-k (median times)\n");
   printKeyValues(stdout, machine);
   printKeyValues(stdout, settings);
   table.printHeader(stdout);
   const size_t max_count = counts.back();
-  std::vector<float> x(max_count);
+  std::vector<float> x(max_count), scratch;
   fillLaplace(team, x.data(), scclFloat32, max_count, options.seed);
   std::vector<int64_t> idx(max_count);
   const sccl::KernelBackend& kernels = sccl::cpuKernels();
@@ -325,21 +463,28 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
   struct CostSetup {
     EstimatorSetup setup;
     bool sidco;
+    CostKind kind = CostKind::Estimator;
   };
-  const std::vector<CostSetup> setups = {{{"topk", "topk"}, false},
-                                         {{"sidco_exp", "sidco_exp", 1}, true},
-                                         {{"sidco_exp", "sidco_exp", 2}, true},
-                                         {{"sidco_gp", "sidco_gp", 1}, true},
-                                         {{"sidco_gp", "sidco_gp", 2}, true},
-                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
-                                         {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
-                                         {{"dgc", "dgc"}, false},
-                                         {{"redsync", "redsync"}, false},
-                                         {{"gaussiank", "gaussiank"}, false}};
+  const std::vector<CostSetup> setups = {
+      {{"topk", "topk"}, false},
+      {{"nth_element", "topk"}, false, CostKind::NthElement},
+      {{"partial_sort", "topk"}, false, CostKind::PartialSort},
+      {{"sidco_exp", "sidco_exp", 1}, true},
+      {{"sidco_exp", "sidco_exp", 2}, true},
+      {{"sidco_gp", "sidco_gp", 1}, true},
+      {{"sidco_gp", "sidco_gp", 2}, true},
+      {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
+      {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
+      {{"dgc", "dgc"}, false},
+      {{"redsync", "redsync"}, false},
+      {{"gaussiank", "gaussiank"}, false},
+      {{"pass:moments", "topk"}, false, CostKind::PassMoments},
+      {{"pass:moments+log", "topk"}, false, CostKind::PassMomentsLog},
+      {{"pass:read", "topk"}, false, CostKind::PassRead}};
   for (size_t count : counts) {
     for (double density : options.densities) {
       const uint64_t k = sccl::targetSelectionCount(density, count);
-      double topk_us = 0;
+      double topk_us = 0, nth_us = 0, psort_us = 0;
       for (const CostSetup& cs : setups) {
         auto estimator = makeEstimator(cs.setup, density, count);
         uint64_t selected = 0;
@@ -353,16 +498,39 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           query.iteration = uint64_t(iteration++);
           double t = 0;
           size_t n = 0;
-          if (estimator->threshold(query, &t) != scclSuccess ||
+          scclResult_t rc = scclSuccess;
+          if (cs.kind == CostKind::PassMoments || cs.kind == CostKind::PassMomentsLog) {
+            sccl::AbsMoments moments;
+            if (kernels.absMoments(
+                    x.data(), scclFloat32, 0, count, std::numeric_limits<double>::denorm_min(),
+                    cs.kind == CostKind::PassMomentsLog, &moments, nullptr) != scclSuccess) {
+              std::exit(1);
+            }
+            selected = moments.count;
+            return;
+          }
+          if (cs.kind == CostKind::PassRead) {
+            selected = readPass(x.data(), count) > 0 ? count : 0;
+            return;
+          }
+          if (cs.kind == CostKind::Estimator) {
+            rc = estimator->threshold(query, &t);
+          } else {
+            t = sortBasedKth(cs.kind, x.data(), count, k, scratch);
+          }
+          if (rc != scclSuccess ||
               kernels.selectAbove(x.data(), scclFloat32, 0, count, t, idx.data(), nullptr,
                                   idx.size(), &n, nullptr) != scclSuccess) {
             std::fprintf(stderr, "%s failed: %s\n", cs.setup.label.c_str(),
                          scclGetLastError(nullptr));
             std::exit(1);
           }
-          selected = estimator->exactCount() ? std::min<uint64_t>(n, k) : n;
+          const bool exact = cs.kind != CostKind::Estimator || estimator->exactCount();
+          selected = exact ? std::min<uint64_t>(n, k) : n;
         });
-        if (cs.setup.name == "topk") topk_us = timing.median_us;
+        if (cs.setup.label == "topk") topk_us = timing.median_us;
+        if (cs.kind == CostKind::NthElement) nth_us = timing.median_us;
+        if (cs.kind == CostKind::PartialSort) psort_us = timing.median_us;
         const double speedup = topk_us / timing.median_us;
         std::string target = "-";
         if (cs.sidco && count >= 26000000) {
@@ -370,9 +538,18 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
           target = ok ? "PASS" : "FAIL";
           (ok ? passed : failed)++;
         }
-        table.addRow({double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
-                      double(selected) / double(k), timing.median_us, topk_us, speedup, target},
-                     stdout);
+        const bool pass_row = cs.kind == CostKind::PassMoments ||
+                              cs.kind == CostKind::PassMomentsLog || cs.kind == CostKind::PassRead;
+        const bool baselines_known =
+            (cs.kind == CostKind::Estimator && cs.setup.label != "topk") || pass_row;
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        table.addRow(
+            {double(count), density, cs.setup.label, double(cs.setup.stages), double(k),
+             pass_row ? nan : double(selected) / double(k), timing.median_us, topk_us, speedup,
+             baselines_known ? nth_us : nan, baselines_known ? nth_us / timing.median_us : nan,
+             baselines_known ? psort_us : nan, baselines_known ? psort_us / timing.median_us : nan,
+             target},
+            stdout);
       }
     }
   }
@@ -429,15 +606,16 @@ int main(int argc, char** argv) {
        [&](const char* text) { return (calls = std::atoi(text)) > 0; }},
       {'N', "N      elements of the synthetic inputs (quality, default 262144)",
        [&](const char* text) { return parseSize(text, &synthetic_n) && synthetic_n > 0; }},
-      {'G', "GAIN   sidco_feedback of the +fb rows (quality, default 0.25)",
+      {'G', "GAIN   sidco_feedback of the sidco_* rows (default: the library's, 0.25)",
        [&](const char* text) {
          g_feedback_gain = std::atof(text);
-         return g_feedback_gain > 0 && g_feedback_gain <= 1;
+         return g_feedback_gain >= 0 && g_feedback_gain <= 1;
        }},
-      {'E', "0|1    error feedback between calls (quality, default 1)",
+      {'E', "0|1|2  error feedback: 0 off, 1 consecutive steps (default), 2 repeated gradient",
        [&](const char* text) {
-         g_error_feedback = std::atoi(text) != 0;
-         return true;
+         const int mode_value = std::atoi(text);
+         g_ef_mode = static_cast<EfMode>(mode_value);
+         return mode_value >= 0 && mode_value <= 2;
        }},
       {'S', "FILE   per-call k^/k as CSV (quality)",
        [&](const char* text) { return !(series_path = text).empty(); }}};

@@ -29,7 +29,9 @@ thread by default; the same command writes the same bytes on the same torch buil
 
 Usage:
     /usr/bin/python3 scripts/lm_gradient_traces.py --out tests/data/traces_lm \
-        --iterations 1,300 --workers 2
+        --iterations 1,296,297,298,299,300 --workers 2
+(296-300: consecutive steps for the error-feedback mode of perf/estimator_perf; tracing more
+iterations does not change the training, so the other files stay byte-identical.)
     /usr/bin/python3 scripts/gradient_traces.py --stats tests/data/traces_lm   # Markdown table
 """
 

@@ -262,7 +262,7 @@ typedef struct {
   int sidcoAdaptInterval;     /* Q: calls between stage adaptations, default 5 */
   double sidcoAdaptTolerance; /* eps: M changes when the mean k'/k leaves [1-eps, 1+eps], 0.2 */
   double sidcoFeedback;       /* gain in [0, 1] of the threshold correction by the achieved k'/k;
-                                 0 (default): off, the paper's estimator */
+                                 default 0.25; 0: off, the paper's estimator */
   /* DGC estimator (docs/algorithms/dgc.md) */
   double dgcSampleRatio;      /* sampled fraction in (0, 1], default 0.01 */
   int dgcSeed;                /* >= 0, seed of the deterministic sampling, default 0 */
@@ -272,7 +272,7 @@ typedef struct {
   {                                                                                              \
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
-        0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.0, 0.01, 0                     \
+        0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0                    \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):

@@ -37,7 +37,7 @@ struct ResolvedSparseConfig {
   int sidco_max_stages = 0;
   int sidco_adapt_interval = 5;
   double sidco_adapt_tolerance = 0.2;
-  double sidco_feedback = 0;
+  double sidco_feedback = 0.25;
   double dgc_sample_ratio = 0.01;
   int dgc_seed = 0;
 };

@@ -36,14 +36,15 @@ struct EstimatorParams {
   double scaling_step = 0.005;       // gamma
   bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
   // SIDCo (sidco_multistage.cc): first-stage ratio delta_1; stages: 0 = adaptive starting at 1,
-  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); adaptation every Q calls when the mean
-  // k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction (0 = off).
+  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); the direction-seeking stage search every
+  // Q calls when the mean k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction
+  // (default 0.25; 0 = off, the paper's estimator).
   double sidco_first_ratio = 0.25;
   int sidco_stages = 0;
   int sidco_max_stages = 0;
   int sidco_adapt_interval = 5;
   double sidco_adapt_tolerance = 0.2;
-  double sidco_feedback = 0;
+  double sidco_feedback = 0.25;
   // DGC (dgc_threshold.cc): sampled fraction of the range and the sampling seed.
   double dgc_sample_ratio = 0.01;
   uint64_t dgc_seed = 0;

@@ -374,7 +374,7 @@ TEST_CASE("JSON sets the statistical estimator knobs and names bad ones", "[esti
   CHECK(config.sidcoMaxStages == 0);
   CHECK(config.sidcoAdaptInterval == 5);
   CHECK(config.sidcoAdaptTolerance == 0.2);
-  CHECK(config.sidcoFeedback == 0.0);
+  CHECK(config.sidcoFeedback == 0.25);
   CHECK(config.dgcSampleRatio == 0.01);
   CHECK(config.dgcSeed == 0);
   const char* json = R"({"estimator": "sidco_gamma_gp", "search": "exdyna",

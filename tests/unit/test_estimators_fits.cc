@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -31,6 +32,7 @@
 #include "estimators/distribution_fits.h"
 #include "estimators/sidco_multistage.h"
 #include "estimators/threshold_estimator.h"
+#include "cpu_kernel_test_data.h"
 #include "kernels/kernels.h"
 
 namespace {
@@ -99,6 +101,7 @@ std::unique_ptr<ThresholdEstimator> estimatorFor(const std::string& name, double
   params.density = density;
   params.count = count;
   params.sidco_stages = stages;
+  params.sidco_feedback = 0;  // the paper's estimator
   std::unique_ptr<ThresholdEstimator> estimator;
   REQUIRE(sccl::makeEstimator(name, params, &estimator) == scclSuccess);
   return estimator;
@@ -233,7 +236,30 @@ TEST_CASE("multi-stage SIDCo corrects a misfitted first stage", "[estimator][fit
   CHECK(multi_ratio <= 1.2);
 }
 
-TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]") {
+// Drives a sidco_exp estimator (density 0.001: M_max = 10, Q = 5) with k'/k scripted as a function
+// of its current stage count, window after window, and returns the stage counts after each window.
+std::vector<int> stagesUnderProfile(const std::vector<double>& ratio_at_stage, int windows,
+                                    int max_stages = 0) {
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  params.sidco_max_stages = max_stages;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  std::vector<int> stages;
+  for (int w = 0; w < windows; ++w) {
+    const int m = sccl::sidcoStageCount(*estimator);
+    REQUIRE(m >= 1);
+    REQUIRE(size_t(m) <= ratio_at_stage.size());
+    for (int i = 0; i < params.sidco_adapt_interval; ++i) {
+      estimator->observe(uint64_t(std::llround(ratio_at_stage[size_t(m) - 1] * 1000)), 1000);
+    }
+    stages.push_back(sccl::sidcoStageCount(*estimator));
+  }
+  return stages;
+}
+
+TEST_CASE("SIDCo stage adaptation windows and bands", "[estimator][fits]") {
   EstimatorParams params;
   params.density = 0.001;  // M_max = ceil(log2(1000)) = 10
   params.count = 1000000;
@@ -243,16 +269,12 @@ TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]"
   // Four calls are not a window of Q = 5.
   for (int i = 0; i < 4; ++i) estimator->observe(500, 1000);
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  estimator->observe(500, 1000);  // mean 0.5 < 0.8: one more stage
+  estimator->observe(500, 1000);  // mean 0.5 < 0.8: the paper's direction, one more stage
   CHECK(sccl::sidcoStageCount(*estimator) == 2);
   for (int i = 0; i < 5; ++i) estimator->observe(1100, 1000);  // inside [0.8, 1.2]: unchanged
   CHECK(sccl::sidcoStageCount(*estimator) == 2);
-  for (int i = 0; i < 5; ++i) estimator->observe(1300, 1000);  // mean 1.3 > 1.2: one fewer
+  for (int i = 0; i < 5; ++i) estimator->observe(1300, 1000);  // 1.3 > 1.2, fresh search: M - 1
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  for (int i = 0; i < 5; ++i) estimator->observe(5000, 1000);  // clamped at 1
-  CHECK(sccl::sidcoStageCount(*estimator) == 1);
-  for (int i = 0; i < 100; ++i) estimator->observe(0, 1000);  // clamped at M_max = 10
-  CHECK(sccl::sidcoStageCount(*estimator) == 10);
   estimator->reset();
   CHECK(sccl::sidcoStageCount(*estimator) == 1);
   // A fixed stage count never adapts.
@@ -260,6 +282,50 @@ TEST_CASE("SIDCo stage adaptation follows the paper's rule", "[estimator][fits]"
   REQUIRE(sccl::makeEstimator("sidco_gp", params, &estimator) == scclSuccess);
   for (int i = 0; i < 20; ++i) estimator->observe(0, 1000);
   CHECK(sccl::sidcoStageCount(*estimator) == 3);
+}
+
+TEST_CASE("SIDCo stage adaptation leaves the clamp when one stage selects too many",
+          "[estimator][fits]") {
+  // Measured k^/k of sidco_exp on fmnist_cnn_it01400_w0 for M = 1, 2, 3, ... (the paper's rule
+  // would ask for M - 1 and stay at M = 1 for ever).
+  SECTION("density 0.01") {
+    const auto stages = stagesUnderProfile({3.25, 1.10, 0.80, 0.77, 0.77, 0.77, 0.77}, 6);
+    CHECK(stages == std::vector<int>{2, 2, 2, 2, 2, 2});
+  }
+  SECTION("density 0.001") {
+    const auto stages = stagesUnderProfile({12.05, 2.92, 1.30, 1.03, 0.95, 0.9, 0.9, 0.9}, 6);
+    CHECK(stages == std::vector<int>{2, 3, 4, 4, 4, 4});
+  }
+}
+
+TEST_CASE("SIDCo stage adaptation reverses a move that made the error worse", "[estimator][fits]") {
+  // Too few at M = 1 (the paper's case): one more stage is worse, so back to 1; the other side of
+  // 1 does not exist, so M is held at 1.
+  CHECK(stagesUnderProfile({0.5, 0.3, 0.2}, 5) == std::vector<int>{2, 1, 1, 1, 1});
+  // A minimum outside the band at M = 2: 1 -> 2 (better) -> 3 (worse) -> back to 2 -> 1 (the
+  // other side, worse) -> back to 2, then held: no endless oscillation.
+  CHECK(stagesUnderProfile({3.0, 1.5, 0.5, 0.4}, 8) == std::vector<int>{2, 3, 2, 1, 2, 2, 2, 2});
+  // Still improving at the M_max clamp (3 here): the way down is tried once, then M_max is held.
+  CHECK(stagesUnderProfile({8.0, 4.0, 2.0}, 6, 3) == std::vector<int>{2, 3, 2, 3, 3, 3});
+}
+
+TEST_CASE("SIDCo stage adaptation resumes when the held error changes", "[estimator][fits]") {
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  auto window = [&](double ratio) {
+    for (int i = 0; i < 5; ++i) estimator->observe(uint64_t(std::llround(ratio * 1000)), 1000);
+    return sccl::sidcoStageCount(*estimator);
+  };
+  CHECK(window(0.5) == 2);   // too few: M + 1
+  CHECK(window(0.3) == 1);   // worse: back
+  CHECK(window(0.5) == 1);   // the other side of 1 does not exist: held
+  CHECK(window(0.55) == 1);  // error within ln(1.2) of the held one: still held
+  CHECK(window(0.2) == 2);   // the data changed: a fresh search in the paper's direction
+  CHECK(window(1.0) == 2);   // in the band: stays
+  CHECK(window(0) == 3);     // nothing selected (k' = 0 counts as half an entry): M + 1
 }
 
 TEST_CASE("SIDCo feedback corrects a biased fit over calls", "[estimator][fits]") {
@@ -287,4 +353,92 @@ TEST_CASE("SIDCo feedback corrects a biased fit over calls", "[estimator][fits]"
   INFO("without " << without << " with " << with);
   CHECK(std::fabs(without - 1) > 0.5);
   CHECK(with == Approx(1.0).margin(0.1));
+}
+
+TEST_CASE("absMoments sum of logs: extreme doubles agree on every ISA and with std::log",
+          "[estimator][fits][moments]") {
+  // The gamma fit's sum ln|x| comes from the kernel's own log (exact range reduction and a
+  // series, no library log) so that every ISA gives the same bits. Subnormal, tiny, huge and
+  // near-1 magnitudes exercise the exponent paths (the AVX2 path sends subnormals to the scalar
+  // function); each log must be within a few ulp, so the sum agrees with std::log's to 1e-13.
+  using cpu_kernel_test::supportedIsas;
+  using sccl::CpuIsa;
+  cpu_kernel_test::KernelSettingsGuard guard;
+  std::vector<double> x;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 5000; ++i) {
+    const double u = uniformOpen(rng);
+    switch (i % 6) {
+      case 0: x.push_back(u * 1e-310); break;              // subnormal
+      case 1: x.push_back(-u * 1e300); break;              // huge
+      case 2: x.push_back(1.0 + (u - 0.5) * 1e-6); break;  // near 1: ln close to 0
+      case 3: x.push_back(-std::ldexp(u, int(i % 2000) - 1000)); break;
+      case 4: x.push_back(std::sqrt(2.0) * (1 + (u - 0.5) * 1e-12)); break;  // the f / 2 edge
+      default: x.push_back(0.0); break;                                      // left out of the sum
+    }
+  }
+  long double want = 0;
+  for (double v : x)
+    if (v != 0) want += std::log(std::fabs(v));
+  std::vector<AbsMoments> results;
+  for (CpuIsa isa : supportedIsas()) {
+    sccl::setCpuIsaForTesting(isa);
+    AbsMoments m;
+    REQUIRE(sccl::cpuKernels().absMoments(x.data(), scclFloat64, 0, x.size(), 0.0, true, &m,
+                                          nullptr) == scclSuccess);
+    results.push_back(m);
+  }
+  INFO("sum_log " << results.front().sum_log << " want " << double(want));
+  CHECK(results.front().sum_log == Approx(double(want)).epsilon(1e-13));
+  for (const AbsMoments& r : results) CHECK(std::memcmp(&r, &results.front(), sizeof(r)) == 0);
+  // +inf is counted and makes the sum +inf on every path.
+  x[7] = std::numeric_limits<double>::infinity();
+  for (CpuIsa isa : supportedIsas()) {
+    sccl::setCpuIsaForTesting(isa);
+    AbsMoments m;
+    REQUIRE(sccl::cpuKernels().absMoments(x.data(), scclFloat64, 0, x.size(), 0.0, true, &m,
+                                          nullptr) == scclSuccess);
+    CHECK(m.sum_log == std::numeric_limits<double>::infinity());
+  }
+}
+
+TEST_CASE("SIDCo stage adaptation resumes a direction when the error drifted",
+          "[estimator][fits]") {
+  // Error feedback builds a residual up over the first calls, so k'/k falls whatever M is: a
+  // move that looked worse is undone, but when the M it returns to is worse still, the move
+  // was not the cause and the search resumes its direction instead of holding at the clamp.
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = 1000000;
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+  auto window = [&](double ratio) {
+    for (int i = 0; i < 5; ++i) estimator->observe(uint64_t(std::llround(ratio * 1000)), 1000);
+    return sccl::sidcoStageCount(*estimator);
+  };
+  CHECK(window(0.25) == 2);   // too few: M + 1
+  CHECK(window(0.12) == 1);   // worse: back
+  CHECK(window(0.004) == 2);  // worse than at M = 2: drift, resume M + 1
+  CHECK(window(0.2) == 3);    // better: keep going
+  CHECK(window(0.9) == 3);    // in the band
+}
+
+TEST_CASE("SIDCo feedback correction restarts when the stage count changes", "[estimator][fits]") {
+  const auto x = laplace(kSamples / 8, 1.0, 43);
+  const uint64_t k = sccl::targetSelectionCount(0.001, x.size());
+  EstimatorParams params;
+  params.density = 0.001;
+  params.count = x.size();
+  params.sidco_feedback = 0.5;
+  std::unique_ptr<ThresholdEstimator> adaptive;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &adaptive) == scclSuccess);
+  const double uncorrected = thresholdFor(*adaptive, x, k);
+  for (int i = 0; i < 4; ++i) adaptive->observe(2 * k, k);  // too many: the correction grows
+  CHECK(sccl::sidcoStageCount(*adaptive) == 1);
+  CHECK(thresholdFor(*adaptive, x, k) > uncorrected);
+  adaptive->observe(2 * k, k);  // the window ends: M 1 -> 2 (away from the clamp), c back to 1
+  REQUIRE(sccl::sidcoStageCount(*adaptive) == 2);
+  // Now exactly the threshold of a fixed two-stage estimator without feedback.
+  auto fixed = estimatorFor("sidco_exp", 0.001, x.size(), 2);
+  CHECK(thresholdFor(*adaptive, x, k) == thresholdFor(*fixed, x, k));
 }
