@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 BASELINES = {"dense": ("black", "-", "dense all-reduce"),
              "topk": ("tab:red", "--", "topk (gather)"),
-             "hard_threshold": ("tab:green", ":", "hard_threshold (gather)")}
+             "hard_threshold": ("tab:green", ":", "hard_threshold (gather)"),
+             "micro": ("tab:purple", "-.", "micro (gather)")}
 
 
 def main(argv):
