@@ -10,7 +10,12 @@
 //      these inputs, with the papers' band rule (0.5 % per call) only after hundreds;
 //   2. -n timed rounds; a round calls every algorithm once after a barrier (round-robin, so a
 //      burst of load from elsewhere hits all algorithms, and their ratio to dense stays fair);
-//   3. with -c, the check pass (sparse/check.h) on fresh sparsifiers.
+//   3. with -c, the check pass (sparse/check.h) on fresh sparsifiers;
+//   4. for sketch rows (s2, and the -S lambda sweep rows s2:<lambda>), the decode error: fresh
+//      sparsifiers without error feedback, three calls, ||out - exact sum of the marked
+//      gradients|| / ||exact sum|| (column err; untimed).
+// Inputs: -I laplace (dense Laplace gradients) or -I embedding (Zipf-touched embedding rows of -R
+// elements, the S2 Reducer's setting; sparse/inputs.h).
 // The library's own statistics (scclSparseStats_t) give k', bytes, f(t) and the time split.
 #include <algorithm>
 #include <cmath>
@@ -53,13 +58,22 @@ struct Row {
   uint64_t warmup_calls = 0, wrong = 0;
   double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
+  double decode_error = -1;  // sketch rows only
 };
 
 // Per-algorithm sums for the footer.
 struct Totals {
   int rows = 0, speedup_rows = 0;
-  double time_us = 0, speedup = 0, density_ratio = 0, inflation = 0, sent = 0;
+  double time_us = 0, speedup = 0, density_ratio = 0, inflation = 0, sent = 0, error = 0;
 };
+
+InputShape inputShape(const SparseOptions& o, const Rank& r) {
+  InputShape shape;
+  shape.embedding = o.embedding;
+  shape.row_width = o.row_width;
+  shape.nranks = r.nranks;
+  return shape;
+}
 
 struct RankState {
   const SparseOptions& options;
@@ -75,7 +89,7 @@ struct RankState {
       : options(o),
         rank(r),
         team(threads),
-        pool(o.common.seed, r.rank, o.common.dtype),
+        pool(o.common.seed, r.rank, o.common.dtype, inputShape(o, r)),
         table(tableColumns()) {}
 
   static std::vector<Column> tableColumns() {
@@ -93,6 +107,7 @@ struct RankState {
             {"sent(B)", "bytes_sent", 11, -1},
             {"recv(B)", "bytes_received", 11, -1},
             {"f(t)", "gather_inflation", 5, 2},
+            {"err", "decode_error", 7, 4},
             {"select", "select_us", 9, 1},
             {"comm", "comm_us", 9, 1},
             {"other", "other_us", 9, 1},
@@ -237,8 +252,9 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
       {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.name,
        is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
        gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
-       row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation), row.select_us,
-       row.comm_us, row.other_us, o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
+       row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
+       row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), row.select_us, row.comm_us,
+       row.other_us, o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
       stdout);
   Totals& t = s.totals[row.name];
   t.rows += 1;
@@ -248,12 +264,13 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   t.density_ratio += is_dense ? 1.0 : row.density / density;
   t.inflation += row.inflation;
   t.sent += row.sent;
+  t.error += std::max(0.0, row.decode_error);
 }
 
 void runBlock(RankState& s, size_t count, double density) {
   const SparseOptions& o = s.options;
   const double scale = gradientScale(count, density);
-  s.pool.generate(s.team, count, scale);
+  s.pool.generate(s.team, count, scale, density);
   std::vector<AlgorithmRun> runs(o.algorithms.size());
   for (size_t a = 0; a < runs.size(); ++a) {
     runs[a].name = o.algorithms[a];
@@ -263,13 +280,14 @@ void runBlock(RankState& s, size_t count, double density) {
   std::vector<Row> rows;
   for (const AlgorithmRun& run : runs) rows.push_back(combine(s, run));
   runs.clear();  // frees the residuals before the check pass creates its sparsifiers
-  if (o.common.check) {
-    for (Row& row : rows) {
-      if (isPeer(row.name)) continue;  // another library's summation order: not modelled
-      const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get()};
+  for (Row& row : rows) {
+    if (isPeer(row.name)) continue;  // another library's summation order: not modelled
+    const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get()};
+    if (o.common.check) {
       row.wrong = checkFirstCall(c);
       s.wrong += row.wrong;
     }
+    if (isSketchRow(row.name)) row.decode_error = sketchDecodeError(c, 3);
   }
   if (s.rank.rank != 0) return;
   const Row* dense = nullptr;
@@ -303,7 +321,14 @@ KeyValues settingsOf(const SparseOptions& o, const Rank& rank, const std::string
                       std::to_string(std::max(o.sparse_warmup, o.warmup_limit)) + " (-L)"},
       {"sparse config", o.config_path.empty() ? "SCCL_SPARSE_CONFIG_INITIALIZER" : o.config_path},
       {"seed", std::to_string(o.common.seed)},
-      {"inputs", "g[r][t][i] = b * Laplace(0,1) from (seed, r, t, i), b = 1/(2 sqrt(k) ln(1/d))"},
+      {"inputs",
+       o.embedding
+           ? "embedding: rows of " + std::to_string(o.row_width) +
+                 " elements, d * rows Zipf(1.05) draws per rank and call, touched rows b * "
+                 "Laplace(0,1), 8 gradients per rank cycled; s2 marks non-zero rows, "
+                 "hard_threshold sends every non-zero"
+           : std::string("g[r][t][i] = b * Laplace(0,1) from (seed, r, t, i), b = 1/(2 sqrt(k) "
+                         "ln(1/d))")},
       {"check",
        o.common.check ? "first call of fresh sparsifiers, bitwise (see the source)" : "off (-c 0)"},
   };
@@ -314,7 +339,8 @@ void printLegend() {
       "# time: median over the timed calls of each rank, max over ranks | algbw: count * "
       "sizeof(type) / time (GB/s, dense-equivalent) | speedup: dense time / time, same size\n"
       "# actual: k'/count (mean) | warmup: calls before timing | sent/recv: bytes per rank per "
-      "call | f(t): n * max(k_i) / k' | select/comm/other: the library's split of a call (us)\n");
+      "call | f(t): n * max(k_i) / k' | err: sketch decode error ||out - sum|| / ||sum|| | "
+      "select/comm/other: the library's split of a call (us)\n");
 }
 
 void printFooter(RankState& s) {
@@ -325,11 +351,13 @@ void printFooter(RankState& s) {
     char inflation[16] = "    -";  // dense selects nothing, so f(t) does not apply
     if (name != "dense" && !isPeer(name))
       std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.rows);
+    char error[32] = "";
+    if (isSketchRow(name)) std::snprintf(error, sizeof(error), "  err %.4f", t.error / t.rows);
     std::printf(
         "#   %-14s time %12.1f us  speedup %6.2f  actual/target %7.3f  f(t) %s  "
-        "sent %12.0f B\n",
+        "sent %12.0f B%s\n",
         name.c_str(), t.time_us / t.rows, t.speedup_rows ? t.speedup / t.speedup_rows : 0,
-        t.density_ratio / t.rows, inflation, t.sent / t.rows);
+        t.density_ratio / t.rows, inflation, t.sent / t.rows, error);
   }
   std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(s.wrong),
               s.wrong ? "FAILED" : "OK");
@@ -372,6 +400,11 @@ int main(int argc, char** argv) {
   SparseOptions options;
   int exit_code = 0;
   if (!parseSparseOptions(argc, argv, &options, &exit_code)) return exit_code;
+  for (double lambda : options.sketch_lambdas) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "s2:%g", lambda);
+    options.algorithms.push_back(name);
+  }
   if (elementCounts(options.common).empty() || dtypeSize(options.common.dtype) == 0) {
     std::fprintf(stderr, "no element count in the size range\n");
     return 2;

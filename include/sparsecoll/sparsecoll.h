@@ -225,11 +225,11 @@ typedef struct {
   unsigned int magic;
   unsigned int version;
   const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default),
-                              sidco */
+                              sidco, s2 */
   const char* estimator;   /* NULL, or topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp,
                               dgc, redsync, gaussiank */
   const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */
-  const char* reduction;   /* NULL, or dense, gather */
+  const char* reduction;   /* NULL, or dense, gather, sketch */
   double density;          /* target fraction k/count in (0, 1]; default 0.01 */
   int errorFeedback;       /* 1 (default): unsent values stay in the residual; 0: dropped */
   scclNonFinitePolicy_t nonFinite; /* default scclNonFinitePropagate */
@@ -266,13 +266,35 @@ typedef struct {
   /* DGC estimator (docs/algorithms/dgc.md) */
   double dgcSampleRatio;      /* sampled fraction in (0, 1], default 0.01 */
   int dgcSeed;                /* >= 0, seed of the deterministic sampling, default 0 */
+  /* S2 Reducer: reduction "sketch", preset s2 (docs/algorithms/s2.md). The gradient is cut into
+   * blocks; a bitmap marks the selected blocks, a count sketch of rows x width buckets carries
+   * their values, both are all-reduced and every rank decodes the marked blocks. */
+  /* Elements per block, >= 1; default 32 (embedding gradients: the embedding width, so that a
+   * block is a row). */
+  int sketchBlockSize;
+  /* "topk" (default): the ceil(k / sketchBlockSize) blocks of largest L2 norm; "nonzero": every
+   * block holding a non-zero value (already sparse gradients such as embedding rows). */
+  const char* sketchBlockSelection;
+  /* r, the sketch rows (independent hash functions), 1..16; default 3. */
+  int sketchRows;
+  /* lambda: width = ceil(lambda * k) buckets per row, k = max(1, floor(density * count)) the
+   * expected non-zeros of the aggregate; in (0, 64], default 0.5 (the paper's best). */
+  double sketchLambda;
+  /* >= 0, seed of the hash and sign functions; default 0. */
+  int sketchSeed;
+  /* Error feedback of the sketch reduction (with errorFeedback 1): "unselected" (default): the
+   * residual keeps the blocks this rank did not select, its selected blocks restart from 0;
+   * "decode_error": in every block marked by any rank the residual becomes acc - decoded sum /
+   * nranks, which feeds the decode error back and conserves the sum over ranks. */
+  const char* sketchFeedback;
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
   {                                                                                              \
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
-        0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0                    \
+        0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, "topk", 3, 0.5, \
+        0, "unselected"                                                                          \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
@@ -282,7 +304,9 @@ typedef struct {
  * "rebalance_move_blocks", "min_blocks_factor", "density_correction" ("none" | "histogram"),
  * "correction_bins_per_octave", "correction_octaves", "sidco_first_ratio", "sidco_stages",
  * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
- * "dgc_sample_ratio", "dgc_seed". An unknown key, a wrong type or an out-of-range value is
+ * "dgc_sample_ratio", "dgc_seed", "sketch_block_size", "sketch_block_selection" ("topk" |
+ * "nonzero"), "sketch_rows", "sketch_lambda", "sketch_seed", "sketch_feedback" ("unselected" |
+ * "decode_error"). An unknown key, a wrong type or an out-of-range value is
  * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
  * static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);
@@ -479,6 +503,43 @@ SCCL_API scclResult_t scclEventCommGetStats(scclEventComm_t eventComm, scclEvent
  * thresholds may be NULL. */
 SCCL_API scclResult_t scclEventCommGetTensorStats(scclEventComm_t eventComm, uint64_t* events,
                                                   double* thresholds, int ntensors);
+
+/* ---------------------------------------------------------------------------------------------
+ * Count sketch building blocks (the S2 Reducer's, for frameworks that run their own exchange;
+ * docs/api.md "Count sketch")
+ * ------------------------------------------------------------------------------------------- */
+/* A count sketch of `rows` x `width` buckets (table[j * width + b], row-major) over a vector of
+ * `count` elements cut into blocks of `blockSize` elements (the last one may be shorter); a
+ * bitmap holds one byte per block, ceil(count / blockSize) bytes, and a non-zero byte marks the
+ * block (bitmap NULL: every block). Row j hashes element i to bucket h_j(i) with sign s_j(i),
+ * functions of (seed, j, i) only, identical on every rank, process and backend (64-bit
+ * splitmix mixing, defined in docs/algorithms/s2.md). dtype is scclFloat32 or scclFloat64 and is
+ * the type of values, table and out alike. rows is 1..16, width 1..2^32-1, blockSize >= 1.
+ * Host buffers with stream NULL. Invalid arguments (NULL buffers, an unsupported dtype, sizes
+ * out of range or overflowing size_t) are scclInvalidArgument and change nothing. */
+
+/* table[j * width + h_j(i)] += s_j(i) * values[i] for every row j and every non-zero values[i] in
+ * a marked block. The table is not cleared: zero it first, or add several vectors into it (the
+ * sketch is linear, so the element-wise sum of the tables of several vectors, e.g. an
+ * all-reduce, is the sketch of their sum). */
+SCCL_API scclResult_t scclCountSketchEncode(const void* values, size_t count, scclDataType_t dtype,
+                                            size_t blockSize, const uint8_t* bitmap, int rows,
+                                            size_t width, uint64_t seed, void* table,
+                                            void* stream);
+
+/* out[i] = median over rows j of s_j(i) * table[j * width + h_j(i)] (an even row count averages
+ * the two middle estimates) for every i in a marked block; out[i] = 0 in unmarked blocks. */
+SCCL_API scclResult_t scclCountSketchDecode(const void* table, scclDataType_t dtype, int rows,
+                                            size_t width, uint64_t seed, size_t count,
+                                            size_t blockSize, const uint8_t* bitmap, void* out,
+                                            void* stream);
+
+/* bitmap[b] = 1 if block b of values holds a non-zero value (NaN counts), else 0. To unite the
+ * bitmaps of several ranks with scclAllReduce (which sums), widen them to scclInt32 first: a
+ * uint8 sum wraps to 0 when a multiple of 256 ranks mark the same block. */
+SCCL_API scclResult_t scclCountSketchMarkBlocks(const void* values, size_t count,
+                                                scclDataType_t dtype, size_t blockSize,
+                                                uint8_t* bitmap, void* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

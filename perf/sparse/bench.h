@@ -17,7 +17,7 @@ namespace sccl_perf {
 // The presets of the library's registry, in the order the table prints them.
 inline const std::vector<std::string>& allAlgorithms() {
   static const std::vector<std::string> names = {"dense", "topk",   "cltk", "hard_threshold",
-                                                 "micro", "exdyna", "sidco"};
+                                                 "micro", "exdyna", "sidco", "s2"};
   return names;
 }
 
@@ -34,7 +34,17 @@ struct SparseOptions {
   scclSparseConfig_t base_config = SCCL_SPARSE_CONFIG_INITIALIZER;
   int sparse_warmup = 30;   // -W: warm-up calls of every sparse algorithm (at least)
   int warmup_limit = 1000;  // -L: more warm-up calls, up to this many, until k' has settled
+  bool embedding = false;   // -I embedding: Zipf-touched embedding rows (sparse/inputs.h)
+  size_t row_width = 64;    // -R: embedding row width (elements)
+  // -S: one extra s2 row per lambda, named "s2:<lambda>" (the sketch width sweep).
+  std::vector<double> sketch_lambdas;
 };
+
+// "s2:0.25" -> 0.25; false for any other name.
+bool sketchSweepLambda(const std::string& name, double* lambda);
+
+// True for rows that run the sketch reduction (s2 and the -S sweep rows).
+bool isSketchRow(const std::string& name);
 
 // A failed sparsecoll call inside a rank; the launcher reports it and aborts the communicator
 // so that peers waiting in a collective are released instead of timing out.

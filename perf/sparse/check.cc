@@ -12,11 +12,12 @@
 namespace sccl_perf {
 namespace {
 
-enum class Model { kDense, kTopK, kLeaderTopK, kThreshold, kMicro, kSubset };
+enum class Model { kDense, kTopK, kLeaderTopK, kThreshold, kMicro, kSubset, kSketch };
 
 Model modelOf(const scclSparseConfig_t& config) {
-  if (!isPlainPreset(config)) return Model::kSubset;
   const std::string name = config.algorithm;
+  if (name == "s2" && config.reduction == nullptr) return Model::kSketch;
+  if (!isPlainPreset(config)) return Model::kSubset;
   if (name == "dense") return Model::kDense;
   if (name == "topk") return Model::kTopK;
   if (name == "cltk") return Model::kLeaderTopK;
@@ -170,7 +171,7 @@ SliceCounts checkSlice(const CheckCase& c, Model model, const CallFacts& facts,
   SliceCounts counts;
   for (size_t i = c.count * r / n; i < c.count * (r + 1) / n; ++i) {
     for (size_t q = 0; q < n; ++q) {
-      g[q] = GradientPool::firstGradient(o.common.seed, int(q), dtype, c.scale, i);
+      g[q] = c.pool.firstGradient(int(q), c.scale, i);
     }
     const unsigned char* got = static_cast<const unsigned char*>(c.recv) + i * width;
     storeValue(expected, dtype, 0, reduced(g, dtype, o.op, model == Model::kDense));
@@ -190,12 +191,169 @@ SliceCounts checkSlice(const CheckCase& c, Model model, const CallFacts& facts,
   return counts;
 }
 
+// --- s2 ---
+
+// This rank's accumulator (the gradient widened to float32, or float64) at iteration t.
+std::vector<double> accOf(const CheckCase& c, uint64_t t) {
+  std::vector<double> acc(c.count);
+  const void* grad = c.pool.iteration(t);
+  for (size_t i = 0; i < c.count; ++i) acc[i] = loadAsDouble(grad, c.options.common.dtype, i);
+  return acc;
+}
+
+// The blocks this rank marks: top-K by L2 norm among non-zero blocks (ties to the lower block),
+// K = min(blocks, max(1, ceil(k / B))), or every non-zero block.
+std::vector<uint8_t> ownBlocks(const std::vector<double>& acc, const scclSparseConfig_t& config,
+                               uint64_t k) {
+  const size_t block = size_t(config.sketchBlockSize), count = acc.size();
+  const size_t blocks = count == 0 ? 0 : (count - 1) / block + 1;
+  std::vector<uint8_t> marks(blocks, 0);
+  std::vector<double> norm(blocks, 0.0);
+  std::vector<size_t> candidates;
+  const bool nonzero = std::strcmp(config.sketchBlockSelection, "nonzero") == 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    bool any = false;
+    for (size_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
+      norm[b] += acc[i] * acc[i];
+      any = any || acc[i] != 0;
+    }
+    if (nonzero) marks[b] = any ? 1 : 0;
+    if (!nonzero && norm[b] > 0) candidates.push_back(b);
+  }
+  if (nonzero) return marks;
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](size_t a, size_t b) { return norm[a] > norm[b]; });
+  const size_t keep = std::min<size_t>(blocks, std::max<uint64_t>(1, (k + block - 1) / block));
+  candidates.resize(std::min(candidates.size(), keep));
+  for (size_t b : candidates) marks[b] = 1;
+  return marks;
+}
+
+// The union of every rank's marks (an int32 sum, then non-zero).
+std::vector<uint8_t> unitedBlocks(const CheckCase& c, const std::vector<uint8_t>& mine) {
+  std::vector<int32_t> sum(mine.begin(), mine.end());
+  if (!sum.empty()) {
+    check(
+        scclAllReduce(sum.data(), sum.data(), sum.size(), scclInt32, scclSum, c.rank.comm, nullptr),
+        c.rank.comm, "scclAllReduce (bitmap)");
+  }
+  std::vector<uint8_t> united(sum.size());
+  for (size_t b = 0; b < sum.size(); ++b) united[b] = sum[b] != 0 ? 1 : 0;
+  return united;
+}
+
+// The s2 output of a first call from the building blocks, in the accumulator type (as doubles).
+struct SketchExpectation {
+  std::vector<double> output;  // decoded, divided by n for avg
+  std::vector<double> target;  // exact sum over ranks of the marked gradients
+  uint64_t united_elements = 0;
+};
+
+template <typename T>
+SketchExpectation expectSketch(const CheckCase& c, const scclSparseConfig_t& config, uint64_t k,
+                               uint64_t t, bool want_target) {
+  const scclDataType_t acc_type = sizeof(T) == 8 ? scclFloat64 : scclFloat32;
+  const std::vector<double> acc = accOf(c, t);
+  const std::vector<uint8_t> mine = ownBlocks(acc, config, k);
+  const std::vector<uint8_t> united = unitedBlocks(c, mine);
+  const size_t block = size_t(config.sketchBlockSize);
+  const int rows = config.sketchRows;
+  const size_t width = std::max<size_t>(1, size_t(std::ceil(config.sketchLambda * double(k))));
+  const uint64_t seed = uint64_t(config.sketchSeed);
+  std::vector<T> values(std::max<size_t>(1, c.count)), table(size_t(rows) * width, T(0));
+  for (size_t i = 0; i < c.count; ++i) values[i] = static_cast<T>(acc[i]);
+  const scclComm_t comm = c.rank.comm;
+  check(scclCountSketchEncode(values.data(), c.count, acc_type, block, mine.data(), rows, width,
+                              seed, table.data(), nullptr),
+        comm, "scclCountSketchEncode");
+  check(scclAllReduce(table.data(), table.data(), table.size(), acc_type, scclSum, comm, nullptr),
+        comm, "scclAllReduce (table)");
+  std::vector<T> decoded(std::max<size_t>(1, c.count));
+  check(scclCountSketchDecode(table.data(), acc_type, rows, width, seed, c.count, block,
+                              united.data(), decoded.data(), nullptr),
+        comm, "scclCountSketchDecode");
+  SketchExpectation e;
+  e.output.resize(c.count);
+  const int n = c.rank.nranks;
+  for (size_t i = 0; i < c.count; ++i) {
+    T v = decoded[i];
+    if (c.options.op == scclAvg && n != 1) v = v / static_cast<T>(n);
+    e.output[i] = double(v);
+  }
+  for (size_t b = 0; b < united.size(); ++b)
+    if (united[b]) e.united_elements += std::min(c.count, (b + 1) * block) - b * block;
+  if (want_target) {
+    std::vector<double> masked(std::max<size_t>(1, c.count), 0.0);
+    for (size_t i = 0; i < c.count; ++i) masked[i] = mine[i / block] ? acc[i] : 0.0;
+    if (c.count > 0) {
+      check(
+          scclAllReduce(masked.data(), masked.data(), c.count, scclFloat64, scclSum, comm, nullptr),
+          comm, "scclAllReduce (target)");
+    }
+    if (c.options.op == scclAvg)
+      for (double& v : masked) v /= double(n);
+    masked.resize(c.count);
+    e.target = std::move(masked);
+  }
+  return e;
+}
+
+SketchExpectation expectSketch(const CheckCase& c, const scclSparseConfig_t& config, uint64_t k,
+                               uint64_t t, bool want_target) {
+  return c.options.common.dtype == scclFloat64 ? expectSketch<double>(c, config, k, t, want_target)
+                                               : expectSketch<float>(c, config, k, t, want_target);
+}
+
+uint64_t checkSketchCall(const CheckCase& c, const scclSparseConfig_t& config,
+                         const CallFacts& facts) {
+  const SketchExpectation e = expectSketch(c, config, facts.k_target, 0, false);
+  const scclDataType_t dtype = c.options.common.dtype;
+  const size_t width = dtypeSize(dtype);
+  unsigned char expected[8];
+  double wrong = 0;
+  for (size_t i = 0; i < c.count; ++i) {
+    storeValue(expected, dtype, 0, e.output[i]);
+    const unsigned char* got = static_cast<const unsigned char*>(c.recv) + i * width;
+    wrong += std::memcmp(got, expected, width) != 0 ? 1 : 0;
+  }
+  wrong += e.united_elements != facts.k_global ? 1 : 0;
+  double total = 0;
+  for (double w : c.rank.allGather({wrong})) total += w;
+  return static_cast<uint64_t>(total);
+}
+
 }  // namespace
+
+double sketchDecodeError(const CheckCase& c, int calls) {
+  scclSparseConfig_t config = rowConfig(c.options, c.algorithm, c.density);
+  config.errorFeedback = 0;
+  const scclDataType_t dtype = c.options.common.dtype;
+  const scclComm_t comm = c.rank.comm;
+  Sparsifier sp = createSparsifier(c.rank, c.count, dtype, config);
+  scclSparseStats_t stats{};
+  stats.size = sizeof(stats);
+  double error_sq = 0, target_sq = 0;
+  for (int t = 0; t < calls; ++t) {
+    check(scclSparseAllreduce(c.pool.iteration(uint64_t(t)), c.recv, c.count, dtype, c.options.op,
+                              sp.get(), comm, nullptr),
+          comm, "scclSparseAllreduce (decode error)");
+    check(scclSparsifierGetStats(sp.get(), &stats), comm, "scclSparsifierGetStats");
+    const SketchExpectation e = expectSketch(c, config, stats.kTarget, uint64_t(t), true);
+    for (size_t i = 0; i < c.count; ++i) {
+      const double d = loadAsDouble(c.recv, dtype, i) - e.target[i];
+      error_sq += d * d;
+      target_sq += e.target[i] * e.target[i];
+    }
+  }
+  return target_sq > 0 ? std::sqrt(error_sq / target_sq) : 0.0;
+}
 
 uint64_t checkFirstCall(const CheckCase& c) {
   const scclSparseConfig_t config = rowConfig(c.options, c.algorithm, c.density);
   const Model model = modelOf(config);
   const CallFacts facts = runFirstCall(c, config);
+  if (model == Model::kSketch)
+    return ranksDifferingFromRankZero(c) + checkSketchCall(c, config, facts);
   uint64_t wrong = ranksDifferingFromRankZero(c);
   std::vector<Cutoff> cutoffs;
   if (model == Model::kTopK || model == Model::kLeaderTopK) {

@@ -20,6 +20,12 @@
 // output is exactly the rank-order sum there, some rank's |g| reaches the threshold (fixed and
 // scaling estimators), and there are at most k' non-zeros (for exdyna, k' = sum of the k_i).
 // For the exact models the selected count must also equal k'. All counts are summed over ranks.
+//   s2 (and the -S sweep rows)  rebuilt from the public building blocks: each rank marks its
+//                   blocks (top-K by L2 norm, or non-zero), scclCountSketchEncode of its
+//                   gradient, scclAllReduce of the tables (the same rank-order sum) and of the
+//                   bitmaps (int32), scclCountSketchDecode over the union, divided by n for avg
+//                   and rounded once to the dtype; the whole output must match bit for bit, and
+//                   k' must be the number of elements in the union of the blocks.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +49,11 @@ struct CheckCase {
 
 // Returns #wrong summed over ranks (the same on every rank).
 uint64_t checkFirstCall(const CheckCase& c);
+
+// Decode error of a sketch row: a fresh sparsifier without error feedback, `calls` calls on the
+// iteration 0, 1, ... gradients; the relative L2 error ||out - target|| / ||target|| over all of
+// them, where target is the exact sum over ranks of each rank's gradient in its own marked
+// blocks (what the sketch carries). The same value on every rank.
+double sketchDecodeError(const CheckCase& c, int calls);
 
 }  // namespace sccl_perf

@@ -35,6 +35,22 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
   return !out->empty();
 }
 
+bool parseLambdas(const char* text, std::vector<double>* out) {
+  out->clear();
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    char* end = nullptr;
+    const double lambda = std::strtod(item.c_str(), &end);
+    if (end == item.c_str() || *end != '\0' || !(lambda > 0 && lambda <= 64)) {
+      std::fprintf(stderr, "bad sketch lambda '%s' (in (0, 64])\n", item.c_str());
+      return false;
+    }
+    out->push_back(lambda);
+  }
+  return !out->empty();
+}
+
 bool parseCount(const char* text, int min_value, int* value) {
   char* end = nullptr;
   long parsed = std::strtol(text, &end, 10);
@@ -69,7 +85,7 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
          return std::strcmp(t, "avg") == 0 || std::strcmp(t, "sum") == 0;
        }},
       {'a',
-       "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco [all]; the peer\n"
+       "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all]; the peer\n"
        "            mpi_allreduce (MPI_Allreduce of the dense buffer, under mpirun) may be added",
        [o](const char* t) { return parseAlgorithms(t, &o->algorithms); }},
       {'W', "N      warm-up calls of each sparse algorithm, at least [30]",
@@ -87,6 +103,23 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
        }},
       {'C', "FILE   sparse config (JSON, scclSparseConfigFromJson) applied before -a and -D",
        [o](const char* t) { return loadConfig(t, o); }},
+      {'I',
+       "KIND   input: laplace, or embedding (Zipf rows of -R elements, -D of the rows "
+       "drawn per rank; s2 then marks non-zero rows, hard_threshold sends every "
+       "non-zero) [laplace]",
+       [o](const char* t) {
+         o->embedding = std::strcmp(t, "embedding") == 0;
+         return o->embedding || std::strcmp(t, "laplace") == 0;
+       }},
+      {'R', "N      embedding row width in elements (-I embedding) [64]",
+       [o](const char* t) {
+         int width = 0;
+         if (!parseCount(t, 1, &width)) return false;
+         o->row_width = size_t(width);
+         return true;
+       }},
+      {'S', "LIST   sketch lambdas: one more s2 row per value, e.g. 0.05,0.1,0.25,0.5,1 [none]",
+       [o](const char* t) { return parseLambdas(t, &o->sketch_lambdas); }},
   };
 }
 
@@ -196,6 +229,17 @@ void Rank::barrier() const {
   check(scclBarrier(comm), comm, "scclBarrier");
 }
 
+bool sketchSweepLambda(const std::string& name, double* lambda) {
+  if (name.rfind("s2:", 0) != 0) return false;
+  *lambda = std::strtod(name.c_str() + 3, nullptr);
+  return true;
+}
+
+bool isSketchRow(const std::string& name) {
+  double lambda = 0;
+  return name == "s2" || sketchSweepLambda(name, &lambda);
+}
+
 scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
                              double density) {
   scclSparseConfig_t config = options.base_config;
@@ -203,7 +247,21 @@ scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& al
   for (const std::string& name : allAlgorithms()) {
     if (name == algorithm) config.algorithm = name.c_str();
   }
+  double lambda = 0;
+  if (sketchSweepLambda(algorithm, &lambda)) {
+    config.algorithm = "s2";
+    config.sketchLambda = lambda;
+  }
   config.density = density;
+  if (options.embedding) {
+    // The paper's setting: a block is an embedding row, every non-zero row is sent. The
+    // (index, value) all-gather of the non-zeros is hard_threshold at the smallest threshold.
+    if (isSketchRow(algorithm)) {
+      config.sketchBlockSize = int(options.row_width);
+      config.sketchBlockSelection = "nonzero";
+    }
+    if (algorithm == "hard_threshold") config.threshold = 1e-300;
+  }
   return config;
 }
 
@@ -211,8 +269,10 @@ std::string estimatorOf(const scclSparseConfig_t& config) {
   const std::string preset = config.algorithm;
   const std::string reduction = config.reduction != nullptr ? config.reduction
                                 : preset == "dense"         ? "dense"
+                                : preset == "s2"            ? "sketch"
                                                             : "gather";
-  if (reduction == "dense") return "none";  // the whole gradient is reduced, nothing selected
+  if (reduction == "dense") return "none";     // the whole gradient is reduced, nothing selected
+  if (reduction == "sketch") return "sketch";  // blocks chosen by norm or non-zero, no threshold
   if (config.estimator != nullptr) return config.estimator;
   if (preset == "topk" || preset == "cltk") return "topk";
   if (preset == "hard_threshold" || preset == "dense") return "fixed";

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
@@ -43,11 +44,22 @@ struct PresetEntry {
   const char* density_correction;
 };
 
+// State a reduction keeps per sparsifier (the sketch reduction's table and bitmaps); owned by
+// the sparsifier, so every sparsifier has its own.
+struct ReductionState {
+  virtual ~ReductionState() = default;
+};
+
 struct ReductionEntry {
   const char* name;
   const char* description;
-  bool needs_selection;  // false: the estimator and search space are unused (dense)
+  // false: nothing is accumulated, the estimator and search space are unused (dense). The
+  // sketch reduction accumulates but selects blocks itself (the estimator and search are unused).
+  bool needs_selection;
   scclResult_t (*run)(SparseCall& call);
+  // Called once when a sparsifier is created, after the ranks agreed on its config (null:
+  // nothing to prepare): checks what depends on the count and builds sp->reduction_state.
+  scclResult_t (*prepare)(scclSparsifier& sp);
 };
 
 const std::vector<PresetEntry>& presetRegistry();

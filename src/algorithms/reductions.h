@@ -6,4 +6,6 @@
 namespace sccl {
 scclResult_t runDenseReduction(SparseCall& call);   // dense_reduction.cc
 scclResult_t runGatherReduction(SparseCall& call);  // gather_reduction.cc
+scclResult_t runSketchReduction(SparseCall& call);  // sketch_reduction.cc
+scclResult_t prepareSketchReduction(scclSparsifier& sp);
 }  // namespace sccl

@@ -22,15 +22,19 @@ const std::vector<PresetEntry>& presetRegistry() {
        "scaling", "exdyna", "gather", "histogram"},
       {"sidco", "SIDCo: every rank selects above a multi-stage exponential fit (whole vector)",
        "sidco_exp", "whole", "gather", "none"},
+      {"s2", "S2 Reducer: block bitmap and count sketch, both all-reduced, median decode", "topk",
+       "whole", "sketch", "none"},
   };
   return presets;
 }
 
 const std::vector<ReductionEntry>& reductionRegistry() {
   static const std::vector<ReductionEntry> reductions = {
-      {"dense", "all-reduce of the whole gradient", false, runDenseReduction},
+      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr},
       {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
-       runGatherReduction},
+       runGatherReduction, nullptr},
+      {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
+       runSketchReduction, prepareSketchReduction},
   };
   return reductions;
 }

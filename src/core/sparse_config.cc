@@ -101,6 +101,20 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
   SCCL_REQUIRE_ARG(c.dgcSampleRatio > 0 && c.dgcSampleRatio <= 1,
                    "dgcSampleRatio %g must be in (0, 1]", c.dgcSampleRatio);
   SCCL_REQUIRE_ARG(c.dgcSeed >= 0, "dgcSeed %d must be >= 0", c.dgcSeed);
+  SCCL_REQUIRE_ARG(c.sketchBlockSize >= 1, "sketchBlockSize %d must be >= 1", c.sketchBlockSize);
+  SCCL_REQUIRE_ARG(
+      c.sketchBlockSelection != nullptr && (std::strcmp(c.sketchBlockSelection, "topk") == 0 ||
+                                            std::strcmp(c.sketchBlockSelection, "nonzero") == 0),
+      "sketchBlockSelection must be \"topk\" or \"nonzero\"");
+  SCCL_REQUIRE_ARG(c.sketchRows >= 1 && c.sketchRows <= 16, "sketchRows %d must be in [1, 16]",
+                   c.sketchRows);
+  SCCL_REQUIRE_ARG(c.sketchLambda > 0 && c.sketchLambda <= 64, "sketchLambda %g must be in (0, 64]",
+                   c.sketchLambda);
+  SCCL_REQUIRE_ARG(c.sketchSeed >= 0, "sketchSeed %d must be >= 0", c.sketchSeed);
+  SCCL_REQUIRE_ARG(
+      c.sketchFeedback != nullptr && (std::strcmp(c.sketchFeedback, "unselected") == 0 ||
+                                      std::strcmp(c.sketchFeedback, "decode_error") == 0),
+      "sketchFeedback must be \"unselected\" or \"decode_error\"");
   return scclSuccess;
 }
 
@@ -157,6 +171,12 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   resolved.sidco_feedback = config.sidcoFeedback;
   resolved.dgc_sample_ratio = config.dgcSampleRatio;
   resolved.dgc_seed = config.dgcSeed;
+  resolved.sketch_block_size = config.sketchBlockSize;
+  resolved.sketch_block_selection = config.sketchBlockSelection;
+  resolved.sketch_rows = config.sketchRows;
+  resolved.sketch_lambda = config.sketchLambda;
+  resolved.sketch_seed = config.sketchSeed;
+  resolved.sketch_feedback = config.sketchFeedback;
   *out = std::move(resolved);
   return scclSuccess;
 }
@@ -164,14 +184,15 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                                  scclDataType_t dtype) {
   uint64_t hash = 0xcbf29ce484222325ull;
-  for (const std::string* text : {&c.algorithm, &c.estimator, &c.search, &c.reduction,
-                                  &c.scaling_rule, &c.density_correction}) {
+  for (const std::string* text :
+       {&c.algorithm, &c.estimator, &c.search, &c.reduction, &c.scaling_rule, &c.density_correction,
+        &c.sketch_block_selection, &c.sketch_feedback}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
   const double reals[] = {c.density,           c.max_density_slack, c.threshold,
                           c.scaling_band,      c.scaling_step,      c.rebalance_alpha,
                           c.min_blocks_factor, c.sidco_first_ratio, c.sidco_adapt_tolerance,
-                          c.sidco_feedback,    c.dgc_sample_ratio};
+                          c.sidco_feedback,    c.dgc_sample_ratio,  c.sketch_lambda};
   const int64_t integers[] = {static_cast<int64_t>(count),
                               static_cast<int64_t>(dtype),
                               c.error_feedback,
@@ -184,7 +205,10 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                               c.sidco_stages,
                               c.sidco_max_stages,
                               c.sidco_adapt_interval,
-                              c.dgc_seed};
+                              c.dgc_seed,
+                              c.sketch_block_size,
+                              c.sketch_rows,
+                              c.sketch_seed};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));
 }

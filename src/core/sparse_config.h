@@ -40,6 +40,12 @@ struct ResolvedSparseConfig {
   double sidco_feedback = 0.25;
   double dgc_sample_ratio = 0.01;
   int dgc_seed = 0;
+  int sketch_block_size = 32;
+  std::string sketch_block_selection = "topk";  // or "nonzero"
+  int sketch_rows = 3;
+  double sketch_lambda = 0.5;
+  int sketch_seed = 0;
+  std::string sketch_feedback = "unselected";  // or "decode_error"
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "core/error.h"
@@ -99,6 +100,25 @@ scclResult_t applyDensityCorrection(const Json& value, scclSparseConfig_t& confi
   return scclSuccess;
 }
 
+// A string key with a fixed set of values; the config keeps the static spelling.
+KeyApplier choice(const char* key, const char* scclSparseConfig_t::*field,
+                  std::vector<const char*> values) {
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (!value.is_string()) return wrongType(key, "a string", value);
+    const std::string text = value.get<std::string>();
+    std::string allowed;
+    for (const char* v : values) {
+      if (text == v) {
+        config.*field = v;
+        return scclSuccess;
+      }
+      allowed += (allowed.empty() ? "\"" : ", \"") + std::string(v) + "\"";
+    }
+    return fail(scclInvalidArgument, "sparse config key \"%s\": '%s' is not one of %s", key,
+                text.c_str(), allowed.c_str());
+  };
+}
+
 scclResult_t applyNonFinite(const Json& value, scclSparseConfig_t& config) {
   if (!value.is_string()) return wrongType("non_finite", "a string", value);
   std::string text = value.get<std::string>();
@@ -148,6 +168,15 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"sidco_feedback", number("sidco_feedback", &scclSparseConfig_t::sidcoFeedback)},
       {"dgc_sample_ratio", number("dgc_sample_ratio", &scclSparseConfig_t::dgcSampleRatio)},
       {"dgc_seed", integer("dgc_seed", &scclSparseConfig_t::dgcSeed)},
+      {"sketch_block_size", integer("sketch_block_size", &scclSparseConfig_t::sketchBlockSize)},
+      {"sketch_block_selection",
+       choice("sketch_block_selection", &scclSparseConfig_t::sketchBlockSelection,
+              {"topk", "nonzero"})},
+      {"sketch_rows", integer("sketch_rows", &scclSparseConfig_t::sketchRows)},
+      {"sketch_lambda", number("sketch_lambda", &scclSparseConfig_t::sketchLambda)},
+      {"sketch_seed", integer("sketch_seed", &scclSparseConfig_t::sketchSeed)},
+      {"sketch_feedback", choice("sketch_feedback", &scclSparseConfig_t::sketchFeedback,
+                                 {"unselected", "decode_error"})},
   };
   return appliers;
 }
@@ -177,7 +206,13 @@ const char* jsonKeyForField(const std::string& message) {
       {"sidcoAdaptTolerance", "sidco_adapt_tolerance"},
       {"sidcoFeedback", "sidco_feedback"},
       {"dgcSampleRatio", "dgc_sample_ratio"},
-      {"dgcSeed", "dgc_seed"}};
+      {"dgcSeed", "dgc_seed"},
+      {"sketchBlockSize", "sketch_block_size"},
+      {"sketchBlockSelection", "sketch_block_selection"},
+      {"sketchRows", "sketch_rows"},
+      {"sketchLambda", "sketch_lambda"},
+      {"sketchSeed", "sketch_seed"},
+      {"sketchFeedback", "sketch_feedback"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }

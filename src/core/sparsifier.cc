@@ -161,6 +161,7 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->k_target = std::max<uint64_t>(1, uint64_t(std::floor(sp->config.density * double(count))));
   SCCL_CHECK(buildAxes(*sp));
   SCCL_CHECK(checkRanksAgree(comm, sp->config, count, dtype));
+  if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
   sp->residual.resize(count * accElementSize(*sp));
   sp->acc.resize(count * accElementSize(*sp));
   SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));

@@ -28,6 +28,7 @@ struct scclSparsifier {
   uint64_t k_target = 1;
 
   const sccl::ReductionEntry* reduction = nullptr;
+  std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)
   std::unique_ptr<sccl::ThresholdEstimator> estimator;
   std::unique_ptr<sccl::SearchSpace> search;
 

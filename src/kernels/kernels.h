@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/count_sketch.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -104,6 +105,42 @@ class KernelBackend {
   virtual scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin,
                                        size_t end, uint64_t base_bits, unsigned shift, size_t bins,
                                        uint64_t* counts, void* stream) const = 0;
+
+  // --- Count sketch (S2 Reducer; the hash and sign functions are algorithms/count_sketch.h) ---
+  // Blocks are [b * block, min((b + 1) * block, count)); a bitmap holds one byte per block and
+  // marks block b when bitmap[b] != 0. Sketch kernels take float32 or float64 data (the
+  // accumulator types) with a table of the same type.
+
+  // sq[b] = sum over block b of x[i]^2, in double, in index order (NaN and inf propagate).
+  virtual scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
+                                         size_t block, double* sq, void* stream) const = 0;
+
+  // bitmap[b] = 1 if block b holds an element that is not zero (NaN counts), else 0.
+  virtual scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,
+                                         size_t block, uint8_t* bitmap, void* stream) const = 0;
+
+  // table[j * width + bucket_j(i)] += sign_j(i) * x[i] for every row j < rows and every i in a
+  // marked block (bitmap null: every i) with x[i] != 0. The table is not cleared (encoding is
+  // linear: callers zero it first or add several vectors). Each row is added in index order, so
+  // the result is deterministic.
+  virtual scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
+                                    const uint8_t* bitmap, void* table, void* stream) const = 0;
+
+  // For every i in a marked block (bitmap null: every i): out[i] = the median over rows j of
+  // sign_j(i) * table[j * width + bucket_j(i)] (an even row count averages the middle two), in
+  // the table's type, divided by `divisor` unless it is 1, converted to out_dtype (float32 table:
+  // float32, float16 or bfloat16 rounded to nearest even; float64 table: float64). Elements of
+  // unmarked blocks get 0.
+  virtual scclResult_t sketchDecode(const void* table, scclDataType_t dtype,
+                                    const SketchShape& shape, const uint8_t* bitmap,
+                                    uint32_t divisor, void* out, scclDataType_t out_dtype,
+                                    void* stream) const = 0;
+
+  // For every i in a marked block: x[i] = 0 (sub null) or x[i] -= sub[i] (sub of x's type);
+  // elements of unmarked blocks are unchanged.
+  virtual scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                                          const uint8_t* bitmap, const void* sub,
+                                          void* stream) const = 0;
 };
 
 // The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).

@@ -70,6 +70,32 @@ class CpuBackend final : public KernelBackend {
                                void*) const override {
     return cpu::absBitHistogram(x, dtype, begin, end, base_bits, shift, bins, counts);
   }
+
+  scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                                 double* sq, void*) const override {
+    return cpu::blockSquaredNorms(x, dtype, count, block, sq);
+  }
+
+  scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                                 uint8_t* bitmap, void*) const override {
+    return cpu::markNonzeroBlocks(x, dtype, count, block, bitmap);
+  }
+
+  scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
+                            const uint8_t* bitmap, void* table, void*) const override {
+    return cpu::sketchEncode(x, dtype, shape, bitmap, table);
+  }
+
+  scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
+                            const uint8_t* bitmap, uint32_t divisor, void* out,
+                            scclDataType_t out_dtype, void*) const override {
+    return cpu::sketchDecode(table, dtype, shape, bitmap, divisor, out, out_dtype);
+  }
+
+  scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                                  const uint8_t* bitmap, const void* sub, void*) const override {
+    return cpu::updateMarkedBlocks(x, dtype, count, block, bitmap, sub);
+  }
 };
 
 }  // namespace

@@ -33,4 +33,16 @@ scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_
 scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                              uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts);
 
+scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                               double* sq);
+scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                               uint8_t* bitmap);
+scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
+                          const uint8_t* bitmap, void* table);
+scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
+                          const uint8_t* bitmap, uint32_t divisor, void* out,
+                          scclDataType_t out_dtype);
+scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                                const uint8_t* bitmap, const void* sub);
+
 }  // namespace sccl::cpu

@@ -1,0 +1,308 @@
+// sketch: the data path of the S2 Reducer (preset s2).
+//
+// Paper: Ge, Lu, Fu et al., "S2 Reducer: High-Performance Sparse Communication to Accelerate
+// Distributed Deep Learning" (Algorithm 1). Reference code: GeKeShi/Sparse_Sketch_Reducer,
+// Sketch_Embed_Reducer + CSVec (see shared/reference/seed-implementations.md section 5).
+//
+// Steps of one call on every rank (acc = residual + gradient is already computed):
+//  1. blocks of B = sketchBlockSize elements (the last one may be shorter). Selection into a
+//     local bitmap, one byte per block: "topk" marks the K = min(blocks, ceil(k / B)) blocks of
+//     largest L2 norm among those that are not all zero (ties to the lower block index, a NaN
+//     norm counts as the largest); "nonzero" marks every block holding a non-zero value.
+//  2. all-gather a 32-byte header (k_i = elements in the marked blocks, non-finite count, config
+//     fingerprint, call number): mismatched calls are scclInvalidUsage, NaN/Inf anywhere follows
+//     the scclNonFinitePolicy_t on every rank.
+//  3. zero the r x c table (every call) and encode: table[j][h_j(i)] += s_j(i) acc[i] for every
+//     non-zero acc[i] in a marked block (hashes: count_sketch.h; c = ceil(lambda * k)).
+//  4. all-reduce the table (float32, or float64 for float64 data; rank-order sum, so the result
+//     is the sketch of the sum of the ranks' selections and bitwise the same everywhere) and the
+//     bitmap (uint8, max). Every byte received must be 0 or 1 (scclRemoteError otherwise).
+//  5. decode: for every element of every block marked by some rank, the median over the r rows
+//     of s_j(i) table[j][h_j(i)], divided by n for scclAvg, written to recvbuf in its dtype;
+//     zeros elsewhere.
+//  6. residual ("unselected", default): acc with this rank's marked blocks zeroed: what was not
+//     transmitted stays; what was encoded is gone, its decode error is not fed back, and values
+//     of blocks that only other ranks marked stay too (they were not sent: unlike the gather
+//     reduction, the sketch travels in one round, before the union is known).
+//     "decode_error": in every block of the union, residual = acc - decoded sum / n, elsewhere
+//     acc. Summed over ranks the residuals then hold sum(acc) - decoded sum, so the gradient sum
+//     is conserved: sum of gradients = sum of outputs + sum of residuals, exactly in real
+//     arithmetic and up to the roundings of acc - decoded / n in floating point (none when the
+//     values are dyadic and fit the mantissa, e.g. integers with n = 2 for a few calls). The
+//     price: a rank's residual now carries its share of the other ranks' values and of the
+//     collision error, not only its own unsent values.
+//
+// Bitmap reduction: uint8 with max is a bitwise OR of 0/1 flags and cannot overflow at any rank
+// count, at 1 byte per block. A uint8 sum would wrap to 0 when a multiple of 256 ranks mark the
+// same block (the block would vanish); an int32 sum is safe up to 2^31 ranks but moves 4 bytes
+// per block. A packed bit per block would need a bitwise-OR all-reduce, which the transports do
+// not offer.
+//
+// Bytes per rank: header 32 (n-1) in; table 2 (n-1)/n r c 4 (8 for float64) each way; bitmap
+// 2 (n-1)/n ceil(count / B) each way. Independent of the overlap between ranks, unlike the
+// all-gather of (index, value) pairs whose index traffic grows with n max(k_i).
+//
+// Differences from the reference code: the decoded gradient is written to recvbuf (the
+// reference assigns it to a local and drops it); the table is zeroed every call (the reference
+// table is a running sum with reuse_sketch); every sparsifier owns its sketch (the reference
+// shares one across tensors); r rows with a median (the reference hard-codes r = 1, and its
+// GNMT copy uses bucket i mod c and a mean); seeded 64-bit mixing hashes without overflow (the
+// reference's int64 polynomial hashes wrap); the bitmap is uint8/max, not float32/sum; error
+// feedback is offered (the reference has none); any block size, with a partial last block.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "algorithms/count_sketch.h"
+#include "algorithms/exchange_accounting.h"
+#include "algorithms/reductions.h"
+#include "core/aligned_buffer.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+struct SketchState final : ReductionState {
+  SketchShape shape;
+  std::vector<uint64_t> keys;
+  uint64_t max_blocks = 0;      // K of "topk"
+  bool select_nonzero = false;  // "nonzero" selection
+  bool feedback_decode_error = false;
+  std::vector<uint8_t> local;   // this rank's marked blocks
+  std::vector<uint8_t> global;  // the union (max all-reduce)
+  std::vector<double> norms;
+  std::vector<uint64_t> order;
+  AlignedBuffer table;
+  AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
+};
+
+struct CallHeader {
+  uint64_t k_local;
+  uint64_t nonfinite;
+  uint64_t fingerprint;
+  uint64_t sequence;
+};
+
+// Elements in the marked blocks.
+uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bitmap) {
+  const size_t blocks = shape.blocks();
+  uint64_t elements = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    if (bitmap[b] != 0) elements += std::min(shape.count, (b + 1) * shape.block) - b * shape.block;
+  }
+  return elements;
+}
+
+// Step 1, "topk": the K non-zero blocks of largest norm; *cutoff_norm = the K-th norm.
+scclResult_t selectTopBlocks(SketchState& st, const void* acc, scclDataType_t acc_dtype,
+                             double* cutoff_norm) {
+  const size_t blocks = st.shape.blocks();
+  SCCL_CHECK(cpuKernels().blockSquaredNorms(acc, acc_dtype, st.shape.count, st.shape.block,
+                                            st.norms.data(), nullptr));
+  st.order.clear();
+  for (size_t b = 0; b < blocks; ++b) {
+    double& sq = st.norms[b];
+    if (std::isnan(sq)) sq = std::numeric_limits<double>::infinity();
+    if (sq > 0) st.order.push_back(b);
+  }
+  std::fill(st.local.begin(), st.local.end(), uint8_t{0});
+  const size_t keep = std::min<size_t>(st.order.size(), st.max_blocks);
+  *cutoff_norm = 0;
+  if (keep == 0) return scclSuccess;
+  auto larger = [&](uint64_t a, uint64_t b) {
+    return st.norms[a] > st.norms[b] || (st.norms[a] == st.norms[b] && a < b);
+  };
+  std::nth_element(st.order.begin(), st.order.begin() + long(keep - 1), st.order.end(), larger);
+  const double cutoff = st.norms[st.order[keep - 1]];
+  for (size_t j = 0; j < keep; ++j) st.local[st.order[j]] = 1;
+  // nth_element leaves the first keep - 1 entries not after the keep-th: exactly the top K.
+  *cutoff_norm = std::sqrt(cutoff);
+  return scclSuccess;
+}
+
+template <typename T>
+void fillWith(void* buffer, size_t count, T value) {
+  T* typed = static_cast<T*>(buffer);
+  std::fill(typed, typed + count, value);
+}
+
+// A step with NaN/Inf on some rank: every rank applies the same policy (as the gather
+// reduction does).
+scclResult_t handleNonFinite(SparseCall& call, const std::vector<CallHeader>& headers) {
+  scclSparsifier& sp = *call.sp;
+  size_t first = 0;
+  while (headers[first].nonfinite == 0) ++first;
+  if (sp.config.non_finite == scclNonFiniteError) {
+    return fail(scclInvalidArgument,
+                "sparse all-reduce: the accumulated gradient of rank %zu holds %llu NaN/Inf "
+                "values (policy error); nothing was changed",
+                first, static_cast<unsigned long long>(headers[first].nonfinite));
+  }
+  SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
+            sp.comm->rank, first);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  switch (sp.dtype) {
+    case scclFloat64:
+      fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN());
+      break;
+    case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
+    case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
+    default: fillWith(call.recvbuf, sp.count, nan); break;
+  }
+  call.step_discarded = true;
+  return scclSuccess;
+}
+
+scclResult_t exchangeHeaders(SparseCall& call, std::vector<CallHeader>* headers) {
+  scclSparsifier& sp = *call.sp;
+  const CallHeader mine{call.k_local, call.nonfinite_local,
+                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
+  headers->resize(static_cast<size_t>(sp.comm->nranks));
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));
+  countAllGather(call, sizeof(CallHeader));
+  for (size_t r = 0; r < headers->size(); ++r) {
+    const CallHeader& h = (*headers)[r];
+    if (h.fingerprint != mine.fingerprint || h.sequence != mine.sequence) {
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
+                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
+                  r, static_cast<unsigned long long>(h.sequence),
+                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(mine.sequence),
+                  static_cast<unsigned long long>(mine.fingerprint));
+    }
+    if (h.k_local > sp.count) {
+      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %zu allowed", r,
+                  static_cast<unsigned long long>(h.k_local), sp.count);
+    }
+  }
+  return scclSuccess;
+}
+
+// Steps 3 and 4.
+scclResult_t reduceSketch(SparseCall& call, SketchState& st) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = cpuKernels();
+  const size_t table_elements = size_t(st.shape.rows) * st.shape.width;
+  SCCL_CHECK(kernels.fillZero(st.table.data(), st.table.size(), nullptr));
+  SCCL_CHECK(kernels.sketchEncode(call.acc, sp.acc_dtype, st.shape, st.local.data(),
+                                  st.table.data(), nullptr));
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(st.table.data(), st.table.data(), table_elements, sp.acc_dtype,
+                       ReduceOp::Sum);
+  }));
+  countAllReduce(call, table_elements * accElementSize(sp));
+  const size_t blocks = st.shape.blocks();
+  if (blocks == 0) return scclSuccess;
+  std::copy(st.local.begin(), st.local.end(), st.global.begin());
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(st.global.data(), st.global.data(), blocks, scclUint8, ReduceOp::Max);
+  }));
+  countAllReduce(call, blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    if (st.global[b] > 1) {
+      return fail(scclRemoteError,
+                  "sketch bitmap: block %zu holds %u after the all-reduce (a "
+                  "peer sent a byte other than 0 or 1)",
+                  b, unsigned(st.global[b]));
+    }
+  }
+  return scclSuccess;
+}
+
+}  // namespace
+
+scclResult_t prepareSketchReduction(scclSparsifier& sp) {
+  const ResolvedSparseConfig& c = sp.config;
+  auto st = std::make_unique<SketchState>();
+  const double width = std::ceil(c.sketch_lambda * double(sp.k_target));
+  SCCL_REQUIRE_ARG(width <= double(kMaxSketchWidth),
+                   "sketchLambda %g: the sketch would be %.0f buckets wide for k = %llu (at most "
+                   "%llu)",
+                   c.sketch_lambda, width, static_cast<unsigned long long>(sp.k_target),
+                   static_cast<unsigned long long>(kMaxSketchWidth));
+  st->shape.count = sp.count;
+  st->shape.block = size_t(c.sketch_block_size);
+  st->shape.rows = uint32_t(c.sketch_rows);
+  st->shape.width = std::max<uint64_t>(1, uint64_t(width));
+  st->keys.resize(st->shape.rows);
+  for (uint32_t j = 0; j < st->shape.rows; ++j)
+    st->keys[j] = sketchRowKey(uint64_t(c.sketch_seed), j);
+  st->shape.row_keys = st->keys.data();
+  const size_t blocks = st->shape.blocks();
+  st->max_blocks = std::min<uint64_t>(
+      blocks, std::max<uint64_t>(1, (sp.k_target + st->shape.block - 1) / st->shape.block));
+  st->select_nonzero = c.sketch_block_selection == "nonzero";
+  st->feedback_decode_error = c.sketch_feedback == "decode_error";
+  st->local.assign(blocks, 0);
+  st->global.assign(blocks, 0);
+  if (!st->select_nonzero) {
+    st->norms.assign(blocks, 0.0);
+    st->order.reserve(blocks);
+  }
+  st->table.resize(size_t(st->shape.rows) * st->shape.width * accElementSize(sp));
+  if (st->feedback_decode_error && sp.config.error_feedback)
+    st->decoded.resize(sp.count * accElementSize(sp));
+  SCCL_INFO(
+      LogSubsys::Coll, "sketch: %zu blocks of %zu, %u x %llu table, %s selection (K = %llu)",
+      blocks, st->shape.block, st->shape.rows, static_cast<unsigned long long>(st->shape.width),
+      st->select_nonzero ? "nonzero" : "topk", static_cast<unsigned long long>(st->max_blocks));
+  sp.reduction_state = std::move(st);
+  return scclSuccess;
+}
+
+scclResult_t runSketchReduction(SparseCall& call) {
+  scclSparsifier& sp = *call.sp;
+  SketchState& st = static_cast<SketchState&>(*sp.reduction_state);
+  const KernelBackend& kernels = cpuKernels();
+  auto start = std::chrono::steady_clock::now();
+  if (st.select_nonzero) {
+    SCCL_CHECK(kernels.markNonzeroBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
+                                         st.local.data(), nullptr));
+    call.threshold = 0;
+  } else {
+    SCCL_CHECK(selectTopBlocks(st, call.acc, sp.acc_dtype, &call.threshold));
+  }
+  call.k_local = markedElements(st.shape, st.local);
+  call.time_select_us +=
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<CallHeader> headers;
+  SCCL_CHECK(exchangeHeaders(call, &headers));
+  for (const CallHeader& h : headers) {
+    if (h.nonfinite > 0) return handleNonFinite(call, headers);
+  }
+  call.k_max = 0;
+  for (size_t r = 0; r < headers.size(); ++r) {
+    sp.rank_counts[r] = headers[r].k_local;
+    call.k_max = std::max(call.k_max, headers[r].k_local);
+  }
+  SCCL_CHECK(reduceSketch(call, st));
+  call.k_global = markedElements(st.shape, st.global);
+
+  const uint32_t divisor = call.op == scclAvg ? uint32_t(sp.comm->nranks) : 1;
+  SCCL_CHECK(kernels.sketchDecode(st.table.data(), sp.acc_dtype, st.shape, st.global.data(),
+                                  divisor, call.recvbuf, sp.dtype, nullptr));
+  if (st.feedback_decode_error) {
+    if (sp.config.error_feedback) {
+      SCCL_CHECK(kernels.sketchDecode(st.table.data(), sp.acc_dtype, st.shape, st.global.data(),
+                                      uint32_t(sp.comm->nranks), st.decoded.data(), sp.acc_dtype,
+                                      nullptr));
+      SCCL_CHECK(kernels.updateMarkedBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
+                                            st.global.data(), st.decoded.data(), nullptr));
+    }
+  } else {
+    SCCL_CHECK(kernels.updateMarkedBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
+                                          st.local.data(), nullptr, nullptr));
+  }
+  call.residual_updated = true;
+  return scclSuccess;
+}
+
+}  // namespace sccl

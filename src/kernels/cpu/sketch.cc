@@ -1,0 +1,239 @@
+// The count-sketch kernels of the S2 Reducer on the CPU: block norms, non-zero block bitmap,
+// encode (scatter-add into the rows x width table), decode (gather + median over rows) and the
+// residual update of marked blocks. Hashes and signs: algorithms/count_sketch.h.
+//
+// Parallel splits never change a result: block norms, decode and the update split the blocks
+// into contiguous parts (each element is written by one part, each block norm summed by one
+// part in index order); encode gives each sketch row to one part, which adds its elements in
+// index order, so every bucket receives its additions in the same order whatever the split.
+#include <algorithm>
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace sccl::cpu {
+namespace {
+
+constexpr size_t kMinPartElements = size_t{1} << 15;
+constexpr uint32_t kMaxRows = 64;  // the median's scratch (callers allow far fewer)
+
+bool isAccType(scclDataType_t dtype) {
+  return dtype == scclFloat32 || dtype == scclFloat64;
+}
+
+scclResult_t requireAccType(scclDataType_t dtype, const char* kernel) {
+  if (isAccType(dtype)) return scclSuccess;
+  return fail(scclInvalidArgument, "%s: %s data is not supported (float32 or float64)", kernel,
+              dataTypeName(dtype));
+}
+
+// Runs fn(first_block, end_block) over contiguous parts of the blocks.
+template <typename Fn>
+void forBlockParts(size_t count, size_t block, Fn&& fn) {
+  const size_t blocks = count == 0 ? 0 : (count - 1) / block + 1;
+  if (blocks == 0) return;
+  const size_t nparts = std::min(blocks, kernelPartCount(count, kMinPartElements));
+  cpuThreadPool().parallelFor(
+      nparts, [&](size_t p) { fn(blocks * p / nparts, blocks * (p + 1) / nparts); });
+}
+
+bool marked(const uint8_t* bitmap, size_t b) {
+  return bitmap == nullptr || bitmap[b] != 0;
+}
+
+template <typename T>
+void squaredNorms(const T* x, size_t count, size_t block, double* sq) {
+  forBlockParts(count, block, [&](size_t first, size_t last) {
+    for (size_t b = first; b < last; ++b) {
+      const size_t end = std::min(count, (b + 1) * block);
+      double sum = 0;
+      for (size_t i = b * block; i < end; ++i) sum += double(x[i]) * double(x[i]);
+      sq[b] = sum;
+    }
+  });
+}
+
+template <typename T>
+void nonzeroBlocks(const T* x, size_t count, size_t block, uint8_t* bitmap) {
+  forBlockParts(count, block, [&](size_t first, size_t last) {
+    for (size_t b = first; b < last; ++b) {
+      const size_t end = std::min(count, (b + 1) * block);
+      // A branch-free count (vectorised) beats an early exit on sparse data, where most blocks
+      // are all zero and must be read to the end anyway.
+      size_t nonzero = 0;
+      for (size_t i = b * block; i < end; ++i) nonzero += x[i] != T(0) ? 1 : 0;
+      bitmap[b] = nonzero != 0 ? 1 : 0;
+    }
+  });
+}
+
+template <typename T>
+void encodeRow(const T* x, const SketchShape& shape, const uint8_t* bitmap, T* row, uint64_t key) {
+  const size_t blocks = shape.blocks();
+  for (size_t b = 0; b < blocks; ++b) {
+    if (!marked(bitmap, b)) continue;
+    const size_t end = std::min(shape.count, (b + 1) * shape.block);
+    for (size_t i = b * shape.block; i < end; ++i) {
+      const T v = x[i];
+      if (v == T(0)) continue;
+      const uint64_t h = sketchHash(key, i);
+      T& bucket = row[sketchBucket(h, shape.width)];
+      bucket = sketchNegative(h) ? bucket - v : bucket + v;
+    }
+  }
+}
+
+// Median of n values (n small), in place: insertion sort, then the middle one or the mean of
+// the middle two.
+template <typename T>
+T median(T* v, uint32_t n) {
+  for (uint32_t a = 1; a < n; ++a) {
+    T key = v[a];
+    uint32_t b = a;
+    while (b > 0 && v[b - 1] > key) {
+      v[b] = v[b - 1];
+      --b;
+    }
+    v[b] = key;
+  }
+  if (n % 2 == 1) return v[n / 2];
+  return (v[n / 2 - 1] + v[n / 2]) / T(2);
+}
+
+template <typename T, typename Store>
+void decodeAll(const T* table, const SketchShape& shape, const uint8_t* bitmap, uint32_t divisor,
+               Store store) {
+  forBlockParts(shape.count, shape.block, [&](size_t first, size_t last) {
+    T estimates[kMaxRows];
+    for (size_t b = first; b < last; ++b) {
+      const size_t end = std::min(shape.count, (b + 1) * shape.block);
+      if (!marked(bitmap, b)) {
+        for (size_t i = b * shape.block; i < end; ++i) store(i, T(0));
+        continue;
+      }
+      for (size_t i = b * shape.block; i < end; ++i) {
+        for (uint32_t j = 0; j < shape.rows; ++j) {
+          const uint64_t h = sketchHash(shape.row_keys[j], i);
+          const T value = table[size_t(j) * shape.width + sketchBucket(h, shape.width)];
+          estimates[j] = sketchNegative(h) ? -value : value;
+        }
+        T estimate = median(estimates, shape.rows);
+        if (divisor != 1) estimate = estimate / T(divisor);
+        store(i, estimate);
+      }
+    }
+  });
+}
+
+template <typename T>
+void updateBlocks(T* x, size_t count, size_t block, const uint8_t* bitmap, const T* sub) {
+  forBlockParts(count, block, [&](size_t first, size_t last) {
+    for (size_t b = first; b < last; ++b) {
+      if (!marked(bitmap, b)) continue;
+      const size_t end = std::min(count, (b + 1) * block);
+      for (size_t i = b * block; i < end; ++i) x[i] = sub == nullptr ? T(0) : x[i] - sub[i];
+    }
+  });
+}
+
+}  // namespace
+
+scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                               double* sq) {
+  SCCL_CHECK(requireAccType(dtype, "blockSquaredNorms"));
+  if (dtype == scclFloat64) {
+    squaredNorms(static_cast<const double*>(x), count, block, sq);
+  } else {
+    squaredNorms(static_cast<const float*>(x), count, block, sq);
+  }
+  return scclSuccess;
+}
+
+scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                               uint8_t* bitmap) {
+  SCCL_CHECK(requireAccType(dtype, "markNonzeroBlocks"));
+  if (dtype == scclFloat64) {
+    nonzeroBlocks(static_cast<const double*>(x), count, block, bitmap);
+  } else {
+    nonzeroBlocks(static_cast<const float*>(x), count, block, bitmap);
+  }
+  return scclSuccess;
+}
+
+scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
+                          const uint8_t* bitmap, void* table) {
+  SCCL_CHECK(requireAccType(dtype, "sketchEncode"));
+  if (shape.rows == 0 || shape.rows > kMaxRows) {
+    return fail(scclInvalidArgument, "sketchEncode: %u rows (1 to %u)", shape.rows, kMaxRows);
+  }
+  // One part per row: a row's buckets are only touched by its part, in index order.
+  cpuThreadPool().parallelFor(shape.rows, [&](size_t j) {
+    const uint64_t key = shape.row_keys[j];
+    if (dtype == scclFloat64) {
+      encodeRow(static_cast<const double*>(x), shape, bitmap,
+                static_cast<double*>(table) + j * shape.width, key);
+    } else {
+      encodeRow(static_cast<const float*>(x), shape, bitmap,
+                static_cast<float*>(table) + j * shape.width, key);
+    }
+  });
+  return scclSuccess;
+}
+
+scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
+                          const uint8_t* bitmap, uint32_t divisor, void* out,
+                          scclDataType_t out_dtype) {
+  SCCL_CHECK(requireAccType(dtype, "sketchDecode"));
+  if (shape.rows == 0 || shape.rows > kMaxRows || divisor == 0) {
+    return fail(scclInvalidArgument, "sketchDecode: %u rows (1 to %u), divisor %u", shape.rows,
+                kMaxRows, divisor);
+  }
+  if (dtype == scclFloat64) {
+    if (out_dtype != scclFloat64) {
+      return fail(scclInvalidArgument, "sketchDecode: a float64 table decodes to float64, not %s",
+                  dataTypeName(out_dtype));
+    }
+    double* to = static_cast<double*>(out);
+    decodeAll(static_cast<const double*>(table), shape, bitmap, divisor,
+              [to](size_t i, double v) { to[i] = v; });
+    return scclSuccess;
+  }
+  const float* from = static_cast<const float*>(table);
+  switch (out_dtype) {
+    case scclFloat32: {
+      float* to = static_cast<float*>(out);
+      decodeAll(from, shape, bitmap, divisor, [to](size_t i, float v) { to[i] = v; });
+      return scclSuccess;
+    }
+    case scclFloat16: {
+      uint16_t* to = static_cast<uint16_t*>(out);
+      decodeAll(from, shape, bitmap, divisor, [to](size_t i, float v) { to[i] = floatToFp16(v); });
+      return scclSuccess;
+    }
+    case scclBfloat16: {
+      uint16_t* to = static_cast<uint16_t*>(out);
+      decodeAll(from, shape, bitmap, divisor, [to](size_t i, float v) { to[i] = floatToBf16(v); });
+      return scclSuccess;
+    }
+    default: break;
+  }
+  return fail(scclInvalidArgument, "sketchDecode: a float32 table cannot decode to %s",
+              dataTypeName(out_dtype));
+}
+
+scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                                const uint8_t* bitmap, const void* sub) {
+  SCCL_CHECK(requireAccType(dtype, "updateMarkedBlocks"));
+  if (dtype == scclFloat64) {
+    updateBlocks(static_cast<double*>(x), count, block, bitmap, static_cast<const double*>(sub));
+  } else {
+    updateBlocks(static_cast<float*>(x), count, block, bitmap, static_cast<const float*>(sub));
+  }
+  return scclSuccess;
+}
+
+}  // namespace sccl::cpu
