@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_kernel_test_data.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 #include "support/laplace_streams.h"
@@ -20,6 +21,7 @@
 #include "support/sparse_streams.h"
 
 using namespace sccl_test;
+using namespace cpu_kernel_test;
 
 namespace {
 
@@ -92,15 +94,20 @@ void checkHistogram(scclDataType_t dtype, unsigned mantissa_bits) {
   uint64_t in_window = 0;
   for (size_t j = 0; j < bins; ++j) in_window += want[j];
   REQUIRE(in_window > n / 5);  // the window holds a good share of the values
-  for (int parts : {0, 1, 2, 3, 7}) {
-    sccl::setKernelPartsForTesting(parts);
-    std::vector<uint64_t> counts(bins + 1, 12345);
-    REQUIRE(sccl::cpuKernels().absBitHistogram(x.data(), dtype, begin, end, base, shift, bins,
-                                               counts.data(), nullptr) == scclSuccess);
-    INFO("parts " << parts);
-    CHECK(counts == want);
+  {
+    KernelSettingsGuard restore;
+    for (CpuIsa isa : supportedIsas()) {
+      sccl::setCpuIsaForTesting(isa);
+      for (int parts : kPartCounts) {
+        sccl::setKernelPartsForTesting(parts);
+        std::vector<uint64_t> counts(bins + 1, 12345);
+        REQUIRE(sccl::cpuKernels().absBitHistogram(x.data(), dtype, begin, end, base, shift, bins,
+                                                   counts.data(), nullptr) == scclSuccess);
+        INFO("isa " << sccl::cpuIsaName(isa) << " parts " << parts);
+        CHECK(counts == want);
+      }
+    }
   }
-  sccl::setKernelPartsForTesting(0);
   checkEdgesMatchSelection(x, dtype, begin, end, base, shift, bins, want);
 }
 
