@@ -27,6 +27,7 @@
 #include <cstring>
 #include <limits>
 
+#include "algorithms/call_header.h"
 #include "algorithms/density_correction.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
@@ -40,13 +41,6 @@
 
 namespace sccl {
 namespace {
-
-struct CallHeader {
-  uint64_t k_local;
-  uint64_t nonfinite;
-  uint64_t fingerprint;
-  uint64_t sequence;
-};
 
 uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
   if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
@@ -127,38 +121,6 @@ scclResult_t checkHeaders(const scclSparsifier& sp, const std::vector<CallHeader
                   static_cast<unsigned long long>(allowed));
     }
   }
-  return scclSuccess;
-}
-
-template <typename T>
-void fillWith(void* buffer, size_t count, T value) {
-  T* typed = static_cast<T*>(buffer);
-  std::fill(typed, typed + count, value);
-}
-
-// A step with NaN/Inf on some rank: every rank applies the same policy.
-scclResult_t handleNonFinite(SparseCall& call, const std::vector<CallHeader>& headers) {
-  scclSparsifier& sp = *call.sp;
-  size_t first = 0;
-  while (headers[first].nonfinite == 0) ++first;
-  if (sp.config.non_finite == scclNonFiniteError) {
-    return fail(scclInvalidArgument,
-                "sparse all-reduce: the accumulated gradient of rank %zu holds %llu NaN/Inf "
-                "values (policy error); nothing was changed",
-                first, static_cast<unsigned long long>(headers[first].nonfinite));
-  }
-  SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
-            sp.comm->rank, first);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  switch (sp.dtype) {
-    case scclFloat64:
-      fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN());
-      break;
-    case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
-    case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
-    default: fillWith(call.recvbuf, sp.count, nan); break;
-  }
-  call.step_discarded = true;
   return scclSuccess;
 }
 
@@ -251,9 +213,7 @@ scclResult_t runGatherReduction(SparseCall& call) {
       call, [&](Transport& t) { return t.allGather(&mine, headers.data(), sizeof(CallHeader)); }));
   countAllGather(call, sizeof(CallHeader));
   SCCL_CHECK(checkHeaders(sp, headers, mine, sole));
-  for (const CallHeader& h : headers) {
-    if (h.nonfinite > 0) return handleNonFinite(call, headers);
-  }
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;

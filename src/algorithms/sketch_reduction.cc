@@ -55,6 +55,7 @@
 #include <limits>
 #include <numeric>
 
+#include "algorithms/call_header.h"
 #include "algorithms/count_sketch.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
@@ -79,13 +80,6 @@ struct SketchState final : ReductionState {
   std::vector<uint64_t> order;
   AlignedBuffer table;
   AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
-};
-
-struct CallHeader {
-  uint64_t k_local;
-  uint64_t nonfinite;
-  uint64_t fingerprint;
-  uint64_t sequence;
 };
 
 // Elements in the marked blocks.
@@ -122,39 +116,6 @@ scclResult_t selectTopBlocks(SketchState& st, const void* acc, scclDataType_t ac
   for (size_t j = 0; j < keep; ++j) st.local[st.order[j]] = 1;
   // nth_element leaves the first keep - 1 entries not after the keep-th: exactly the top K.
   *cutoff_norm = std::sqrt(cutoff);
-  return scclSuccess;
-}
-
-template <typename T>
-void fillWith(void* buffer, size_t count, T value) {
-  T* typed = static_cast<T*>(buffer);
-  std::fill(typed, typed + count, value);
-}
-
-// A step with NaN/Inf on some rank: every rank applies the same policy (as the gather
-// reduction does).
-scclResult_t handleNonFinite(SparseCall& call, const std::vector<CallHeader>& headers) {
-  scclSparsifier& sp = *call.sp;
-  size_t first = 0;
-  while (headers[first].nonfinite == 0) ++first;
-  if (sp.config.non_finite == scclNonFiniteError) {
-    return fail(scclInvalidArgument,
-                "sparse all-reduce: the accumulated gradient of rank %zu holds %llu NaN/Inf "
-                "values (policy error); nothing was changed",
-                first, static_cast<unsigned long long>(headers[first].nonfinite));
-  }
-  SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
-            sp.comm->rank, first);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  switch (sp.dtype) {
-    case scclFloat64:
-      fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN());
-      break;
-    case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
-    case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
-    default: fillWith(call.recvbuf, sp.count, nan); break;
-  }
-  call.step_discarded = true;
   return scclSuccess;
 }
 
@@ -275,9 +236,7 @@ scclResult_t runSketchReduction(SparseCall& call) {
 
   std::vector<CallHeader> headers;
   SCCL_CHECK(exchangeHeaders(call, &headers));
-  for (const CallHeader& h : headers) {
-    if (h.nonfinite > 0) return handleNonFinite(call, headers);
-  }
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;

@@ -1,0 +1,28 @@
+// The 32-byte header every rank all-gathers at each sparse all-reduce call of the gather and
+// sketch reductions, and the non-finite policy both apply from it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+
+namespace sccl {
+
+struct CallHeader {
+  uint64_t k_local;      // entries (gather) or blocks (sketch) this rank selected
+  uint64_t nonfinite;    // NaN/Inf values in this rank's accumulated gradient
+  uint64_t fingerprint;  // sparseConfigFingerprint: the same sparsifier config on every rank
+  uint64_t sequence;     // the sparsifier's call number: the same call on every rank
+};
+
+// True when some rank reported NaN/Inf.
+bool anyNonFinite(const std::vector<CallHeader>& headers);
+
+// A step with NaN/Inf on some rank (every rank calls it with the same headers, so every rank
+// does the same): scclNonFiniteError returns scclInvalidArgument naming the first such rank,
+// with nothing changed; scclNonFinitePropagate fills recvbuf with NaN of the gradient type, marks
+// the step discarded (the residual stays as it was) and returns success.
+scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers);
+
+}  // namespace sccl
