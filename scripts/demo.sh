@@ -22,7 +22,9 @@ and keeps the rest in an error-feedback residual for later calls. Per row: time 
 duration of one call (lower is better); speedup = dense time / this time (above 1: faster than
 dense); actual = fraction of entries that were really aggregated (topk sends up to 4x the
 target because each rank picks its own top 1 %; hard_threshold's fixed threshold overshoots
-more); sent/recv = bytes per rank per call; f(t) = padding waste of the index exchange (1 = none);
+more; s2 sends a count sketch of whole 32-element blocks, so its actual counts the entries of
+the blocks it marked, and err is the sketch's decode error, relative L2); sent/recv = bytes per
+rank per call; f(t) = padding waste of the index exchange (1 = none);
 select/comm/other = where a call spends its time; #wrong = entries that differ from an
 independent reference (0 expected). With 4 ranks sharing 2 cores the times are CPU-bound: the
 bytes are what shrinks on a real network. Warm-up lets each algorithm's threshold settle first.
