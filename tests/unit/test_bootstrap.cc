@@ -499,3 +499,51 @@ TEST_CASE("bootstrap: bootstrapCreateUniqueId serves a job with the default sett
   requireAll(outcomes, scclSuccess);
   CHECK(bootstrapCreateUniqueId(nullptr) == scclInvalidArgument);
 }
+
+// Issue "reliability": start-up under noise. In each of 100 trials a stray client connects to
+// the root while the ranks rendezvous (concurrently, from another thread) and sends garbage,
+// a truncated hello, a hello with a wrong token, or nothing at all; the job must start every
+// time. The figure (100 of 100) is printed.
+TEST_CASE("bootstrap: start-up succeeds 100 of 100 times with stray connections during it",
+          "[bootstrap][noise]") {
+  int started = 0;
+  const int trials = 100;
+  for (int trial = 0; trial < trials; ++trial) {
+    scclUniqueId id = startRoot();
+    UniqueIdContents contents;
+    REQUIRE(decodeUniqueId(id, &contents) == scclSuccess);
+    std::thread noise([&, trial] {
+      // No Catch2 assertions here (not the main thread): failures to connect are just noise lost.
+      Socket socket;
+      if (connectWithRetry(socketAddressOf(contents), Deadline(2000), &socket) != scclSuccess)
+        return;
+      wire::Bytes bytes;
+      switch (trial % 4) {
+        case 0: bytes.assign(64 + trial, uint8_t(0x5a + trial)); break;  // garbage
+        case 1: {
+          wire::Bytes hello = wire::encodeHelloFrame({tokenOf(id), 2, 0});
+          bytes.assign(hello.begin(), hello.begin() + 7);  // truncated hello, then silence
+          break;
+        }
+        case 2: {
+          auto token = tokenOf(id);
+          token[0] ^= 0xff;
+          bytes = wire::encodeHelloFrame({token, 2, 1});  // a stranger's token
+          break;
+        }
+        default: break;  // connect and say nothing
+      }
+      if (!bytes.empty()) (void)sendExact(socket, bytes.data(), bytes.size(), Deadline(2000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+    auto outcomes = runRanks(2, [&](int rank, RankOutcome* outcome) {
+      return allGatherJob(id, rank, 2, {16, 3}, outcome);
+    });
+    noise.join();
+    bool ok = true;
+    for (const auto& outcome : outcomes) ok = ok && outcome.result == scclSuccess;
+    started += ok ? 1 : 0;
+  }
+  WARN("start-up with a stray connection during the rendezvous: " << started << " of " << trials);
+  CHECK(started == trials);
+}
