@@ -12,7 +12,7 @@ SCCL_API const char* scclGetErrorString(scclResult_t result) {
 }
 
 SCCL_API const char* scclGetLastError(scclComm_t comm) {
-  if (comm != nullptr && sccl::isLiveHandle(comm)) {
+  if (comm != nullptr && sccl::isLiveHandle(comm, scclComm::kMagic)) {
     std::lock_guard<std::mutex> lock(comm->last_error_mutex);
     return comm->last_error.c_str();
   }

@@ -7,7 +7,7 @@ namespace {
 
 scclResult_t requireLiveEventComm(const scclEventComm* ec) {
   SCCL_REQUIRE_ARG(ec != nullptr, "event communicator is NULL");
-  SCCL_REQUIRE_ARG(sccl::isLiveHandle(ec) && ec->magic == scclEventComm::kMagic,
+  SCCL_REQUIRE_ARG(sccl::isLiveHandle(ec, scclEventComm::kMagic),
                    "%p is not a live event communicator (destroyed, or never created)",
                    static_cast<const void*>(ec));
   return scclSuccess;
@@ -15,8 +15,10 @@ scclResult_t requireLiveEventComm(const scclEventComm* ec) {
 
 // The communicator an event-communicator call reports its errors on (when both are live).
 scclComm* commOf(const scclEventComm* ec) {
-  return (ec != nullptr && sccl::isLiveHandle(ec) && sccl::isLiveHandle(ec->comm)) ? ec->comm
-                                                                                   : nullptr;
+  return (ec != nullptr && sccl::isLiveHandle(ec, scclEventComm::kMagic) &&
+          sccl::isLiveHandle(ec->comm, scclComm::kMagic))
+             ? ec->comm
+             : nullptr;
 }
 
 // Checks shared by the calls that take the parameter buffer.

@@ -26,7 +26,7 @@ scclResult_t guardedCall(const char* function, scclComm* comm, Body&& body) noex
   } catch (...) {
     result = fail(scclInternalError, "%s: unexpected non-standard exception", function);
   }
-  if (result != scclSuccess && comm != nullptr && isLiveHandle(comm)) {
+  if (result != scclSuccess && comm != nullptr && isLiveHandle(comm, scclComm::kMagic)) {
     std::lock_guard<std::mutex> lock(comm->last_error_mutex);
     comm->last_error = threadLastError();
   }
@@ -36,7 +36,7 @@ scclResult_t guardedCall(const char* function, scclComm* comm, Body&& body) noex
 // Checks that `comm` is a communicator this library created and has not destroyed.
 inline scclResult_t requireLiveComm(const scclComm* comm) {
   SCCL_REQUIRE_ARG(comm != nullptr, "communicator is NULL");
-  SCCL_REQUIRE_ARG(isLiveHandle(comm) && comm->magic == scclComm::kMagic,
+  SCCL_REQUIRE_ARG(isLiveHandle(comm, scclComm::kMagic),
                    "%p is not a live sparsecoll communicator (destroyed, or never created)",
                    static_cast<const void*>(comm));
   return scclSuccess;

@@ -11,7 +11,7 @@ namespace {
 
 scclResult_t requireLiveSparsifier(const scclSparsifier* sp) {
   SCCL_REQUIRE_ARG(sp != nullptr, "sparsifier is NULL");
-  SCCL_REQUIRE_ARG(sccl::isLiveHandle(sp) && sp->magic == scclSparsifier::kMagic,
+  SCCL_REQUIRE_ARG(sccl::isLiveHandle(sp, scclSparsifier::kMagic),
                    "%p is not a live sparsifier (destroyed, or never created)",
                    static_cast<const void*>(sp));
   return scclSuccess;
@@ -19,7 +19,10 @@ scclResult_t requireLiveSparsifier(const scclSparsifier* sp) {
 
 // The communicator a sparsifier call reports its errors on (only if both handles are live).
 scclComm* commOf(const scclSparsifier* sp) {
-  return (sp != nullptr && sccl::isLiveHandle(sp)) ? sp->comm : nullptr;
+  return (sp != nullptr && sccl::isLiveHandle(sp, scclSparsifier::kMagic) &&
+          sccl::isLiveHandle(sp->comm, scclComm::kMagic))
+             ? sp->comm
+             : nullptr;
 }
 
 }  // namespace

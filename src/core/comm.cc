@@ -118,7 +118,7 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   SCCL_INFO(LogSubsys::Init, "comm %p%s%s rank %d/%d transport %s timeout %lld ms ready",
             static_cast<void*>(comm.get()), comm->name.empty() ? "" : " ", comm->name.c_str(),
             comm->rank, comm->nranks, entry->name, static_cast<long long>(comm->timeout_ms));
-  registerHandle(comm.get());
+  registerHandle(comm.get(), scclComm::kMagic);
   *out = comm.release();
   return scclSuccess;
 }

@@ -1,13 +1,13 @@
 #include "core/handle_registry.h"
 
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace sccl {
 namespace {
 struct Registry {
   std::mutex mutex;
-  std::unordered_set<const void*> live;
+  std::unordered_map<const void*, uint64_t> live;  // handle -> kind
 };
 // Never destroyed: API calls from other threads' destructors at exit must still find it.
 Registry& registry() {
@@ -16,10 +16,10 @@ Registry& registry() {
 }
 }  // namespace
 
-void registerHandle(const void* handle) {
+void registerHandle(const void* handle, uint64_t kind) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.live.insert(handle);
+  r.live[handle] = kind;
 }
 
 bool unregisterHandle(const void* handle) {
@@ -28,10 +28,11 @@ bool unregisterHandle(const void* handle) {
   return r.live.erase(handle) == 1;
 }
 
-bool isLiveHandle(const void* handle) {
+bool isLiveHandle(const void* handle, uint64_t kind) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  return r.live.count(handle) == 1;
+  auto found = r.live.find(handle);
+  return found != r.live.end() && found->second == kind;
 }
 
 }  // namespace sccl

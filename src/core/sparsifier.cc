@@ -170,7 +170,7 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
             static_cast<void*>(sp.get()), comm->rank, count, dataTypeName(dtype),
             describeSparseConfig(sp->config).c_str(),
             static_cast<unsigned long long>(sp->k_target));
-  registerHandle(sp.get());
+  registerHandle(sp.get(), scclSparsifier::kMagic);
   *out = sp.release();
   return scclSuccess;
 }

@@ -427,7 +427,7 @@ scclResult_t eventCommCreate(scclComm* comm, const EventLayout& layout,
             static_cast<void*>(ec.get()), comm->rank, ec->count, dataTypeName(ec->dtype),
             ec->tensor_sizes.size(), ec->neighbours.size(), describeEventConfig(ec->config).c_str(),
             window_bytes);
-  registerHandle(ec.get());
+  registerHandle(ec.get(), scclEventComm::kMagic);
   *out = ec.release();
   return scclSuccess;
 }
@@ -437,7 +437,8 @@ void eventCommDestroy(scclEventComm* ec) {
   ec->magic = 0;
   // A broken communicator cannot free an MPI window collectively: its memory is left to the
   // process (peers may still be writing into it).
-  bool healthy = isLiveHandle(ec->comm) && ec->comm->async_error.load() == scclSuccess;
+  bool healthy =
+      isLiveHandle(ec->comm, scclComm::kMagic) && ec->comm->async_error.load() == scclSuccess;
   if (!healthy) (void)ec->window.release();
   delete ec;
 }
