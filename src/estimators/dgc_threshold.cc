@@ -47,24 +47,11 @@ class DgcEstimator final : public ThresholdEstimator {
   bool exactCount() const override { return trimmed_; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'dgc': threshold output is null");
-    const IndexRange& range = query.range;
-    SCCL_REQUIRE_ARG(range.begin <= range.end, "estimator 'dgc': range [%zu, %zu) is reversed",
-                     range.begin, range.end);
     trimmed_ = false;
-    double value = 0;
-    const uint64_t k = query.k_target_local;
-    if (range.empty() || k == 0) {
-      value = kInfinity;
-    } else if (k >= range.size()) {
-      value = 0;
-    } else {
-      SCCL_REQUIRE_ARG(query.kernels != nullptr && query.acc != nullptr,
-                       "estimator 'dgc': kernels or accumulator is null");
-      SCCL_CHECK(estimate(query, k, &value));
-    }
-    last_ = value;
-    *threshold = value;
+    SCCL_CHECK(fittedThreshold("dgc", query, threshold, [&](uint64_t k, double* value) {
+      return estimate(query, k, value);
+    }));
+    last_ = *threshold;
     return scclSuccess;
   }
 

@@ -31,23 +31,10 @@ class GaussiankEstimator final : public ThresholdEstimator {
   const char* name() const override { return "gaussiank"; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'gaussiank': threshold output is null");
-    const IndexRange& range = query.range;
-    SCCL_REQUIRE_ARG(range.begin <= range.end,
-                     "estimator 'gaussiank': range [%zu, %zu) is reversed", range.begin, range.end);
-    const uint64_t k = query.k_target_local;
-    double value = 0;
-    if (range.empty() || k == 0) {
-      value = kInfinity;
-    } else if (k >= range.size()) {
-      value = 0;
-    } else {
-      SCCL_REQUIRE_ARG(query.kernels != nullptr && query.acc != nullptr,
-                       "estimator 'gaussiank': kernels or accumulator is null");
-      SCCL_CHECK(estimate(query, k, &value));
-    }
-    last_ = value;
-    *threshold = value;
+    SCCL_CHECK(fittedThreshold("gaussiank", query, threshold, [&](uint64_t k, double* value) {
+      return estimate(query, k, value);
+    }));
+    last_ = *threshold;
     return scclSuccess;
   }
 

@@ -32,23 +32,10 @@ class RedsyncEstimator final : public ThresholdEstimator {
   const char* name() const override { return "redsync"; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'redsync': threshold output is null");
-    const IndexRange& range = query.range;
-    SCCL_REQUIRE_ARG(range.begin <= range.end, "estimator 'redsync': range [%zu, %zu) is reversed",
-                     range.begin, range.end);
-    const uint64_t k = query.k_target_local;
-    double value = 0;
-    if (range.empty() || k == 0) {
-      value = kInfinity;
-    } else if (k >= range.size()) {
-      value = 0;
-    } else {
-      SCCL_REQUIRE_ARG(query.kernels != nullptr && query.acc != nullptr,
-                       "estimator 'redsync': kernels or accumulator is null");
-      SCCL_CHECK(estimate(query, k, &value));
-    }
-    last_ = value;
-    *threshold = value;
+    SCCL_CHECK(fittedThreshold("redsync", query, threshold, [&](uint64_t k, double* value) {
+      return estimate(query, k, value);
+    }));
+    last_ = *threshold;
     return scclSuccess;
   }
 

@@ -110,26 +110,18 @@ class SidcoEstimator final : public ThresholdEstimator {
   const char* name() const override { return variant_.name; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_REQUIRE_ARG(threshold != nullptr, "estimator '%s': threshold output is null",
-                     variant_.name);
-    const IndexRange& range = query.range;
-    SCCL_REQUIRE_ARG(range.begin <= range.end, "estimator '%s': range [%zu, %zu) is reversed",
-                     variant_.name, range.begin, range.end);
+    // The trace describes this call only once the query is known to be valid.
+    const SidcoTrace previous = trace_;
     trace_ = SidcoTrace{};
     trace_.stages_planned = stages_;
-    const uint64_t k = query.k_target_local;
-    double value = 0;
-    if (range.empty() || k == 0) {
-      value = kInfinity;
-    } else if (k >= range.size()) {
-      value = 0;
-    } else {
-      SCCL_REQUIRE_ARG(query.kernels != nullptr && query.acc != nullptr,
-                       "estimator '%s': kernels or accumulator is null", variant_.name);
-      SCCL_CHECK(estimate(query, k, &value));
+    const scclResult_t result =
+        fittedThreshold(variant_.name, query, threshold,
+                        [&](uint64_t k, double* value) { return estimate(query, k, value); });
+    if (result != scclSuccess) {
+      trace_ = previous;
+      return result;
     }
-    last_ = value;
-    *threshold = value;
+    last_ = *threshold;
     return scclSuccess;
   }
 

@@ -16,10 +16,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"
@@ -100,8 +102,42 @@ scclResult_t makeEstimator(const std::string& name, const EstimatorParams& param
 // reference's int(density * n_g) but never 0 (a zero target would make k'/k meaningless).
 uint64_t targetSelectionCount(double density, size_t count);
 
+// What every estimator that fits this call's data shares: checks the query (threshold output,
+// range order; kernels and accumulator when the data is read), answers the cases with nothing to
+// fit (empty range or k = 0: +inf, nothing is selected; k >= the range: 0, everything is), and
+// otherwise calls fit(k, &value) with k = query.k_target_local. *threshold is set on success.
+template <typename Fit>
+scclResult_t fittedThreshold(const char* estimator, const ThresholdQuery& query, double* threshold,
+                             Fit&& fit);
+
 // The reference's default threshold 1/(2 sqrt(k)) (the hard-threshold baseline, and MiCRO's and
 // ExDyna's delta_0), with k from targetSelectionCount().
 double defaultThreshold(double density, size_t count);
+
+template <typename Fit>
+scclResult_t fittedThreshold(const char* estimator, const ThresholdQuery& query, double* threshold,
+                             Fit&& fit) {
+  if (threshold == nullptr) {
+    return fail(scclInvalidArgument, "estimator '%s': threshold output is null", estimator);
+  }
+  const IndexRange& range = query.range;
+  if (range.begin > range.end) {
+    return fail(scclInvalidArgument, "estimator '%s': range [%zu, %zu) is reversed", estimator,
+                range.begin, range.end);
+  }
+  const uint64_t k = query.k_target_local;
+  double value = 0;
+  if (range.empty() || k == 0) {
+    value = std::numeric_limits<double>::infinity();
+  } else if (k < range.size()) {
+    if (query.kernels == nullptr || query.acc == nullptr) {
+      return fail(scclInvalidArgument, "estimator '%s': kernels or accumulator is null", estimator);
+    }
+    const scclResult_t fitted = fit(k, &value);
+    if (fitted != scclSuccess) return fitted;
+  }
+  *threshold = value;
+  return scclSuccess;
+}
 
 }  // namespace sccl
