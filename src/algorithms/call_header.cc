@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "algorithms/exchange_accounting.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -19,6 +20,36 @@ void fillWith(void* buffer, size_t count, T value) {
 }
 
 }  // namespace
+
+scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(size_t)>& allowed,
+                                 std::vector<CallHeader>* headers) {
+  scclSparsifier& sp = *call.sp;
+  const CallHeader mine{call.k_local, call.nonfinite_local,
+                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
+  headers->assign(static_cast<size_t>(sp.comm->nranks), CallHeader{});
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));
+  countAllGather(call, sizeof(CallHeader));
+  for (size_t r = 0; r < headers->size(); ++r) {
+    const CallHeader& h = (*headers)[r];
+    if (h.fingerprint != mine.fingerprint || h.sequence != mine.sequence) {
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
+                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
+                  r, static_cast<unsigned long long>(h.sequence),
+                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(mine.sequence),
+                  static_cast<unsigned long long>(mine.fingerprint));
+    }
+    const uint64_t limit = allowed(r);
+    if (h.k_local > limit) {
+      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %llu allowed", r,
+                  static_cast<unsigned long long>(h.k_local),
+                  static_cast<unsigned long long>(limit));
+    }
+  }
+  return scclSuccess;
+}
 
 bool anyNonFinite(const std::vector<CallHeader>& headers) {
   return std::any_of(headers.begin(), headers.end(),

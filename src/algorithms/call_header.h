@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -15,6 +16,13 @@ struct CallHeader {
   uint64_t fingerprint;  // sparseConfigFingerprint: the same sparsifier config on every rank
   uint64_t sequence;     // the sparsifier's call number: the same call on every rank
 };
+
+// All-gathers this rank's header (call.k_local, call.nonfinite_local, the sparsifier's config
+// fingerprint and call number) into *headers, counted as the call's communication, and checks
+// every rank's before anything is used: a different sparsifier or call is scclInvalidUsage naming
+// the rank; k_local above allowed(rank) (what that peer may select) is scclRemoteError.
+scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(size_t)>& allowed,
+                                 std::vector<CallHeader>* headers);
 
 // True when some rank reported NaN/Inf.
 bool anyNonFinite(const std::vector<CallHeader>& headers);

@@ -97,33 +97,6 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, siz
   return scclSuccess;
 }
 
-// Step 2 checks: every rank is at the same call of the same sparsifier, counts are in bounds.
-scclResult_t checkHeaders(const scclSparsifier& sp, const std::vector<CallHeader>& headers,
-                          const CallHeader& mine, int sole) {
-  for (size_t r = 0; r < headers.size(); ++r) {
-    const CallHeader& h = headers[r];
-    if (h.fingerprint != mine.fingerprint || h.sequence != mine.sequence) {
-      return fail(scclInvalidUsage,
-                  "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
-                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
-                  r, static_cast<unsigned long long>(h.sequence),
-                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
-                  static_cast<unsigned long long>(mine.sequence),
-                  static_cast<unsigned long long>(mine.fingerprint));
-    }
-    uint64_t allowed = sp.search->exclusive()
-                           ? sp.search->rangeFor(static_cast<int>(r), sp.iteration).size()
-                           : sp.count;
-    if (sole >= 0 && static_cast<int>(r) != sole) allowed = 0;
-    if (h.k_local > allowed) {
-      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %llu allowed", r,
-                  static_cast<unsigned long long>(h.k_local),
-                  static_cast<unsigned long long>(allowed));
-    }
-  }
-  return scclSuccess;
-}
-
 // Step 3: the global index list in sp.global_indices.
 scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
   scclSparsifier& sp = *call.sp;
@@ -206,13 +179,17 @@ scclResult_t runGatherReduction(SparseCall& call) {
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 
-  const CallHeader mine{selected, call.nonfinite_local,
-                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
-  std::vector<CallHeader> headers(static_cast<size_t>(sp.comm->nranks));
-  SCCL_CHECK(timedCollective(
-      call, [&](Transport& t) { return t.allGather(&mine, headers.data(), sizeof(CallHeader)); }));
-  countAllGather(call, sizeof(CallHeader));
-  SCCL_CHECK(checkHeaders(sp, headers, mine, sole));
+  // Step 2. A peer may claim at most the size of its range (a sole selector: the others none).
+  std::vector<CallHeader> headers;
+  SCCL_CHECK(exchangeCallHeaders(
+      call,
+      [&](size_t r) -> uint64_t {
+        if (sole >= 0 && static_cast<int>(r) != sole) return 0;
+        return sp.search->exclusive()
+                   ? sp.search->rangeFor(static_cast<int>(r), sp.iteration).size()
+                   : sp.count;
+      },
+      &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {

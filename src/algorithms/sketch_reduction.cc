@@ -119,33 +119,6 @@ scclResult_t selectTopBlocks(SketchState& st, const void* acc, scclDataType_t ac
   return scclSuccess;
 }
 
-scclResult_t exchangeHeaders(SparseCall& call, std::vector<CallHeader>* headers) {
-  scclSparsifier& sp = *call.sp;
-  const CallHeader mine{call.k_local, call.nonfinite_local,
-                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
-  headers->resize(static_cast<size_t>(sp.comm->nranks));
-  SCCL_CHECK(timedCollective(
-      call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));
-  countAllGather(call, sizeof(CallHeader));
-  for (size_t r = 0; r < headers->size(); ++r) {
-    const CallHeader& h = (*headers)[r];
-    if (h.fingerprint != mine.fingerprint || h.sequence != mine.sequence) {
-      return fail(scclInvalidUsage,
-                  "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
-                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
-                  r, static_cast<unsigned long long>(h.sequence),
-                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
-                  static_cast<unsigned long long>(mine.sequence),
-                  static_cast<unsigned long long>(mine.fingerprint));
-    }
-    if (h.k_local > sp.count) {
-      return fail(scclRemoteError, "rank %zu claims %llu selected entries; at most %zu allowed", r,
-                  static_cast<unsigned long long>(h.k_local), sp.count);
-    }
-  }
-  return scclSuccess;
-}
-
 // Steps 3 and 4.
 scclResult_t reduceSketch(SparseCall& call, SketchState& st) {
   scclSparsifier& sp = *call.sp;
@@ -234,8 +207,10 @@ scclResult_t runSketchReduction(SparseCall& call) {
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 
+  // A rank marks at most every element of the vector.
   std::vector<CallHeader> headers;
-  SCCL_CHECK(exchangeHeaders(call, &headers));
+  SCCL_CHECK(exchangeCallHeaders(
+      call, [&](size_t) -> uint64_t { return sp.count; }, &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
