@@ -1,0 +1,244 @@
+// Bad-argument cases of the sparse all-reduce, its config and the count-sketch building blocks.
+#include "support/bad_argument_matrix.h"
+
+namespace sccl_badargs {
+
+void addSparseCases(Matrix& m) {
+  const std::string js = "scclSparseConfigFromJson";
+  m.add(js, "NULL json", scclInvalidArgument,
+        [](Ctx& c) { return scclSparseConfigFromJson(nullptr, &c.sparseConfig); });
+  m.add(js, "NULL config", scclInvalidArgument,
+        [](Ctx&) { return scclSparseConfigFromJson("{}", nullptr); });
+  for (const char* text : {"",
+                           "not json",
+                           "{",
+                           "[]",
+                           "42",
+                           "\"density\"",
+                           "{} x",
+                           "{\"density\": 0}",
+                           "{\"density\": -1}",
+                           "{\"density\": 2}",
+                           "{\"density\": \"x\"}",
+                           "{\"no_such_key\": 1}",
+                           "{\"algorithm\": \"nope\"}",
+                           "{\"algorithm\": 3}",
+                           "{\"estimator\": \"nope\"}",
+                           "{\"search\": \"nope\"}",
+                           "{\"reduction\": \"nope\"}",
+                           "{\"non_finite\": \"maybe\"}",
+                           "{\"sketch_rows\": 0}",
+                           "{\"sketch_rows\": 17}",
+                           "{\"sketch_lambda\": 0}",
+                           "{\"correction_bins_per_octave\": 3}",
+                           "{\"correction_octaves\": 0}",
+                           "{\"sidco_first_ratio\": 1}",
+                           "{\"dgc_sample_ratio\": 0}"}) {
+    std::string t = text;
+    m.add(js, "json " + t, scclInvalidArgument, [t](Ctx&) {
+      scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+      return scclSparseConfigFromJson(t.c_str(), &config);
+    });
+  }
+
+  const std::string cr = "scclSparsifierCreate";
+  m.add(cr, "NULL sparsifier", scclInvalidArgument, [](Ctx& c) {
+    return scclSparsifierCreate(nullptr, c.comm, kCount, scclFloat32, &c.sparseConfig);
+  });
+  m.handles(cr, Kind::Comm, [](Ctx& c, void* h) {
+    scclSparsifier_t out;
+    return scclSparsifierCreate(&out, asComm(h), kCount, scclFloat32, &c.sparseConfig);
+  });
+  m.dtypes(cr, [](Ctx& c, scclDataType_t d) {
+    scclSparsifier_t out;
+    return scclSparsifierCreate(&out, c.comm, kCount, d, &c.sparseConfig);
+  });
+  for (scclDataType_t d : {scclInt32, scclInt8, scclUint64})
+    m.add(cr, "dtype " + std::to_string(int(d)), scclInvalidArgument, [d](Ctx& c) {
+      scclSparsifier_t out;
+      return scclSparsifierCreate(&out, c.comm, kCount, d, &c.sparseConfig);
+    });
+  for (size_t count : {kMax, (size_t{1} << 62) + 1, kMax / 8 + 1})
+    m.add(cr, "count " + std::to_string(count), scclInvalidArgument, [count](Ctx& c) {
+      scclSparsifier_t out;
+      return scclSparsifierCreate(&out, c.comm, count, scclFloat32, &c.sparseConfig);
+    });
+  m.add(cr, "NULL config", scclInvalidArgument, [](Ctx& c) {
+    scclSparsifier_t out;
+    return scclSparsifierCreate(&out, c.comm, kCount, scclFloat32, nullptr);
+  });
+  auto crConfig = [&m, &cr](const std::string& name, std::function<void(scclSparseConfig_t&)> e) {
+    m.add(cr, name, scclInvalidArgument, [e](Ctx& c) {
+      scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+      e(config);
+      scclSparsifier_t out;
+      return scclSparsifierCreate(&out, c.comm, kCount, scclFloat32, &config);
+    });
+  };
+  crConfig("config magic 0", [](scclSparseConfig_t& x) { x.magic = 0; });
+  crConfig("config magic of scclConfig_t",
+           [](scclSparseConfig_t& x) { x.magic = SCCL_CONFIG_MAGIC; });
+  crConfig("config size 0", [](scclSparseConfig_t& x) { x.size = 0; });
+  crConfig("config density 0", [](scclSparseConfig_t& x) { x.density = 0; });
+  crConfig("config density NaN", [](scclSparseConfig_t& x) { x.density = std::nan(""); });
+  crConfig("config algorithm nope", [](scclSparseConfig_t& x) { x.algorithm = "nope"; });
+  crConfig("config algorithm NULL", [](scclSparseConfig_t& x) { x.algorithm = nullptr; });
+  crConfig("config nonFinite 7",
+           [](scclSparseConfig_t& x) { x.nonFinite = badEnum<scclNonFinitePolicy_t>(7); });
+
+  const std::string sa = "scclSparseAllreduce";
+  m.handles(sa, Kind::Comm, [](Ctx& c, void* h) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32, scclSum, c.sp,
+                               asComm(h), nullptr);
+  });
+  m.handles(sa, Kind::Sparsifier, [](Ctx& c, void* h) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32, scclSum, asSp(h),
+                               c.comm, nullptr);
+  });
+  m.add(sa, "sparsifier of another communicator", scclInvalidArgument, [](Ctx& c) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32, scclSum,
+                               c.spOther, c.comm, nullptr);
+  });
+  for (size_t count :
+       {size_t{0}, kCount - 1, kCount + 1, k2p31, k2p32, k2p32 + kCount, kMax, kMax / 4 + 1})
+    m.add(sa, "count " + std::to_string(count), scclInvalidArgument, [count](Ctx& c) {
+      return scclSparseAllreduce(c.send.data(), c.recv.data(), count, scclFloat32, scclSum, c.sp,
+                                 c.comm, nullptr);
+    });
+  m.dtypes(sa, [](Ctx& c, scclDataType_t d) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, d, scclSum, c.sp, c.comm,
+                               nullptr);
+  });
+  m.add(sa, "dtype float64 (not the sparsifier's)", scclInvalidArgument, [](Ctx& c) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat64, scclSum, c.sp,
+                               c.comm, nullptr);
+  });
+  for (int bits : kBadOps)
+    m.add(sa, "op " + std::to_string(bits), scclInvalidArgument, [bits](Ctx& c) {
+      return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32,
+                                 badEnum<scclRedOp_t>(bits), c.sp, c.comm, nullptr);
+    });
+  m.add(sa, "NULL sendbuf", scclInvalidArgument, [](Ctx& c) {
+    return scclSparseAllreduce(nullptr, c.recv.data(), kCount, scclFloat32, scclSum, c.sp, c.comm,
+                               nullptr);
+  });
+  m.add(sa, "NULL recvbuf", scclInvalidArgument, [](Ctx& c) {
+    return scclSparseAllreduce(c.send.data(), nullptr, kCount, scclFloat32, scclSum, c.sp, c.comm,
+                               nullptr);
+  });
+  m.add(sa, "stream with host memory", scclInvalidArgument, [](Ctx& c) {
+    return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32, scclSum, c.sp,
+                               c.comm, streamOne());
+  });
+
+  m.handles("scclSparsifierDestroy", Kind::Sparsifier,
+            [](Ctx&, void* h) { return scclSparsifierDestroy(asSp(h)); });
+  m.handles("scclSparsifierReset", Kind::Sparsifier,
+            [](Ctx&, void* h) { return scclSparsifierReset(asSp(h)); });
+  const std::string gs = "scclSparsifierGetStats";
+  m.handles(gs, Kind::Sparsifier, [](Ctx& c, void* h) {
+    c.sparseStats.size = sizeof(c.sparseStats);
+    return scclSparsifierGetStats(asSp(h), &c.sparseStats);
+  });
+  m.add(gs, "NULL stats", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierGetStats(c.sp, nullptr); });
+  for (size_t size : {size_t{0}, size_t{8}, size_t{15}})
+    m.add(gs, "stats size " + std::to_string(size), scclInvalidArgument, [size](Ctx& c) {
+      c.sparseStats.size = size;
+      return scclSparsifierGetStats(c.sp, &c.sparseStats);
+    });
+  const std::string rc = "scclSparsifierGetRankCounts";
+  m.handles(rc, Kind::Sparsifier, [](Ctx& c, void* h) {
+    return scclSparsifierGetRankCounts(asSp(h), c.counts.data(), kRanks);
+  });
+  m.add(rc, "NULL counts", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierGetRankCounts(c.sp, nullptr, kRanks); });
+  for (int n : {0, 1, kRanks + 1, -1, INT_MAX, INT_MIN})
+    m.add(rc, "nranks " + std::to_string(n), scclInvalidArgument,
+          [n](Ctx& c) { return scclSparsifierGetRankCounts(c.sp, c.counts.data(), n); });
+}
+
+void addSketchCases(Matrix& m) {
+  // Valid shape: 64 float64 values (the table buffer), block 8, 1 row of width 64.
+  struct Args {
+    const void* in;
+    size_t count;
+    scclDataType_t dtype;
+    size_t block;
+    const uint8_t* bitmap;
+    int rows;
+    size_t width;
+    void* out;
+    void* stream;
+  };
+  auto shapes = [](std::function<void(const std::string&, std::function<void(Args&)>)> add,
+                   bool table) {
+    add("NULL input", [](Args& a) { a.in = nullptr; });
+    add("NULL output", [](Args& a) { a.out = nullptr; });
+    for (int bits : kBadDtypes)
+      add("dtype " + std::to_string(bits),
+          [bits](Args& a) { a.dtype = badEnum<scclDataType_t>(bits); });
+    add("dtype float16", [](Args& a) { a.dtype = scclFloat16; });
+    add("dtype int32", [](Args& a) { a.dtype = scclInt32; });
+    add("dtype int8", [](Args& a) { a.dtype = scclInt8; });
+    add("NULL input and output", [](Args& a) { a.in = nullptr, a.out = nullptr; });
+    add("blockSize 0 and count 0", [](Args& a) { a.block = 0, a.count = 0; });
+    add("blockSize 0", [](Args& a) { a.block = 0; });
+    add("count SIZE_MAX", [](Args& a) { a.count = kMax; });
+    add("count SIZE_MAX / 8 + 1 float64", [](Args& a) { a.count = kMax / 8 + 1; });
+    add("count SIZE_MAX / 4 + 1 float32",
+        [](Args& a) { a.count = kMax / 4 + 1, a.dtype = scclFloat32; });
+    add("count 2^32 NULL input", [](Args& a) { a.count = k2p32, a.in = nullptr; });
+    add("count 2^31 NULL output", [](Args& a) { a.count = k2p31, a.out = nullptr; });
+    add("stream with host memory", [](Args& a) { a.stream = streamOne(); });
+    if (table) {
+      add("rows 0", [](Args& a) { a.rows = 0; });
+      add("rows -1", [](Args& a) { a.rows = -1; });
+      add("rows 17", [](Args& a) { a.rows = 17; });
+      add("rows INT_MIN", [](Args& a) { a.rows = INT_MIN; });
+      add("rows INT_MAX", [](Args& a) { a.rows = INT_MAX; });
+      add("width 0", [](Args& a) { a.width = 0; });
+      add("width 2^32", [](Args& a) { a.width = k2p32; });
+      add("width SIZE_MAX", [](Args& a) { a.width = kMax; });
+    }
+  };
+  auto base = [](Ctx& c) {
+    return Args{c.table.data(), kCount,        scclFloat64, 8, c.bitmap.data(), 1,
+                kCount,         c.recv.data(), nullptr};
+  };
+  shapes(
+      [&](const std::string& name, std::function<void(Args&)> e) {
+        m.add("scclCountSketchEncode", name, scclInvalidArgument, [e, base](Ctx& c) {
+          Args a = base(c);
+          a.out = c.table.data() + kCount;  // table: 64 doubles after the values
+          e(a);
+          return scclCountSketchEncode(a.in, a.count, a.dtype, a.block, a.bitmap, a.rows, a.width,
+                                       7, a.out, a.stream);
+        });
+      },
+      true);
+  shapes(
+      [&](const std::string& name, std::function<void(Args&)> e) {
+        m.add("scclCountSketchDecode", name, scclInvalidArgument, [e, base](Ctx& c) {
+          Args a = base(c);
+          a.out = c.table.data() + kCount;  // out: 64 doubles after the table
+          e(a);
+          return scclCountSketchDecode(a.in, a.dtype, a.rows, a.width, 7, a.count, a.block,
+                                       a.bitmap, a.out, a.stream);
+        });
+      },
+      true);
+  shapes(
+      [&](const std::string& name, std::function<void(Args&)> e) {
+        m.add("scclCountSketchMarkBlocks", name, scclInvalidArgument, [e, base](Ctx& c) {
+          Args a = base(c);
+          a.out = c.bitmap.data();
+          e(a);
+          return scclCountSketchMarkBlocks(a.in, a.count, a.dtype, a.block,
+                                           static_cast<uint8_t*>(a.out), a.stream);
+        });
+      },
+      false);
+}
+
+}  // namespace sccl_badargs
