@@ -19,6 +19,7 @@
 #include "common/report.h"
 #include "common/team.h"
 #include "common/timing.h"
+#include "common/watchdog.h"
 #include "estimators/threshold_estimator.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
@@ -132,6 +133,7 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
       const uint64_t k = sccl::targetSelectionCount(density, count);
       double topk_us = 0, nth_us = 0, psort_us = 0;
       for (const CostSetup& cs : setups) {
+        watchdogKick(cs.setup.label + " cost at " + std::to_string(count) + " elements");
         auto estimator = makeEstimator(cs.setup, density, count);
         uint64_t selected = 0;
         sccl::ThresholdQuery query;

@@ -15,7 +15,7 @@
 //     on the raw gradient, with the stage search and feedback still reacting to k^/k.
 //   2: error feedback on one trace file repeated at every call - a stress test, not a training
 //     run: the residual grows linearly wherever nothing is selected, and releases bursts.
-// Trace directories: -T (comma-separated; default tests/data/traces and tests/data/traces_lm).
+// Trace directories: -P (comma-separated; default tests/data/traces and tests/data/traces_lm).
 // Synthetic inputs (every mode): four distributions of n = 2^18 values (-N), freshly drawn at
 // every call from seeded mt19937_64: Laplace(0, 1), gamma(0.5, 1) magnitudes, generalised
 // Pareto (xi 0.2, sigma 1) magnitudes (random signs) and a Gaussian mixture
@@ -55,6 +55,7 @@
 #include "common/report.h"
 #include "common/team.h"
 #include "common/timing.h"
+#include "common/watchdog.h"
 #include "estimators/threshold_estimator.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
@@ -324,6 +325,7 @@ int runQuality(const PerfOptions& options, const std::vector<std::string>& dirs,
     for (double density : options.densities) {
       const uint64_t k = sccl::targetSelectionCount(density, input.count);
       for (const EstimatorSetup& setup : qualitySetups()) {
+        watchdogKick(setup.label + " on " + input.label);
         auto estimator = makeEstimator(setup, density, input.count);
         std::vector<float> residual(input.count, 0.0f), acc(input.count);
         std::vector<double> ratios;
@@ -419,7 +421,7 @@ int main(int argc, char** argv) {
          mode = text;
          return mode == "quality" || mode == "cost";
        }},
-      {'T', "DIRS   comma-separated trace directories (quality)",
+      {'P', "DIRS   comma-separated trace directories (quality)",
        [&](const char* text) { return !(dirs = splitCommas(text)).empty(); }},
       {'C', "N      calls per input (quality, default 40)",
        [&](const char* text) { return (calls = std::atoi(text)) > 0; }},

@@ -32,6 +32,7 @@
 #include "common/options.h"
 #include "common/report.h"
 #include "common/timing.h"
+#include "common/watchdog.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace {
@@ -219,6 +220,8 @@ int runRank(scclComm_t comm, const EventOptions& o) {
   int code = 0;
   for (size_t count : elementCounts(o.common)) {
     for (double q : o.fractions) {
+      watchdogKick("event exchange, " + std::to_string(count) + " elements, q " +
+                   std::to_string(q));
       RowResult row = combine(comm, nranks, runRow(comm, rank, nranks, o, count, q));
       bool checked = o.common.check != 0 && o.synchronous == 1;
       if (row.wrong != 0) code = 1;
@@ -240,6 +243,14 @@ int runRank(scclComm_t comm, const EventOptions& o) {
                     {{"ranks", std::to_string(nranks)}, {"transport", transport}});
   }
   return code;
+}
+
+// -T becomes the deadline of every wait of the communicator.
+scclConfig_t commConfig(const EventOptions& o) {
+  scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+  if (o.common.timeout_s > 0) config.timeoutMs = o.common.timeout_s * 1000;
+  config.commName = "event_exchange_perf";
+  return config;
 }
 
 int runGuarded(scclComm_t comm, const EventOptions& o) {
@@ -311,7 +322,8 @@ int main(int argc, char** argv) {
 #ifdef SCCL_PERF_WITH_MPI
     MPI_Init(&argc, &argv);
     scclComm_t comm = nullptr;
-    scclResult_t result = scclCommInitMpi(&comm, nullptr, nullptr);
+    const scclConfig_t config = commConfig(o);
+    scclResult_t result = scclCommInitMpi(&comm, nullptr, &config);
     if (result != scclSuccess) {
       std::fprintf(stderr, "scclCommInitMpi: %s\n", scclGetLastError(nullptr));
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -333,7 +345,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.local_ranks; ++r) {
     threads.emplace_back([&, r] {
       scclComm_t comm = nullptr;
-      if (scclCommInitRank(&comm, o.local_ranks, id, r) != scclSuccess) {
+      scclConfig_t config = commConfig(o);
+      if (scclCommInitRankConfig(&comm, o.local_ranks, id, r, &config) != scclSuccess) {
         std::fprintf(stderr, "rank %d: %s\n", r, scclGetLastError(nullptr));
         return;
       }

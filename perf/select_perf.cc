@@ -30,6 +30,7 @@
 #include "common/report.h"
 #include "common/team.h"
 #include "common/timing.h"
+#include "common/watchdog.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace {
@@ -191,6 +192,8 @@ void reportRow(RunContext& run, const Measurement& m) {
 int runDensity(RunContext& run, Buffers& buffers, size_t count, double density) {
   const PerfOptions& options = run.options;
   const bool wide = options.dtype == scclFloat64;
+  watchdogKick("select at " + std::to_string(count) + " elements, density " +
+               std::to_string(density));
   Measurement m{};
   m.count = count;
   m.density = density;

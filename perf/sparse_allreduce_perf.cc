@@ -30,6 +30,7 @@
 #include "common/report.h"
 #include "common/team.h"
 #include "common/timing.h"
+#include "common/watchdog.h"
 #include "sparse/bench.h"
 #include "sparse/check.h"
 #include "sparse/inputs.h"
@@ -183,6 +184,8 @@ void runUntilSettled(RankState& s, AlgorithmRun& run, size_t count,
 void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   const SparseOptions& o = s.options;
   run.count = count;
+  watchdogKick("warm-up of " + run.name + ", " + std::to_string(count) + " elements, density " +
+               std::to_string(density));
   const scclSparseConfig_t config = rowConfig(o, run.name, density);
   if (isPeer(run.name)) {
     if (!peerAvailable(run.name)) throw RankError(run.name + " is not available in this build");
@@ -201,6 +204,8 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
 
 void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
   for (int iter = 0; iter < s.options.common.iters; ++iter) {
+    watchdogKick("timed round " + std::to_string(iter) + " at " + std::to_string(count) +
+                 " elements");
     for (AlgorithmRun& run : runs) {
       s.rank.barrier();
       const double start = nowMicroseconds();

@@ -1,6 +1,8 @@
 // Parsing of the shared perf options (getopt, nccl-tests letters where they exist).
 #include "options.h"
 
+#include "watchdog.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -69,11 +71,15 @@ void printUsage(const char* program, const char* description, const std::vector<
       "  -w N      warm-up iterations [%d]\n"
       "  -c 0|1    verify results against a scalar reference; any wrong -> exit 1 [%d]\n"
       "  -J FILE   also write the results as JSON to FILE\n"
+      "  -T SEC    timeout: exit 124 when no measurement starts for SEC seconds; communicating\n"
+      "            binaries also give every wait this deadline [%s]\n"
       "  -D LIST   densities, comma separated\n"
       "  -t N      CPU threads (sets SCCL_CPU_THREADS) [the library's default]\n"
       "  -s SEED   seed of the input generator [%llu]\n",
       defaults.step_size, defaults.sizes_are_elements ? "elements" : "bytes",
       dtypeName(defaults.dtype), defaults.iters, defaults.warmup, defaults.check,
+      defaults.timeout_s > 0 ? std::to_string(defaults.timeout_s).c_str()
+                             : "none; waits: SCCL_TIMEOUT_MS",
       static_cast<unsigned long long>(defaults.seed));
   for (const ExtraFlag& flag : extra) std::printf("  -%c %s\n", flag.letter, flag.help);
 }
@@ -111,7 +117,7 @@ size_t dtypeSize(scclDataType_t dtype) {
 bool parseOptions(int argc, char** argv, const char* description,
                   const std::vector<ExtraFlag>& extra, PerfOptions* options, int* exit_code) {
   const PerfOptions defaults = *options;  // as the binary set them, for the usage text
-  std::string letters = "b:e:f:i:u:d:n:w:c:J:D:t:s:h";
+  std::string letters = "b:e:f:i:u:d:n:w:c:J:T:D:t:s:h";
   for (const ExtraFlag& flag : extra) letters += std::string(1, flag.letter) + ":";
   *exit_code = 2;
   int opt;
@@ -134,6 +140,9 @@ bool parseOptions(int argc, char** argv, const char* description,
       case 'w': ok = parseInt(optarg, 0, &options->warmup); break;
       case 'c': ok = parseInt(optarg, 0, &options->check); break;
       case 'J': options->json_path = optarg; break;
+      case 'T':
+        ok = parseInt(optarg, 1, &options->timeout_s) && options->timeout_s <= 2000000;
+        break;
       case 'D': ok = parseDensities(optarg, &options->densities); break;
       case 't': ok = parseInt(optarg, 1, &options->threads); break;
       case 's': options->seed = std::strtoull(optarg, nullptr, 10); break;
@@ -159,6 +168,7 @@ bool parseOptions(int argc, char** argv, const char* description,
     std::fprintf(stderr, "%s: need 0 < -b <= -e and no extra arguments\n", argv[0]);
     return false;
   }
+  watchdogStart(options->timeout_s);
   if (options->threads > 0) setenv("SCCL_CPU_THREADS", std::to_string(options->threads).c_str(), 1);
   return true;
 }

@@ -1,5 +1,5 @@
 // Command-line options shared by every perf binary, in the manner of nccl-tests: sizes (-b/-e
-// with -f or -i), dtype, iterations, warm-up, check, JSON output, densities and threads. A
+// with -f or -i), dtype, iterations, warm-up, check, JSON output, timeout, densities and threads. A
 // binary may add its own flags (ExtraFlag) without touching the common ones.
 #pragma once
 
@@ -27,6 +27,10 @@ struct PerfOptions {
   std::vector<double> densities = {0.001, 0.01};  // -D
   int threads = 0;        // -t (0: the library's default; sets SCCL_CPU_THREADS otherwise)
   uint64_t seed = 12345;  // -s
+  // -T: seconds. The watchdog (common/watchdog.h) ends the run when no measurement starts for
+  // this long, and communicating binaries make it the deadline of every wait. 0: no watchdog,
+  // the library's deadline (SCCL_TIMEOUT_MS).
+  int timeout_s = 0;
 };
 
 // A flag of one binary: `letter` takes an argument passed to `set`, which returns false if the

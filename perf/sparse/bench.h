@@ -16,7 +16,7 @@ namespace sccl_perf {
 
 // The presets of the library's registry, in the order the table prints them.
 inline const std::vector<std::string>& allAlgorithms() {
-  static const std::vector<std::string> names = {"dense", "topk",   "cltk", "hard_threshold",
+  static const std::vector<std::string> names = {"dense", "topk",   "cltk",  "hard_threshold",
                                                  "micro", "exdyna", "sidco", "s2"};
   return names;
 }
@@ -25,10 +25,9 @@ struct SparseOptions {
   PerfOptions common;
   scclRedOp_t op = scclSum;                               // -o
   std::vector<std::string> algorithms = allAlgorithms();  // -a
-  int timeout_s = 0;        // -T; 0 keeps the library's deadline (SCCL_TIMEOUT_MS)
-  int local_ranks = 4;      // -r
-  bool force_mpi = false;   // -M 1
-  std::string config_path;  // -C
+  int local_ranks = 4;                                    // -r
+  bool force_mpi = false;                                 // -M 1
+  std::string config_path;                                // -C
   // The sparse config every sparsifier starts from: the initializer, then the -C file. The
   // algorithm and the density of each row are set on top of it.
   scclSparseConfig_t base_config = SCCL_SPARSE_CONFIG_INITIALIZER;

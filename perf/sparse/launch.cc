@@ -92,8 +92,6 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
        [o](const char* t) { return parseCount(t, 0, &o->sparse_warmup); }},
       {'L', "N      ... and up to N while k' still moves (see the header) [1000]",
        [o](const char* t) { return parseCount(t, 0, &o->warmup_limit); }},
-      {'T', "SEC    deadline of every wait (the communicator's timeoutMs) [SCCL_TIMEOUT_MS]",
-       [o](const char* t) { return parseCount(t, 1, &o->timeout_s) && o->timeout_s <= 2000000; }},
       {'r', "N      in-process ranks (threads, transport local) when not under mpirun [4]",
        [o](const char* t) { return parseCount(t, 1, &o->local_ranks); }},
       {'M', "0|1    1: use MPI (scclCommInitMpi) even where no mpirun is detected [0]",
@@ -126,7 +124,7 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
 scclConfig_t commConfig(const SparseOptions& options, const char* transport) {
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;
   config.transport = transport;
-  if (options.timeout_s > 0) config.timeoutMs = options.timeout_s * 1000;
+  if (options.common.timeout_s > 0) config.timeoutMs = options.common.timeout_s * 1000;
   config.commName = "sparse_allreduce_perf";
   return config;
 }

@@ -7,8 +7,8 @@
 
 namespace sccl_perf {
 
-// Parses argv (the shared perf flags plus -o -a -W -L -T -r -M -C). On -h or an error prints the
-// usage and returns false with the exit code in *exit_code.
+// Parses argv (the shared perf flags plus -o -a -W -L -r -M -C -I -R -S). On -h or an error prints
+// the usage and returns false with the exit code in *exit_code.
 bool parseSparseOptions(int argc, char** argv, SparseOptions* options, int* exit_code);
 
 // What one rank runs; returns the rank's exit code.
