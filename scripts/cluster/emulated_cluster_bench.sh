@@ -24,7 +24,7 @@ nodes="4 8"
 rates="1gbit 2gbit 10gbit"
 sizes="1048576 4194304 16777216 67108864 25557032 7087872"
 densities="0.1,0.01,0.001"
-algorithms="dense,mpi_allreduce,topk,micro,exdyna,sidco"
+algorithms="dense,mpi_allreduce,topk,micro,exdyna,sidco,s2"
 iters=5
 gloo=1
 

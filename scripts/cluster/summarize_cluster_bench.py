@@ -16,10 +16,12 @@ same algorithm can beat here):  max(t_read, t_wire) + messages x latency, where
   messages = the sequential message steps of the algorithm's collectives on a ring: all-reduce
             2(N-1), all-gather N-1. dense and MPI_Allreduce: 2(N-1); micro and exdyna: the
             correction's bin all-reduce, header and index all-gathers and the value all-reduce,
-            6(N-1); topk and sidco: 4(N-1); gloo_sparse: 2(N-1) (its all-gather of sizes and
-            entries); latency = the measured half round trip of the links.
+            6(N-1); topk and sidco: 4(N-1); s2: the header all-gather and the table and bitmap
+            all-reduces, 5(N-1); gloo_sparse: 2(N-1) (its all-gather of sizes and entries);
+            latency = the measured half round trip of the links.
 """
 import argparse
+import math
 import glob
 import json
 import os
@@ -36,7 +38,8 @@ def rate_bytes_per_s(rate):
 
 def message_steps(algorithm, n):
     steps = {"dense": 2, "mpi_allreduce": 2, "gloo_dense": 2, "micro": 6, "exdyna": 6,
-             "topk": 4, "sidco": 4, "cltk": 4, "hard_threshold": 4, "gloo_sparse": 2}
+             "topk": 4, "sidco": 4, "cltk": 4, "hard_threshold": 4, "s2": 5,
+             "gloo_sparse": 2}
     return steps.get(algorithm, 4) * (n - 1)
 
 
@@ -218,6 +221,8 @@ def plot(rows, directory):
 #                  (balanced partitions, f(t) = 1; k = dC)
 #   topk:          8 k (n-1) indices + 2 (n-1)/n 4 k' values, k' = min(n k, C) (no overlap,
 #                  the worst case of build-up)
+#   s2:            2 (n-1)/n (3 x ceil(k / 2) x 4 + ceil(C / 32)): the r = 3 x c = lambda k
+#                  table (lambda 0.5) and one bitmap byte per block of 32, all-reduced
 def wire_bytes(algorithm, n, count, density):
     k = density * count
     if algorithm in ("dense", "mpi_allreduce", "gloo_dense"):
@@ -226,6 +231,8 @@ def wire_bytes(algorithm, n, count, density):
         return 8 * (k / n) * (n - 1) + 2 * (n - 1) / n * 4 * k + 2 * (n - 1) / n * 8 * 513
     if algorithm in ("topk", "sidco"):
         return 8 * k * (n - 1) + 2 * (n - 1) / n * 4 * min(n * k, count)
+    if algorithm == "s2":
+        return 2 * (n - 1) / n * (3 * math.ceil(k / 2) * 4 + math.ceil(count / 32))
     return None
 
 
