@@ -258,7 +258,19 @@ SketchExpectation expectSketch(const CheckCase& c, const scclSparseConfig_t& con
   const std::vector<uint8_t> united = unitedBlocks(c, mine);
   const size_t block = size_t(config.sketchBlockSize);
   const int rows = config.sketchRows;
-  const size_t width = std::max<size_t>(1, size_t(std::ceil(config.sketchLambda * double(k))));
+  // The preset's width rule: lambda k for top-K blocks; lambda max_r k_r (this call's elements
+  // in each rank's marked blocks) for "nonzero" selection.
+  uint64_t width_basis = k;
+  if (std::string(config.sketchBlockSelection) == "nonzero") {
+    uint64_t marked = 0;
+    for (size_t b = 0; b < mine.size(); ++b)
+      if (mine[b]) marked += std::min(c.count, (b + 1) * block) - b * block;
+    width_basis = 0;
+    for (double m : c.rank.allGather({double(marked)}))
+      width_basis = std::max(width_basis, uint64_t(m));
+  }
+  const size_t width =
+      std::max<size_t>(1, size_t(std::ceil(config.sketchLambda * double(width_basis))));
   const uint64_t seed = uint64_t(config.sketchSeed);
   std::vector<T> values(std::max<size_t>(1, c.count)), table(size_t(rows) * width, T(0));
   for (size_t i = 0; i < c.count; ++i) values[i] = static_cast<T>(acc[i]);

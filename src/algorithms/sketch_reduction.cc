@@ -13,7 +13,11 @@
 //     fingerprint, call number): mismatched calls are scclInvalidUsage, NaN/Inf anywhere follows
 //     the scclNonFinitePolicy_t on every rank.
 //  3. zero the r x c table (every call) and encode: table[j][h_j(i)] += s_j(i) acc[i] for every
-//     non-zero acc[i] in a marked block (hashes: count_sketch.h; c = ceil(lambda * k)).
+//     non-zero acc[i] in a marked block (hashes: count_sketch.h). Width, the paper's
+//     lambda = c / (non-zeros): "topk" selection sends about k elements, so c = ceil(lambda k)
+//     at creation; "nonzero" selection sends whatever is non-zero, so c = ceil(lambda max_r k_r)
+//     from this call's headers (k_r = elements in rank r's marked blocks; the same on every
+//     rank, at most 2^32 - 1), and the table grows only when a call needs more than any before.
 //  4. all-reduce the table (float32, or float64 for float64 data; rank-order sum, so the result
 //     is the sketch of the sum of the ranks' selections and bitwise the same everywhere) and the
 //     bitmap (uint8, max). Every byte received must be 0 or 1 (scclRemoteError otherwise).
@@ -152,10 +156,18 @@ scclResult_t reduceSketch(SparseCall& call, SketchState& st) {
 
 }  // namespace
 
+// "nonzero" selection: c = ceil(lambda max_r k_r) for this call, clamped to the widest row.
+uint64_t widthForNonzeros(double lambda, uint64_t k_max) {
+  const double width = std::ceil(lambda * double(k_max));
+  return width >= double(kMaxSketchWidth) ? kMaxSketchWidth
+                                          : std::max<uint64_t>(1, uint64_t(width));
+}
+
 scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   auto st = std::make_unique<SketchState>();
-  const double width = std::ceil(c.sketch_lambda * double(sp.k_target));
+  const bool select_nonzero = c.sketch_block_selection == "nonzero";
+  const double width = select_nonzero ? 1.0 : std::ceil(c.sketch_lambda * double(sp.k_target));
   SCCL_REQUIRE_ARG(width <= double(kMaxSketchWidth),
                    "sketchLambda %g: the sketch would be %.0f buckets wide for k = %llu (at most "
                    "%llu)",
@@ -172,7 +184,7 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   const size_t blocks = st->shape.blocks();
   st->max_blocks = std::min<uint64_t>(
       blocks, std::max<uint64_t>(1, (sp.k_target + st->shape.block - 1) / st->shape.block));
-  st->select_nonzero = c.sketch_block_selection == "nonzero";
+  st->select_nonzero = select_nonzero;
   st->feedback_decode_error = c.sketch_feedback == "decode_error";
   st->local.assign(blocks, 0);
   st->global.assign(blocks, 0);
@@ -216,6 +228,11 @@ scclResult_t runSketchReduction(SparseCall& call) {
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;
     call.k_max = std::max(call.k_max, headers[r].k_local);
+  }
+  if (st.select_nonzero) {
+    st.shape.width = widthForNonzeros(sp.config.sketch_lambda, call.k_max);
+    // Reallocates only beyond the largest table so far (AlignedBuffer keeps its capacity).
+    st.table.resize(size_t(st.shape.rows) * st.shape.width * accElementSize(sp));
   }
   SCCL_CHECK(reduceSketch(call, st));
   call.k_global = markedElements(st.shape, st.global);

@@ -2,7 +2,9 @@
 // src/algorithms/ and src/kernels/ so tests can compare the library's outputs and residuals
 // bitwise. It takes from the library only the hash and sign functions (algorithms/
 // count_sketch.h, checked on their own against splitmix64's published values) and the sketch
-// width rule c = max(1, ceil(lambda * k)).
+// width rule: c = max(1, ceil(lambda * k)) for top-K block selection, and for "nonzero"
+// selection c = max(1, ceil(lambda * max_r k_r)) per call, k_r = elements in rank r's marked
+// blocks.
 //
 // Per call: acc_r = residual_r + gradient_r; each rank marks blocks (top-K by L2 norm among
 // non-zero blocks, ties to the lower block, or every non-zero block); encodes its non-zero acc
@@ -34,7 +36,10 @@ struct SketchModelConfig {
   bool decode_error = false;
   bool error_feedback = true;
 
-  uint64_t width() const { return std::max<uint64_t>(1, uint64_t(std::ceil(lambda * double(k)))); }
+  uint64_t width() const { return widthFor(k); }
+  uint64_t widthFor(uint64_t elements) const {
+    return std::max<uint64_t>(1, uint64_t(std::ceil(lambda * double(elements))));
+  }
   size_t blocks() const { return count == 0 ? 0 : (count - 1) / block + 1; }
   uint64_t maxBlocks() const {
     return std::min<uint64_t>(blocks(), std::max<uint64_t>(1, (k + block - 1) / block));
@@ -47,6 +52,7 @@ struct SketchModelCall {
   std::vector<uint64_t> counts;  // elements in each rank's marked blocks
   uint64_t k_global = 0;         // elements in the union of marked blocks
   std::vector<uint8_t> united;
+  uint64_t width = 0;  // the sketch width of this call
 };
 
 template <typename Acc>
@@ -65,7 +71,6 @@ class SketchReference {
     SketchModelCall<Acc> call;
     call.united.assign(blocks, 0);
     std::vector<std::vector<uint8_t>> marks(static_cast<size_t>(n_));
-    std::vector<Acc> table(size_t(c_.rows) * c_.width(), Acc(0));
     for (int r = 0; r < n_; ++r) {
       marks[size_t(r)] = mark(acc[size_t(r)]);
       uint64_t elements = 0;
@@ -75,6 +80,12 @@ class SketchReference {
         elements += blockEnd(b) - b * c_.block;
       }
       call.counts.push_back(elements);
+    }
+    width_ = c_.nonzero ? c_.widthFor(*std::max_element(call.counts.begin(), call.counts.end()))
+                        : c_.width();
+    call.width = width_;
+    std::vector<Acc> table(size_t(c_.rows) * width_, Acc(0));
+    for (int r = 0; r < n_; ++r) {
       std::vector<Acc> mine = encode(acc[size_t(r)], marks[size_t(r)]);
       for (size_t cell = 0; cell < table.size(); ++cell)
         table[cell] = r == 0 ? mine[cell] : table[cell] + mine[cell];
@@ -136,7 +147,7 @@ class SketchReference {
   }
 
   std::vector<Acc> encode(const std::vector<Acc>& acc, const std::vector<uint8_t>& marks) const {
-    const uint64_t width = c_.width();
+    const uint64_t width = width_;
     std::vector<Acc> table(size_t(c_.rows) * width, Acc(0));
     for (uint32_t j = 0; j < c_.rows; ++j) {
       const uint64_t key = sccl::sketchRowKey(c_.seed, j);
@@ -151,7 +162,7 @@ class SketchReference {
   }
 
   Acc median(const std::vector<Acc>& table, size_t i) const {
-    const uint64_t width = c_.width();
+    const uint64_t width = width_;
     std::vector<Acc> estimates;
     for (uint32_t j = 0; j < c_.rows; ++j) {
       const uint64_t h = sccl::sketchHash(sccl::sketchRowKey(c_.seed, j), i);
@@ -165,6 +176,7 @@ class SketchReference {
 
   SketchModelConfig c_;
   int n_;
+  uint64_t width_ = 1;
   std::vector<std::vector<Acc>> residual_;
 };
 

@@ -125,6 +125,7 @@ TEST_CASE("all-reduce of sketches equals the sketch of the summed gradient",
     REQUIRE_NO_RANK_FAILURES(run.failures);
     std::vector<float> sum(count, 0.0f);
     std::vector<uint8_t> united((count + block - 1) / block, 0);
+    size_t max_marked = 0;  // the width's basis with nonzero selection: max_r k_r
     for (int r = 0; r < nranks; ++r) {
       std::vector<float> g(count);
       for (size_t i = 0; i < count; ++i) g[i] = gradient(r, 0, i);
@@ -133,8 +134,10 @@ TEST_CASE("all-reduce of sketches equals the sketch of the summed gradient",
                                         nullptr) == scclSuccess);
       for (size_t b = 0; b < united.size(); ++b) united[b] |= mine[b];
       for (size_t i = 0; i < count; ++i) sum[i] += g[i];
+      max_marked =
+          std::max(max_marked, size_t(std::count(mine.begin(), mine.end(), 1)) * size_t(block));
     }
-    const size_t width = size_t(std::ceil(0.5 * 500));
+    const size_t width = size_t(std::ceil(0.5 * double(max_marked)));
     std::vector<float> table(3 * width, 0.0f), want(count);
     REQUIRE(scclCountSketchEncode(sum.data(), count, scclFloat32, block, united.data(), 3, width, 0,
                                   table.data(), nullptr) == scclSuccess);
@@ -148,8 +151,10 @@ TEST_CASE("all-reduce of sketches equals the sketch of the summed gradient",
 }
 
 TEST_CASE("s2 recovers the exact sum when no selected element collides", "[sketch][exact]") {
-  // Block size 1, "nonzero" selection, and non-zeros only at indices chosen so that no two share
-  // a bucket in any row of this sparsifier's sketch: every estimate is then exact.
+  // Block size 1, top-K selection with K = k above every rank's non-zero count (so every
+  // non-zero is marked, and the width is the fixed ceil(lambda k)), and non-zeros only at
+  // indices chosen so that no two share a bucket in any row of this sparsifier's sketch: every
+  // estimate is then exact.
   const size_t count = 4096;
   const double density = 0.05, lambda = 8;
   const uint64_t k = uint64_t(std::floor(density * count));
@@ -175,7 +180,7 @@ TEST_CASE("s2 recovers the exact sum when no selected element collides", "[sketc
   };
   for (int nranks : {1, 2, 3, 4, 8}) {
     for (scclRedOp_t op : {scclSum, scclAvg}) {
-      scclSparseConfig_t config = s2Config(density, 1, "nonzero", "unselected");
+      scclSparseConfig_t config = s2Config(density, 1, "topk", "unselected");
       config.sketchLambda = lambda;
       config.sketchSeed = 4;
       SparseRun run = runSparse(nranks, count, config, 3, gradient, op);
@@ -190,6 +195,35 @@ TEST_CASE("s2 recovers the exact sum when no selected element collides", "[sketc
             REQUIRE(run.calls[size_t(t)][size_t(r)].output[i] == want);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("s2 sizes the sketch from the call's non-zeros with nonzero selection",
+          "[sketch][width]") {
+  // Rank r's gradient is non-zero in blocks 0 .. 10 (r + 1) - 1 (plus, on call 1, ten more), so
+  // the largest rank marks 10 n (+ 10) blocks of 10: c = ceil(lambda 100 n (+ 100)) whatever the
+  // density, and the bytes of the call follow: header 32 + 2 (n-1)/n (r c 4 + blocks).
+  const size_t count = 10000, block = 10;
+  for (int nranks : {2, 3, 4}) {
+    GradientFn gradient = [&](int r, uint64_t t, size_t i) {
+      const size_t marked_blocks = 10 * size_t(r + 1) + (t == 1 ? 10 : 0);
+      return i / block < marked_blocks ? float(i % 7) + 1.0f : 0.0f;
+    };
+    scclSparseConfig_t config = s2Config(0.3, int(block), "nonzero", "unselected");
+    config.sketchLambda = 0.5;
+    SparseRun run = runSparse(nranks, count, config, 2, gradient, scclSum);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    for (uint64_t t = 0; t < 2; ++t) {
+      const uint64_t max_elements = 100 * uint64_t(nranks) + (t == 1 ? 100 : 0);
+      const uint64_t width = (max_elements + 1) / 2;
+      const uint64_t n = uint64_t(nranks);
+      const uint64_t expected =
+          32 + (3 * width * 4) * 2 * (n - 1) / n + (count / block) * 2 * (n - 1) / n;
+      for (int r = 0; r < nranks; ++r) {
+        INFO("n=" << nranks << " call " << t << " rank " << r);
+        CHECK(run.calls[t][size_t(r)].stats.bytesSent == expected);
       }
     }
   }
