@@ -14,8 +14,9 @@
 //   4. for sketch rows (s2, and the -S lambda sweep rows s2:<lambda>), the decode error: fresh
 //      sparsifiers without error feedback, three calls, ||out - exact sum of the marked
 //      gradients|| / ||exact sum|| (column err; untimed).
-// Inputs: -I laplace (dense Laplace gradients) or -I embedding (Zipf-touched embedding rows of -R
-// elements, the S2 Reducer's setting; sparse/inputs.h).
+// Inputs: -I laplace (dense Laplace gradients), -I embedding (Zipf-touched embedding rows of -R
+// elements, the S2 Reducer's setting; sparse/inputs.h) or -I trace:DIR (real gradients of
+// data-parallel workers from trace files; sparse/trace_inputs.h).
 // The library's own statistics (scclSparseStats_t) give k', bytes, f(t) and the time split.
 #include <algorithm>
 #include <cmath>
@@ -73,6 +74,7 @@ InputShape inputShape(const SparseOptions& o, const Rank& r) {
   shape.embedding = o.embedding;
   shape.row_width = o.row_width;
   shape.nranks = r.nranks;
+  shape.traces = o.traces.get();
   return shape;
 }
 
@@ -327,7 +329,11 @@ KeyValues settingsOf(const SparseOptions& o, const Rank& rank, const std::string
       {"sparse config", o.config_path.empty() ? "SCCL_SPARSE_CONFIG_INITIALIZER" : o.config_path},
       {"seed", std::to_string(o.common.seed)},
       {"inputs",
-       o.embedding
+       o.traces ? "trace: " + o.traces->dir + ", " + std::to_string(o.traces->workers()) +
+                      " workers x " + std::to_string(o.traces->files()) +
+                      " iterations; rank r replays worker r mod workers, call t its file t mod "
+                      "files; s2 selects blocks by norm"
+       : o.embedding
            ? "embedding: rows of " + std::to_string(o.row_width) +
                  " elements, d * rows Zipf(1.05) draws per rank and call, touched rows b * "
                  "Laplace(0,1), 8 gradients per rank cycled; s2 marks non-zero rows, "

@@ -277,8 +277,9 @@ typedef struct {
   const char* sketchBlockSelection;
   /* r, the sketch rows (independent hash functions), 1..16; default 3. */
   int sketchRows;
-  /* lambda: width = ceil(lambda * k) buckets per row, k = max(1, floor(density * count)) the
-   * expected non-zeros of the aggregate; in (0, 64], default 0.5 (the paper's best). */
+  /* lambda: buckets per row relative to the non-zeros sent: width = ceil(lambda * k) with "topk"
+   * selection (k = max(1, floor(density * count))), ceil(lambda * max over ranks of the elements
+   * in their marked blocks) per call with "nonzero"; in (0, 64], default 0.5 (the paper's best). */
   double sketchLambda;
   /* >= 0, seed of the hash and sign functions; default 0. */
   int sketchSeed;

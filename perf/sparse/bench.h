@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/options.h"
+#include "sparse/trace_inputs.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl_perf {
@@ -35,6 +36,8 @@ struct SparseOptions {
   int warmup_limit = 1000;  // -L: more warm-up calls, up to this many, until k' has settled
   bool embedding = false;   // -I embedding: Zipf-touched embedding rows (sparse/inputs.h)
   size_t row_width = 64;    // -R: embedding row width (elements)
+  // -I trace:DIR: real gradients, loaded once per process (sizes = their count).
+  std::shared_ptr<const TraceSet> traces;
   // -S: one extra s2 row per lambda, named "s2:<lambda>" (the sketch width sweep).
   std::vector<double> sketch_lambdas;
 };

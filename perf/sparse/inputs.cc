@@ -52,6 +52,17 @@ std::vector<uint8_t> GradientPool::touchedRows(int rank, uint64_t t) const {
 }
 
 void GradientPool::generate(ThreadTeam& team, size_t count, double scale, double density) {
+  if (shape_.traces != nullptr) {
+    // count is the traces' count: the launcher sets the sizes from them.
+    prepared_.clear();
+    for (size_t f = 0; f < shape_.traces->files(); ++f) {
+      const std::vector<float>& values = shape_.traces->of(rank_, f);
+      std::unique_ptr<unsigned char[]> buffer(new unsigned char[count * dtypeSize(dtype_)]);
+      for (size_t i = 0; i < count; ++i) storeValue(buffer.get(), dtype_, i, double(values[i]));
+      prepared_.push_back(std::move(buffer));
+    }
+    return;
+  }
   const size_t needed = count + kPoolSlack;
   if (needed > capacity_) {
     pool_.reset();  // free first: at 26M elements two pools at once would double the peak
@@ -71,7 +82,7 @@ void GradientPool::generate(ThreadTeam& team, size_t count, double scale, double
   }
   first_rows_.clear();
   for (int r = 0; r < shape_.nranks; ++r) first_rows_.push_back(touchedRows(r, 0));
-  embedding_.clear();
+  prepared_.clear();
   const size_t element = dtypeSize(dtype_);
   for (uint64_t t = 0; t < kEmbeddingPeriod; ++t) {
     std::vector<uint8_t> touched = touchedRows(rank_, t);
@@ -85,19 +96,22 @@ void GradientPool::generate(ThreadTeam& team, size_t count, double scale, double
         storeValue(buffer.get(), dtype_, i, 0.0);
       }
     }
-    embedding_.push_back(std::move(buffer));
+    prepared_.push_back(std::move(buffer));
   }
 }
 
 const void* GradientPool::iteration(uint64_t t) const {
-  if (shape_.embedding) return embedding_[t % kEmbeddingPeriod].get();
+  if (shape_.traces != nullptr) return prepared_[t % prepared_.size()].get();
+  if (shape_.embedding) return prepared_[t % kEmbeddingPeriod].get();
   return pool_.get() + offsetOf(seed_, t) * dtypeSize(dtype_);
 }
 
 double GradientPool::firstGradient(int rank, double scale, size_t i) const {
   if (shape_.embedding && !first_rows_[size_t(rank)][i / shape_.row_width]) return 0.0;
   unsigned char element[8];
-  storeValue(element, dtype_, 0, scale * laplaceValue(rankSeed(seed_, rank), i));
+  const double value = shape_.traces != nullptr ? double(shape_.traces->of(rank, 0)[i])
+                                                : scale * laplaceValue(rankSeed(seed_, rank), i);
+  storeValue(element, dtype_, 0, value);
   return loadAsDouble(element, dtype_, 0);
 }
 

@@ -21,6 +21,9 @@
 // shared: high overlap), from the counter (seed, r, t, draw); the touched rows carry the Laplace
 // values above, every other element is 0 (about 1 - d of the rows, fewer with repeated draws).
 // Eight such gradients are generated per rank and size (untimed) and iteration t uses t mod 8.
+//
+// Trace mode (-I trace:DIR): real gradients from files (sparse/trace_inputs.h), converted to the
+// dtype once per size; the scale is not applied.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "common/team.h"
+#include "sparse/trace_inputs.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl_perf {
@@ -42,6 +46,7 @@ struct InputShape {
   size_t row_width = 64;   // -R: elements per embedding row
   double zipf_s = 1.05;
   int nranks = 1;  // every rank's touched rows of iteration 0 are kept for the check pass
+  const TraceSet* traces = nullptr;  // -I trace:DIR (outlives the pool)
 };
 
 class GradientPool {
@@ -77,7 +82,8 @@ class GradientPool {
   double density_ = 0;
   std::vector<double> zipf_cdf_;
   std::vector<std::vector<uint8_t>> first_rows_;  // [rank][row] at iteration 0
-  std::vector<std::unique_ptr<unsigned char[]>> embedding_;
+  // Embedding and trace modes: the gradients of every iteration, precomputed in the dtype.
+  std::vector<std::unique_ptr<unsigned char[]>> prepared_;
 };
 
 }  // namespace sccl_perf

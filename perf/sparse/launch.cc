@@ -51,6 +51,24 @@ bool parseLambdas(const char* text, std::vector<double>* out) {
   return !out->empty();
 }
 
+// -I: the trace directory is loaded here, once per process, so that a bad file stops the run
+// before any rank starts.
+bool parseInput(const char* text, SparseOptions* o) {
+  o->embedding = std::strcmp(text, "embedding") == 0;
+  o->traces.reset();
+  if (std::strncmp(text, "trace:", 6) == 0) {
+    auto traces = std::make_shared<TraceSet>();
+    std::string error;
+    if (!loadTraceSet(text + 6, traces.get(), &error)) {
+      std::fprintf(stderr, "-I %s: %s\n", text, error.c_str());
+      return false;
+    }
+    o->traces = std::move(traces);
+    return true;
+  }
+  return o->embedding || std::strcmp(text, "laplace") == 0;
+}
+
 bool parseCount(const char* text, int min_value, int* value) {
   char* end = nullptr;
   long parsed = std::strtol(text, &end, 10);
@@ -102,13 +120,10 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
       {'C', "FILE   sparse config (JSON, scclSparseConfigFromJson) applied before -a and -D",
        [o](const char* t) { return loadConfig(t, o); }},
       {'I',
-       "KIND   input: laplace, or embedding (Zipf rows of -R elements, -D of the rows "
+       "KIND   input: laplace, embedding (Zipf rows of -R elements, -D of the rows "
        "drawn per rank; s2 then marks non-zero rows, hard_threshold sends every "
-       "non-zero) [laplace]",
-       [o](const char* t) {
-         o->embedding = std::strcmp(t, "embedding") == 0;
-         return o->embedding || std::strcmp(t, "laplace") == 0;
-       }},
+       "non-zero), or trace:DIR (gradient trace files; the size is theirs) [laplace]",
+       [o](const char* t) { return parseInput(t, o); }},
       {'R', "N      embedding row width in elements (-I embedding) [64]",
        [o](const char* t) {
          int width = 0;
@@ -286,10 +301,18 @@ bool isPlainPreset(const scclSparseConfig_t& config) {
 bool parseSparseOptions(int argc, char** argv, SparseOptions* options, int* exit_code) {
   options->common.min_size = options->common.max_size = 104000000;  // 26,000,000 float32
   std::vector<ExtraFlag> extra = extraFlags(options);
-  return parseOptions(argc, argv,
-                      "sparse all-reduce (every preset) against the dense all-reduce, nccl-tests "
-                      "style; ranks: -r N threads, or one per process under mpirun",
-                      extra, &options->common, exit_code);
+  if (!parseOptions(argc, argv,
+                    "sparse all-reduce (every preset) against the dense all-reduce, nccl-tests "
+                    "style; ranks: -r N threads, or one per process under mpirun",
+                    extra, &options->common, exit_code)) {
+    return false;
+  }
+  if (options->traces) {
+    // One size: the traces' own.
+    const size_t unit = options->common.sizes_are_elements ? 1 : dtypeSize(options->common.dtype);
+    options->common.min_size = options->common.max_size = options->traces->count * unit;
+  }
+  return true;
 }
 
 int launchRanks(const SparseOptions& options, const RankBody& body) {
