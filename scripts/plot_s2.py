@@ -3,7 +3,8 @@
 
 Left: decode relative error ||out - sum|| / ||sum|| against lambda (one line per size and
 density). Right: bytes per rank and call (sent + received) against lambda, with the same size's
-dense, topk and hard_threshold rows as horizontal lines (hard_threshold at the smallest threshold
+dense row and the same size and density's topk, micro and hard_threshold rows as horizontal lines
+in the sweep's colour (hard_threshold at the smallest threshold
 is the all-gather of every non-zero (index, value) pair in the embedding input mode).
 Debian's python3-matplotlib.
 
@@ -37,15 +38,18 @@ def main(argv):
     with open(args.json) as f:
         results = json.load(f)["results"]
     sweeps = collections.defaultdict(list)  # (count, density) -> [(lambda, err, bytes)]
-    baselines = collections.defaultdict(dict)  # (count, density) -> name -> bytes
+    # (count, density) -> name -> bytes; the dense row under (count, None)
+    baselines = collections.defaultdict(dict)
     for row in results:
         name = row["algorithm"]
         key = (row["count"], row["target_density"])
         moved = row["bytes_sent"] + row["bytes_received"]
         if name.startswith("s2:"):
             sweeps[key].append((float(name[3:]), row["decode_error"], moved))
+        elif name == "dense":  # no density: one line per count
+            baselines[(row["count"], None)][name] = moved
         elif name in BASELINES:
-            baselines[row["count"]][name] = moved
+            baselines[key][name] = moved
     if not sweeps:
         print("no s2:<lambda> rows in %s (run with -S)" % args.json, file=sys.stderr)
         return 1
@@ -56,9 +60,15 @@ def main(argv):
         lambdas = [p[0] for p in points]
         ax_err.plot(lambdas, [p[1] for p in points], "o-", label=label)
         ax_bytes.plot(lambdas, [p[2] for p in points], "o-", label="s2, " + label)
-        for name, moved in sorted(baselines[count].items()):
-            color, style, text = BASELINES[name]
-            ax_bytes.axhline(moved, color=color, linestyle=style,
+        color = ax_bytes.lines[-1].get_color()
+        for name, moved in sorted(baselines[(count, density)].items()):
+            _, style, text = BASELINES[name]
+            ax_bytes.axhline(moved, color=color, linestyle=style, linewidth=1,
+                             label="%s, %s" % (text, label))
+    for (count, density), lines in baselines.items():
+        if density is None:
+            color, style, text = BASELINES["dense"]
+            ax_bytes.axhline(lines["dense"], color=color, linestyle=style,
                              label="%s, count %d" % (text, count))
     ax_err.set_xscale("log")
     ax_err.set_xlabel("lambda (sketch width / non-zeros sent per rank)")
