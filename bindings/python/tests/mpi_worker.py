@@ -4,6 +4,7 @@
                                local gradient; all ranks' gradients bitwise identical; the same
                                for GradientSynchronizer, and ExDyna over several steps
     mpi_worker.py train PORT   a few hundred DDP steps with the ExDyna hook; the loss must fall
+    mpi_worker.py hook,train PORT   both
 
 gloo sets up DDP (and carries the reference data); sparsecoll carries the gradients. Exits
 non-zero on any failure, printing why; every rank checks the same things.
@@ -144,7 +145,8 @@ def main():
     check((via_group.rank, via_group.size) == (world.rank, world.size), "process-group comm")
     check((via_mpi.rank, via_mpi.size, via_mpi.transport) == (world.rank, world.size, "mpi"),
           "MPI comm")
-    {"hook": test_hook, "train": test_train}[mode](via_group if mode == "hook" else via_mpi)
+    for name in mode.split(","):  # "hook,train" runs both in one launch (saves a torch start-up)
+        {"hook": test_hook, "train": test_train}[name](via_group if name == "hook" else via_mpi)
     via_group.destroy()
     via_mpi.destroy()
     dist.barrier()
