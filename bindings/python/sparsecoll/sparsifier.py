@@ -1,0 +1,164 @@
+"""Sparsifiers (scclSparsifier_t): the per-buffer state of the sparse all-reduce, configured by
+keyword arguments or a JSON file, and its statistics as a dataclass.
+
+Keyword arguments are the JSON keys of scclSparseConfigFromJson (algorithm, estimator, search,
+reduction, density, error_feedback, density_correction, ...; docs/api.md lists them all). They
+are serialised to JSON and parsed by the library, so an unknown key or an out-of-range value is
+the library's scclInvalidArgument naming the key, exactly as for a C caller.
+"""
+
+import ctypes
+import dataclasses
+import json
+import os
+
+from . import _ctypes_types as T
+from ._buffers import describe
+from ._library import lib
+from .communicator import _op_code
+from .errors import Result, SparsecollError, check
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseStats:
+    """scclSparseStats_t with snake_case names: the last call and totals since creation/reset."""
+    iteration: int
+    k_target: int
+    k_local: int
+    k_global: int
+    k_max: int
+    density: float
+    density_error: float
+    gather_inflation: float
+    bytes_sent: int
+    bytes_received: int
+    threshold: float
+    residual_norm: float
+    non_finite: int
+    time_select_us: float
+    time_comm_us: float
+    time_other_us: float
+    total_bytes_sent: int
+    total_bytes_received: int
+    total_time_select_us: float
+    total_time_comm_us: float
+    total_time_other_us: float
+    mean_abs_density_error: float
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _snake(name):
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def make_config(json_text=None, **kwargs):
+    """A scclSparseConfig_t: the reference defaults, then json_text's keys, then kwargs."""
+    config = T.sparse_config_initializer()
+    for text in (json_text, json.dumps(kwargs) if kwargs else None):
+        if text is not None:
+            check(lib.scclSparseConfigFromJson(text.encode(), ctypes.byref(config)))
+    return config
+
+
+class Sparsifier:
+    """Error-feedback residual and threshold state for one gradient buffer of `count` elements.
+
+    Creation is collective over comm: every rank passes the same count, dtype and settings.
+    """
+
+    def __init__(self, comm, count, dtype="float32", config_file=None, **kwargs):
+        from ._buffers import FLOAT16, FLOAT32, FLOAT64, BFLOAT16
+        codes = {"float32": FLOAT32, "float64": FLOAT64, "float16": FLOAT16,
+                 "bfloat16": BFLOAT16}
+        name = str(dtype).replace("torch.", "")
+        if name not in codes:
+            raise SparsecollError(Result.INVALID_ARGUMENT,
+                                  "dtype must be one of %s, not %s" % (sorted(codes), dtype))
+        json_text = None
+        if config_file is not None:
+            if not os.path.isfile(config_file):
+                raise SparsecollError(Result.INVALID_ARGUMENT,
+                                      "config file %s does not exist" % config_file)
+            with open(config_file, encoding="utf-8") as f:
+                json_text = f.read()
+        self._config = make_config(json_text, **kwargs)
+        self.comm = comm
+        self.count = int(count)
+        self.dtype = codes[name]
+        handle = ctypes.c_void_p()
+        check(lib.scclSparsifierCreate(ctypes.byref(handle), comm.handle, self.count, self.dtype,
+                                       ctypes.byref(self._config)), comm.handle)
+        self._handle = handle
+
+    @classmethod
+    def from_json(cls, comm, count, path, dtype="float32", **overrides):
+        """Settings from a JSON file; keyword arguments override its keys."""
+        return cls(comm, count, dtype, config_file=path, **overrides)
+
+    @property
+    def algorithm(self):
+        return self._config.algorithm.decode()
+
+    @property
+    def density(self):
+        return self._config.density
+
+    @property
+    def handle(self):
+        if not self._handle.value:
+            raise SparsecollError(Result.INVALID_USAGE, "the sparsifier was destroyed")
+        return self._handle
+
+    def allreduce(self, tensor, out=None, op="avg"):
+        """scclSparseAllreduce: the aggregated sparse gradient in dense layout, bitwise the same
+        on every rank; in place unless out is given. Unsent values stay in the residual."""
+        out = tensor if out is None else out
+        send, count, dtype, stream = describe(tensor)
+        recv, out_count, out_dtype, _ = describe(out, "out")
+        if (out_count, out_dtype) != (count, dtype):
+            raise SparsecollError(Result.INVALID_ARGUMENT, "out must match tensor's size and dtype")
+        comm = self.comm.handle
+        check(lib.scclSparseAllreduce(send, recv, count, dtype, _op_code(op), self.handle, comm,
+                                      stream), comm)
+        return out
+
+    def stats(self):
+        raw = T.SparseStats()
+        raw.size = ctypes.sizeof(T.SparseStats)
+        check(lib.scclSparsifierGetStats(self.handle, ctypes.byref(raw)), self.comm.handle)
+        return SparseStats(**{_snake(name): getattr(raw, name)
+                              for name, _ in T.SparseStats._fields_ if name != "size"})
+
+    def rank_counts(self):
+        """k_r of the last call for every rank r."""
+        size = self.comm.size
+        counts = (ctypes.c_uint64 * size)()
+        check(lib.scclSparsifierGetRankCounts(self.handle, counts, size), self.comm.handle)
+        return list(counts)
+
+    def reset(self):
+        """Clears residual, threshold and statistics (call on every rank at the same point)."""
+        check(lib.scclSparsifierReset(self.handle), self.comm.handle)
+
+    def destroy(self):
+        if self._handle.value:
+            handle, self._handle = self._handle, ctypes.c_void_p()
+            check(lib.scclSparsifierDestroy(handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and self._handle.value:
+            lib.scclSparsifierDestroy(self._handle)
+            self._handle = ctypes.c_void_p()
+
+
+def sparse_allreduce(tensor, sparsifier, out=None, op="avg"):
+    """Module-level form of Sparsifier.allreduce."""
+    return sparsifier.allreduce(tensor, out=out, op=op)

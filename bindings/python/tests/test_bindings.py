@@ -1,0 +1,302 @@
+"""Every binding call of the sparsecoll package in one process: one rank, and several ranks as
+threads over the in-process transport (ctypes releases the GIL during each C call, so the ranks
+run concurrently). Errors must arrive as SparsecollError with the library's code and message."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import sparsecoll
+from sparsecoll import Communicator, Result, SparsecollError, Sparsifier
+
+
+def run_ranks(size, body, transport="local"):
+    """body(comm) on `size` ranks (threads); returns their results in rank order."""
+    uid = sparsecoll.get_unique_id()
+    results, errors = [None] * size, []
+
+    def rank_main(rank):
+        try:
+            with Communicator.from_unique_id(uid, rank, size, transport=transport,
+                                             timeout_ms=20000) as comm:
+                results[rank] = body(comm)
+        except BaseException as error:  # reported on the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+@pytest.fixture
+def comm():
+    with Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 1) as c:
+        yield c
+
+
+def test_package_version_equals_library_version():
+    assert "%d.%d.%d" % sparsecoll.library_version() == sparsecoll.__version__
+    assert os.path.isfile(sparsecoll.library_path)
+
+
+def test_error_strings_and_codes():
+    assert sparsecoll.error_string(Result.INVALID_ARGUMENT) == "invalid argument"
+    assert sparsecoll.error_string(Result.SUCCESS) != sparsecoll.error_string(Result.TIMEOUT)
+    error = SparsecollError(Result.INVALID_USAGE, "why")
+    assert error.code == Result.INVALID_USAGE and error.message == "why"
+    assert "invalid usage" in str(error) and "why" in str(error)
+
+
+def test_unique_id_is_128_bytes_and_fresh():
+    a, b = sparsecoll.get_unique_id(), sparsecoll.get_unique_id()
+    assert isinstance(a, bytes) and len(a) == 128 and a != b
+
+
+def test_single_rank_communicator_queries(comm):
+    assert (comm.rank, comm.size, comm.transport) == (0, 1, "local")
+    assert comm.async_error() == Result.SUCCESS
+    comm.barrier()
+
+
+def test_dense_collectives_on_four_thread_ranks():
+    def body(comm):
+        r = comm.rank
+        x = torch.arange(5, dtype=torch.float32) + r
+        comm.allreduce(x)
+        y = np.full(3, r, dtype=np.float64)
+        avg = np.empty_like(y)
+        comm.allreduce(y, out=avg, op="avg")
+        gathered = torch.empty(8, dtype=torch.int32)
+        comm.allgather(torch.tensor([r, 10 * r], dtype=torch.int32), gathered)
+        b = torch.full((4,), float(r))
+        comm.broadcast(b, root=2)
+        comm.barrier()
+        return x, avg, gathered, b
+
+    for x, avg, gathered, b in run_ranks(4, body):
+        assert torch.equal(x, torch.arange(5, dtype=torch.float32) * 4 + 6)
+        assert np.array_equal(avg, np.full(3, 1.5))
+        assert gathered.tolist() == [0, 0, 1, 10, 2, 20, 3, 30]
+        assert torch.equal(b, torch.full((4,), 2.0))
+
+
+def test_bad_unique_id_is_invalid_argument():
+    with pytest.raises(SparsecollError) as info:
+        Communicator.from_unique_id(b"short", 0, 1)
+    assert info.value.code == Result.INVALID_ARGUMENT
+    with pytest.raises(SparsecollError) as info:  # 128 bytes, but not a sparsecoll id
+        Communicator.from_unique_id(bytes(128), 0, 1)
+    assert info.value.code == Result.INVALID_ARGUMENT
+    assert "not a sparsecoll unique id" in info.value.message
+
+
+def test_rank_out_of_range_is_reported_by_the_library():
+    with pytest.raises(SparsecollError) as info:
+        Communicator.from_unique_id(sparsecoll.get_unique_id(), 3, 2, transport="local")
+    assert info.value.code == Result.INVALID_ARGUMENT
+    assert info.value.message != ""
+
+
+def test_unknown_transport_is_reported_by_the_library():
+    with pytest.raises(SparsecollError) as info:
+        Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 1, transport="carrier_pigeon")
+    assert info.value.code in (Result.INVALID_ARGUMENT, Result.INVALID_USAGE)
+    assert "carrier_pigeon" in info.value.message
+
+
+def test_mpi_transport_outside_an_mpi_job_is_refused(monkeypatch):
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SparsecollError) as info:
+        Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 2, transport="mpi")
+    assert info.value.code == Result.INVALID_USAGE
+    assert "mpirun" in info.value.message
+
+
+def test_from_env_names_missing_variables(monkeypatch):
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(SparsecollError) as info:
+        Communicator.from_env()
+    assert info.value.code == Result.INVALID_USAGE and "MASTER_PORT" in info.value.message
+
+
+def test_from_env_with_a_store_hosted_here(monkeypatch):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                        ("MASTER_PORT", str(port))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    with Communicator.from_env(timeout_s=30) as c:
+        assert (c.rank, c.size) == (0, 1)
+
+
+def test_destroyed_communicator_is_invalid_usage():
+    c = Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 1)
+    c.destroy()
+    c.destroy()  # idempotent
+    with pytest.raises(SparsecollError) as info:
+        c.barrier()
+    assert info.value.code == Result.INVALID_USAGE
+
+
+def test_abort_frees_the_communicator():
+    c = Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 1)
+    c.abort()
+    with pytest.raises(SparsecollError):
+        _ = c.rank
+
+
+def test_buffer_checks(comm):
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce(torch.zeros(4, 4).t())
+    assert info.value.code == Result.INVALID_ARGUMENT and "contiguous" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce([1.0, 2.0])
+    assert info.value.code == Result.INVALID_ARGUMENT
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce(torch.zeros(3), op="max")
+    assert info.value.code == Result.INVALID_ARGUMENT and "op" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce(torch.zeros(3), out=torch.zeros(4))
+    assert info.value.code == Result.INVALID_ARGUMENT
+    with pytest.raises(SparsecollError) as info:
+        comm.broadcast(torch.zeros(3), root=5)
+    assert info.value.code == Result.INVALID_ARGUMENT and info.value.message != ""
+
+
+def test_sparsifier_config_from_kwargs_and_json_file(comm, tmp_path):
+    s = Sparsifier(comm, 1000, algorithm="topk", density=0.05)
+    assert (s.algorithm, s.density) == ("topk", 0.05)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"algorithm": "micro", "density": 0.02}))
+    f = Sparsifier.from_json(comm, 1000, str(path), density=0.03)  # keyword overrides the file
+    assert (f.algorithm, f.density) == ("micro", 0.03)
+    cfg = sparsecoll.make_config(algorithm="sidco", estimator="sidco_exp")
+    assert cfg.algorithm == b"sidco" and cfg.estimator == b"sidco_exp"
+    s.destroy()
+    f.destroy()
+
+
+def test_sparsifier_config_errors_name_the_key(comm, tmp_path):
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier(comm, 100, no_such_key=1)
+    assert info.value.code == Result.INVALID_ARGUMENT and "no_such_key" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier(comm, 100, density=2.0)
+    assert info.value.code == Result.INVALID_ARGUMENT and "density" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier(comm, 100, dtype="int32")
+    assert info.value.code == Result.INVALID_ARGUMENT
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier.from_json(comm, 100, str(tmp_path / "missing.json"))
+    assert info.value.code == Result.INVALID_ARGUMENT and "missing.json" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier(comm, 100, algorithm="no_such_algorithm")
+    assert info.value.code == Result.INVALID_ARGUMENT
+    assert "no_such_algorithm" in info.value.message
+
+
+def test_sparse_allreduce_single_rank_stats_reset_and_errors(comm):
+    count = 1000
+    s = Sparsifier(comm, count, algorithm="topk", density=0.01)
+    g = torch.linspace(-1, 1, count)
+    out = torch.empty(count)
+    sparsecoll.sparse_allreduce(g, s, out=out, op="sum")
+    assert int((out != 0).sum()) == 10
+    kept = out.abs().topk(10).indices.sort().values
+    assert torch.equal(kept, g.abs().topk(10).indices.sort().values)
+    stats = s.stats()
+    assert isinstance(stats, sparsecoll.SparseStats)
+    assert (stats.iteration, stats.k_target, stats.k_local, stats.k_global) == (1, 10, 10, 10)
+    assert stats.density == pytest.approx(0.01) and stats.residual_norm > 0
+    assert stats.as_dict()["k_target"] == 10
+    assert s.rank_counts() == [10]
+    s.reset()
+    assert s.stats().iteration == 0
+    with pytest.raises(SparsecollError) as info:  # count differs from the sparsifier's
+        s.allreduce(torch.zeros(count + 1))
+    assert info.value.code == Result.INVALID_ARGUMENT and info.value.message != ""
+    with pytest.raises(SparsecollError) as info:  # dtype differs from the sparsifier's
+        s.allreduce(torch.zeros(count, dtype=torch.float64))
+    assert info.value.code == Result.INVALID_ARGUMENT
+    s.destroy()
+    with pytest.raises(SparsecollError) as info:
+        s.stats()
+    assert info.value.code == Result.INVALID_USAGE
+
+
+def test_non_finite_error_policy_raises_invalid_argument(comm):
+    s = Sparsifier(comm, 100, algorithm="topk", density=0.1, non_finite="error")
+    g = torch.ones(100)
+    g[7] = float("nan")
+    with pytest.raises(SparsecollError) as info:
+        s.allreduce(g)
+    assert info.value.code == Result.INVALID_ARGUMENT and info.value.message != ""
+
+
+def test_sparse_allreduce_topk_on_four_ranks_equals_reference():
+    count, density, size = 4096, 0.01, 4
+    k = int(density * count)
+    grads = [torch.randn(count, generator=torch.Generator().manual_seed(r)) for r in range(size)]
+
+    def body(comm):
+        with Sparsifier(comm, count, algorithm="topk", density=density) as s:
+            return s.allreduce(grads[comm.rank].clone()), s.stats()
+
+    union = torch.zeros(count, dtype=torch.bool)
+    for g in grads:
+        union[g.abs().topk(k).indices] = True
+    reference = torch.where(union, sum(g.double() for g in grads) / size, torch.zeros(1).double())
+    results = run_ranks(size, body)
+    for out, stats in results:
+        assert torch.equal(out, results[0][0])  # bitwise identical on every rank
+        assert torch.allclose(out.double(), reference, rtol=0, atol=1e-6)
+        assert stats.k_global == int(union.sum())
+
+
+def test_dense_algorithm_equals_dense_allreduce_numpy():
+    count, size = 300, 3
+
+    def body(comm):
+        x = np.arange(count, dtype=np.float32) * (comm.rank + 1)
+        with Sparsifier(comm, count, algorithm="dense") as s:
+            sparse = s.allreduce(x.copy(), op="sum")
+        return sparse, comm.allreduce(x.copy())
+
+    for sparse, dense in run_ranks(size, body):
+        assert np.array_equal(sparse, dense)
+
+
+def test_cuda_tensor_needs_a_cuda_build(comm):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device in this torch")
+    s = Sparsifier(comm, 16, algorithm="topk", density=0.5)
+    try:
+        s.allreduce(torch.ones(16, device="cuda"))
+    except SparsecollError as error:  # a build without CUDA refuses device memory
+        assert error.code in (Result.INVALID_USAGE, Result.INVALID_ARGUMENT)
+        assert error.message != ""
+
+
+def test_missing_library_is_a_clear_import_error(tmp_path):
+    env = dict(os.environ, SPARSECOLL_LIBRARY=str(tmp_path / "libsparsecoll.so"))
+    run = subprocess.run([sys.executable, "-c", "import sparsecoll"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "cannot find libsparsecoll.so" in run.stderr
+    assert "SPARSECOLL_LIBRARY" in run.stderr and str(tmp_path) in run.stderr
