@@ -221,6 +221,10 @@ scclResult_t UcxTransport::checkUsable() {
     return fail(broken_, "%s is unusable after an earlier failure: %s", label_.c_str(),
                 broken_reason_.c_str());
   }
+  // Take in what has arrived (bounded), so that a failure notice that came while this rank was
+  // away is seen before stale messages of an abandoned collective could complete this one.
+  for (int i = 0; i < 64 && worker_ != nullptr && ucp_worker_progress(worker_) != 0; ++i) {
+  }
   return checkInterruptions();
 }
 
