@@ -18,6 +18,7 @@
 // broadcast: binomial tree rooted at `root`: ceil(log2 n) steps, S per edge.
 // barrier: dissemination, ceil(log2 n) rounds of empty messages to (rank + 2^k) mod n.
 #include <cstring>
+#include <new>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -109,6 +110,15 @@ scclResult_t UcxTransport::runAllGatherV(const void* send, size_t send_bytes, vo
 
 // ---- allReduce -------------------------------------------------------------------------------
 
+std::byte* UcxTransport::scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    scratch_.reset();  // before the new allocation: never hold both
+    scratch_.reset(new (std::nothrow) std::byte[bytes]);
+    scratch_bytes_ = scratch_ ? bytes : 0;
+  }
+  return scratch_.get();
+}
+
 scclResult_t UcxTransport::allReduce(const void* send, void* recv, size_t count,
                                      scclDataType_t dtype, ReduceOp op) {
   return guarded([&] { return runAllReduce(send, recv, count, dtype, op); });
@@ -144,19 +154,21 @@ scclResult_t UcxTransport::runAllReduce(const void* send, void* recv, size_t cou
 scclResult_t UcxTransport::allReduceByGather(const void* send, void* recv, size_t count,
                                              scclDataType_t dtype, ReduceOp op) {
   const size_t bytes = count * dataTypeSize(dtype), n = static_cast<size_t>(nranks_);
-  std::vector<std::byte> gathered(bytes * n);
+  std::byte* gathered = scratch(bytes * n);
+  if (gathered == nullptr)
+    return fail(scclSystemError, "allReduce: no memory for %zu bytes", bytes * n);
   const uint64_t sequence = nextSequence();
   Ops ops(this);
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
-    SCCL_CHECK(postRecv(ops, gathered.data() + static_cast<size_t>(r) * bytes, bytes, r,
+    SCCL_CHECK(postRecv(ops, gathered + static_cast<size_t>(r) * bytes, bytes, r,
                         collectiveTag(r, sequence, 0)));
     SCCL_CHECK(postSend(ops, send, bytes, r, collectiveTag(rank_, sequence, 0)));
   }
-  std::memcpy(gathered.data() + static_cast<size_t>(rank_) * bytes, send, bytes);
+  std::memcpy(gathered + static_cast<size_t>(rank_) * bytes, send, bytes);
   SCCL_CHECK(waitOps(ops, "allReduce"));
   std::vector<const void*> inputs(n);
-  for (size_t r = 0; r < n; ++r) inputs[r] = gathered.data() + r * bytes;
+  for (size_t r = 0; r < n; ++r) inputs[r] = gathered + r * bytes;
   reduceInRankOrder(inputs.data(), nranks_, recv, count, dtype, op);
   return scclSuccess;
 }
@@ -170,14 +182,17 @@ scclResult_t UcxTransport::allReduceByOwners(const void* send, void* recv, size_
   const size_t chunk_bytes = mine.count * element;
   // Slot r: rank r's copy of this rank's chunk (this rank's own copy too, so that the output,
   // which may alias the input, aliases none of the reduction's inputs).
-  std::vector<std::byte> copies(chunk_bytes * n);
+  std::byte* copies = scratch(chunk_bytes * n);
+  if (copies == nullptr && chunk_bytes > 0) {
+    return fail(scclSystemError, "allReduce: no memory for %zu bytes", chunk_bytes * n);
+  }
   const uint64_t sequence = nextSequence();
   Ops ops(this);
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
     Chunk theirs = ownedChunk(count, nranks_, r);
     if (chunk_bytes > 0) {
-      SCCL_CHECK(postRecv(ops, copies.data() + static_cast<size_t>(r) * chunk_bytes, chunk_bytes, r,
+      SCCL_CHECK(postRecv(ops, copies + static_cast<size_t>(r) * chunk_bytes, chunk_bytes, r,
                           collectiveTag(r, sequence, 0)));
     }
     if (theirs.count > 0) {
@@ -186,13 +201,13 @@ scclResult_t UcxTransport::allReduceByOwners(const void* send, void* recv, size_
     }
   }
   if (chunk_bytes > 0) {
-    std::memcpy(copies.data() + static_cast<size_t>(rank_) * chunk_bytes,
-                in + mine.offset * element, chunk_bytes);
+    std::memcpy(copies + static_cast<size_t>(rank_) * chunk_bytes, in + mine.offset * element,
+                chunk_bytes);
   }
   SCCL_CHECK(waitOps(ops, "allReduce (reduce-scatter)"));
   if (chunk_bytes > 0) {
     std::vector<const void*> inputs(n);
-    for (size_t r = 0; r < n; ++r) inputs[r] = copies.data() + r * chunk_bytes;
+    for (size_t r = 0; r < n; ++r) inputs[r] = copies + r * chunk_bytes;
     reduceInRankOrder(inputs.data(), nranks_, out + mine.offset * element, mine.count, dtype, op);
   }
   ops.clear();

@@ -188,6 +188,13 @@ class UcxTransport final : public Transport {
                                  ReduceOp op);
   scclResult_t runCreateWindow(size_t bytes, std::unique_ptr<Window>* out);
 
+  // Working memory of allReduce, kept between calls: allocating (and zeroing) tens of MiB per
+  // call costs page faults comparable to the transfer itself. UCX may still write into it after
+  // an abandoned call, so it lives as long as the worker.
+  std::byte* scratch(size_t bytes);
+  std::unique_ptr<std::byte[]> scratch_;
+  size_t scratch_bytes_ = 0;
+
   int rank_;
   int nranks_;
   int64_t timeout_ms_;
