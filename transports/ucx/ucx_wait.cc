@@ -137,11 +137,13 @@ scclResult_t UcxTransport::waitOps(Ops& ops, const char* what) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   size_t first_pending = 0;
-  unsigned idle_polls = 0;
+  unsigned idle_polls = 0, busy_polls = 0;
   while (true) {
     while (first_pending < ops.size() && ops[first_pending].done) ++first_pending;
     if (first_pending == ops.size()) break;
-    if (ucp_worker_progress(worker_) != 0) {
+    // Busy polls skip the checks below, but never for long: traffic that keeps the worker busy
+    // must not hide a deadline or a dead peer.
+    if (ucp_worker_progress(worker_) != 0 && (++busy_polls & 1023) != 0) {
       idle_polls = 0;
       continue;
     }
