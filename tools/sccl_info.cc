@@ -2,6 +2,7 @@
 // and every setting it reads, with default, current value and help, in the manner of ucx_info.
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "core/comm_compatibility.h"
 #include "core/memory_space.h"
@@ -10,6 +11,9 @@
 #include "sccl_build_config.h"
 #include "sparsecoll/sparsecoll.h"
 #include "transports/transport_registry.h"
+#if SCCL_BUILD_WITH_UCX
+#include "transports/ucx/ucx_info.h"
+#endif
 
 namespace {
 
@@ -23,9 +27,17 @@ void printBuild() {
               sccl::buildFeatureList(sccl::thisBuildFeatures()).c_str());
   std::printf("#   MPI:  %s\n",
               SCCL_BUILD_WITH_MPI ? "yes (MPI " SCCL_BUILD_MPI_VERSION ")" : "no");
-  std::printf("#   UCX:  %s\n", SCCL_BUILD_WITH_UCX ? "found (UCX " SCCL_BUILD_UCX_VERSION
-                                                      "); no UCX transport yet"
-                                                    : "no");
+  std::printf("#   UCX:  %s\n",
+              SCCL_BUILD_WITH_UCX ? "yes (UCX " SCCL_BUILD_UCX_VERSION ")" : "no");
+#if SCCL_BUILD_WITH_UCX
+  sccl::UcxLibraryInfo ucx = sccl::queryUcxLibrary();
+  std::printf("#         loaded UCX %s; device buffers: %s\n", ucx.version.c_str(),
+              ucx.cuda_memory ? "straight through (UCX has CUDA memory)"
+                              : "host only (no CUDA in UCX: staged through host memory)");
+  std::string found;
+  for (const std::string& transport : ucx.transports) found += " " + transport;
+  std::printf("#         UCX transports found (UCX_TLS selects among them):%s\n", found.c_str());
+#endif
   std::printf("#   CUDA: %s\n", SCCL_BUILD_WITH_CUDA
                                     ? "yes (CUDA " SCCL_BUILD_CUDA_VERSION
                                       "): device pointers recognised; no device kernels yet"

@@ -6,6 +6,9 @@
 #if SCCL_BUILD_WITH_MPI
 #include "transports/mpi/mpi_transport_create.h"
 #endif
+#if SCCL_BUILD_WITH_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
 
 namespace sccl {
 
@@ -14,6 +17,10 @@ const std::vector<TransportEntry>& transportRegistry() {
     {"local", "ranks are threads of one process, over shared memory", true, createLocalTransport},
 #if SCCL_BUILD_WITH_MPI
     {"mpi", "MPI point-to-point and collectives (any MPI launch)", false, createMpiTransport},
+#endif
+#if SCCL_BUILD_WITH_UCX
+    {"ucx", "UCX tagged messages and RMA (shared memory, TCP, RDMA; any launch)", false,
+     createUcxTransport},
 #endif
   };
   return entries;

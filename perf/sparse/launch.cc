@@ -165,7 +165,8 @@ bool launchedByMpi(const SparseOptions& options) {
 int runMpiRanks(const SparseOptions& options, const RankBody& body) {
 #ifdef SCCL_PERF_WITH_MPI
   MPI_Init(nullptr, nullptr);
-  scclConfig_t config = commConfig(options, "mpi");
+  // No transport named: SCCL_TRANSPORT picks it (ucx, say), else scclCommInitMpi's "mpi".
+  scclConfig_t config = commConfig(options, nullptr);
   Rank rank;
   scclResult_t result = scclCommInitMpi(&rank.comm, nullptr, &config);
   if (result != scclSuccess) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <cstdlib>
 #include <string>
 
 #include "mpi_test_support.h"
@@ -38,7 +39,14 @@ void checkCollectives(scclComm_t comm, int rank, int nranks) {
   CHECK(scclBarrier(comm) == scclSuccess);
 }
 
-void checkIdentity(scclComm_t comm, int rank, int nranks) {
+// The transport scclCommInitMpi picks: SCCL_TRANSPORT when set (the UCX tests run this suite with
+// "ucx"), else "mpi".
+std::string initMpiTransport() {
+  const char* chosen = std::getenv("SCCL_TRANSPORT");
+  return chosen != nullptr && *chosen != '\0' ? chosen : "mpi";
+}
+
+void checkIdentity(scclComm_t comm, int rank, int nranks, const std::string& transport) {
   int count = -1, user_rank = -1;
   const char* name = nullptr;
   REQUIRE(scclCommCount(comm, &count) == scclSuccess);
@@ -46,7 +54,7 @@ void checkIdentity(scclComm_t comm, int rank, int nranks) {
   REQUIRE(scclCommTransportName(comm, &name) == scclSuccess);
   CHECK(count == nranks);
   CHECK(user_rank == rank);
-  CHECK(std::string(name) == "mpi");
+  CHECK(std::string(name) == transport);
 }
 
 }  // namespace
@@ -54,7 +62,7 @@ void checkIdentity(scclComm_t comm, int rank, int nranks) {
 TEST_CASE("mpi api: scclCommInitMpi over MPI_COMM_WORLD", "[mpi][api]") {
   scclComm_t comm = nullptr;
   REQUIRE(scclCommInitMpi(&comm, nullptr, nullptr) == scclSuccess);
-  checkIdentity(comm, worldRank(), worldSize());
+  checkIdentity(comm, worldRank(), worldSize(), initMpiTransport());
   checkCollectives(comm, worldRank(), worldSize());
   scclResult_t async_error = scclInternalError;
   CHECK(scclCommGetAsyncError(comm, &async_error) == scclSuccess);
@@ -73,7 +81,7 @@ TEST_CASE("mpi api: scclCommInitMpi over a split communicator", "[mpi][api]") {
   config.commName = "half";
   scclComm_t comm = nullptr;
   REQUIRE(scclCommInitMpi(&comm, &half, &config) == scclSuccess);
-  checkIdentity(comm, half_rank, half_size);
+  checkIdentity(comm, half_rank, half_size, initMpiTransport());
   checkCollectives(comm, half_rank, half_size);
   CHECK(scclCommDestroy(comm) == scclSuccess);
   MPI_Comm_free(&half);
@@ -92,7 +100,7 @@ TEST_CASE("mpi api: scclCommInitRankConfig with transport mpi", "[mpi][api]") {
   config.timeoutMs = 20000;
   scclComm_t comm = nullptr;
   REQUIRE(scclCommInitRankConfig(&comm, worldSize(), id, worldRank(), &config) == scclSuccess);
-  checkIdentity(comm, worldRank(), worldSize());
+  checkIdentity(comm, worldRank(), worldSize(), "mpi");
   checkCollectives(comm, worldRank(), worldSize());
   CHECK(scclCommDestroy(comm) == scclSuccess);
 }
