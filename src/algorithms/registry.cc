@@ -24,6 +24,10 @@ const std::vector<PresetEntry>& presetRegistry() {
        "sidco_exp", "whole", "gather", "none"},
       {"s2", "S2 Reducer: block bitmap and count sketch, both all-reduced, median decode", "topk",
        "whole", "sketch", "none"},
+      {"micro_sync_free", "MiCRO partitions, fixed per-rank capacity: no count exchange", "scaling",
+       "micro", "sync_free", "none"},
+      {"exdyna_sync_free", "ExDyna partitions, fixed per-rank capacity: no count exchange",
+       "scaling", "exdyna", "sync_free", "none"},
   };
   return presets;
 }
@@ -35,6 +39,8 @@ const std::vector<ReductionEntry>& reductionRegistry() {
        runGatherReduction, nullptr},
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
        runSketchReduction, prepareSketchReduction},
+      {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
+       runSyncFreeReduction, prepareSyncFreeReduction},
   };
   return reductions;
 }

@@ -1,0 +1,15 @@
+// The fixed per-rank capacity of the sync_free reduction (sync_free_reduction.cc): every message
+// size of a call follows from it, so it is computed once, identically on every rank.
+#pragma once
+
+#include <cstdint>
+
+namespace sccl {
+
+// The slack used when maxDensitySlack is < 0 (off): a rank may send 25% more than its share k/n.
+constexpr double kSyncFreeDefaultSlack = 0.25;
+
+// max(1, ceil(k/n * (1 + slack))), slack = max_density_slack, or the default when it is < 0.
+uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack);
+
+}  // namespace sccl

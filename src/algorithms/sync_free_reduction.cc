@@ -1,0 +1,236 @@
+// sync_free: the gather reduction's data path with every message size fixed at creation, so that
+// no step needs a count from another rank before it can be issued. On a GPU this is the form that
+// a CUDA graph can capture: nothing waits for the host (docs/algorithms/sync_free.md).
+//
+// Presets micro_sync_free and exdyna_sync_free (MiCRO / ExDyna partitions, threshold scaling).
+// capacity = max(1, ceil(k/n (1 + slack))), slack = maxDensitySlack (0.25 when that is < 0).
+// Steps of one call on rank r at iteration t (acc = residual + gradient is already computed):
+//  1. range = search space's range for (r, t); threshold from the estimator; select |acc| >=
+//     threshold in the range (exact top-k trims ties by index), then keep at most `capacity`
+//     entries, the largest (ties at the cut-off: lowest indices).
+//  2. all-gather one slot of 4 + capacity int64 per rank: k_r, non-finite count, config
+//     fingerprint, call number, then the k_r ascending indices padded with -1. Its size is known
+//     in advance: no count exchange precedes it. The header is checked as the gather reduction's
+//     (same call, same config, k_r <= capacity) and every index is range-checked before use.
+//  3. values: n * capacity slots, slot r * capacity + j = acc[index j of rank r] (0 for padding),
+//     all-reduced (sum, rank order): every rank's value at every selected index, as in MiCRO.
+//  4. recvbuf = zeros + scatter of the k' = sum k_r selected values (divided by n for scclAvg);
+//     residual = acc zeroed at all k' indices (this rank's values there were sent). Values above
+//     the capacity cut stay in the residual (error feedback), never dropped.
+//  5. estimator and search space observe (k', k_r), read from the gathered slots: the same data
+//     on every rank, so the threshold update is identical everywhere (and can run on the device).
+// Bytes per rank (n > 1, float32 residual): all-gather (4 + capacity) 8 out, (n-1) times that in;
+// all-reduce 2 (n-1)/n * n capacity 4 each way. Against the gather reduction it saves the 32-byte
+// header round and pays for the padding (capacity instead of k_r and max k_r).
+// Differences from the gather reduction: only exclusive search spaces where every rank selects
+// (micro, exdyna), so no index is chosen twice; no in-call density correction (it needs counts
+// first). With the same maxDensitySlack both give bitwise identical outputs and residuals.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+
+#include "algorithms/call_header.h"
+#include "algorithms/exchange_accounting.h"
+#include "algorithms/index_exchange.h"
+#include "algorithms/reductions.h"
+#include "algorithms/selection_trim.h"
+#include "algorithms/sync_free_capacity.h"
+#include "core/average.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/sparsifier.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+namespace {
+
+constexpr size_t kSlotHeaderWords = 4;  // k_r, non-finite count, fingerprint, call number
+
+uint64_t capacityOf(const scclSparsifier& sp) {
+  return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack);
+}
+
+uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
+  if (sp.count == 0 || range.size() == 0) return 0;
+  uint64_t share =
+      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
+  return std::max<uint64_t>(1, share);
+}
+
+// Step 1: the selection into slot + kSlotHeaderWords (at most `capacity` entries).
+scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity, size_t* selected) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = cpuKernels();
+  ThresholdQuery query;
+  query.kernels = &kernels;
+  query.acc = call.acc;
+  query.acc_dtype = sp.acc_dtype;
+  query.range = range;
+  query.k_target_local = localTarget(sp, range);
+  query.iteration = sp.iteration;
+  SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+  // Every qualifying index is needed to keep the largest; the selection reports the exact count
+  // when the buffer is short, so one retry suffices.
+  std::vector<int64_t>& found = sp.global_indices;
+  size_t want = std::min<size_t>(range.size(), std::max<size_t>(4096, 2 * capacity));
+  if (found.size() < want) found.resize(want);
+  size_t n = 0;
+  SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+                                 found.data(), nullptr, found.size(), &n, nullptr));
+  if (n > found.size()) {
+    found.resize(n);
+    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+                                   found.data(), nullptr, n, &n, nullptr));
+  }
+  if (sp.estimator->exactCount()) {
+    n = trimSelection(call.acc, sp.acc_dtype, found.data(), n, query.k_target_local,
+                      call.threshold);
+  }
+  if (n > capacity) {
+    sp.values.resize(n * accElementSize(sp));
+    double cutoff = 0;
+    SCCL_CHECK(cutoffAmongSelected(call.acc, sp.acc_dtype, found.data(), n, capacity,
+                                   sp.values.data(), &cutoff));
+    n = trimSelection(call.acc, sp.acc_dtype, found.data(), n, capacity, cutoff);
+  }
+  std::copy_n(found.data(), n, sp.local_indices.data() + kSlotHeaderWords);
+  *selected = n;
+  return scclSuccess;
+}
+
+// Step 2's checks on every rank's slot header; fills sp.rank_counts and the policy headers.
+scclResult_t readSlotHeaders(SparseCall& call, uint64_t capacity,
+                             std::vector<CallHeader>* headers) {
+  scclSparsifier& sp = *call.sp;
+  const size_t slot = kSlotHeaderWords + capacity;
+  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+  headers->resize(static_cast<size_t>(sp.comm->nranks));
+  for (size_t r = 0; r < headers->size(); ++r) {
+    const int64_t* words = sp.gathered_indices.data() + r * slot;
+    CallHeader& h = (*headers)[r];
+    h = CallHeader{uint64_t(words[0]), uint64_t(words[1]), uint64_t(words[2]), uint64_t(words[3])};
+    if (h.fingerprint != fingerprint || h.sequence != sp.iteration) {
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce (sync_free): rank %zu is at call %llu of a sparsifier with "
+                  "fingerprint %016llx, rank %d at call %llu of %016llx (mismatched calls or "
+                  "configs)",
+                  r, static_cast<unsigned long long>(h.sequence),
+                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(sp.iteration),
+                  static_cast<unsigned long long>(fingerprint));
+    }
+    const uint64_t range = sp.search->rangeFor(static_cast<int>(r), sp.iteration).size();
+    if (h.k_local > std::min(capacity, range)) {
+      return fail(scclRemoteError,
+                  "rank %zu claims %llu selected entries; at most %llu allowed (capacity %llu)", r,
+                  static_cast<unsigned long long>(h.k_local),
+                  static_cast<unsigned long long>(std::min(capacity, range)),
+                  static_cast<unsigned long long>(capacity));
+    }
+    sp.rank_counts[r] = h.k_local;
+  }
+  return scclSuccess;
+}
+
+// Steps 3 and 4.
+scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = cpuKernels();
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const size_t slot = kSlotHeaderWords + capacity;
+  const size_t element = accElementSize(sp);
+  const size_t slots = n * capacity;
+  sp.values.resize(slots * element);
+  SCCL_CHECK(kernels.fillZero(sp.values.data(), slots * element, nullptr));
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t* idx = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
+    SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, sp.rank_counts[r],
+                              static_cast<std::byte*>(sp.values.data()) + r * capacity * element,
+                              nullptr));
+  }
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(sp.values.data(), sp.values.data(), slots, sp.acc_dtype, ReduceOp::Sum);
+  }));
+  countAllReduce(call, slots * element);
+  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(sp.values.data(), slots, sp.acc_dtype, int(n)));
+  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), nullptr));
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t* idx = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
+    SCCL_CHECK(
+        kernels.scatterValues(call.recvbuf, sp.dtype, idx,
+                              static_cast<std::byte*>(sp.values.data()) + r * capacity * element,
+                              sp.acc_dtype, sp.rank_counts[r], 1.0, nullptr));
+    SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, sp.rank_counts[r], nullptr));
+  }
+  call.residual_updated = true;
+  return scclSuccess;
+}
+
+}  // namespace
+
+uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack) {
+  const double slack = max_density_slack >= 0 ? max_density_slack : kSyncFreeDefaultSlack;
+  const double per_rank = double(k_target) / double(std::max(1, nranks));
+  return std::max<uint64_t>(1, uint64_t(std::ceil(per_rank * (1.0 + slack))));
+}
+
+scclResult_t prepareSyncFreeReduction(scclSparsifier& sp) {
+  SCCL_REQUIRE_ARG(sp.search->exclusive() && sp.search->soleSelector(0) < 0,
+                   "reduction 'sync_free' needs an exclusive search space in which every rank "
+                   "selects (micro or exdyna); this config has searchSpace '%s'",
+                   sp.config.search.c_str());
+  SCCL_REQUIRE_ARG(sp.config.density_correction != "histogram",
+                   "reduction 'sync_free' cannot use densityCorrection \"histogram\": the "
+                   "correction all-reduces counts before selecting, which is the host "
+                   "synchronisation sync_free avoids");
+  return scclSuccess;
+}
+
+scclResult_t runSyncFreeReduction(SparseCall& call) {
+  scclSparsifier& sp = *call.sp;
+  const int rank = sp.comm->rank;
+  const uint64_t capacity = capacityOf(sp);
+  const size_t slot = kSlotHeaderWords + capacity;
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  // Buffers only grow: the steady state allocates nothing (the slot size is fixed).
+  if (sp.local_indices.size() < slot) sp.local_indices.resize(slot);
+  if (sp.gathered_indices.size() < n * slot) sp.gathered_indices.resize(n * slot);
+
+  auto start = std::chrono::steady_clock::now();
+  IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  call.threshold = sp.estimator->currentThreshold();
+  size_t selected = 0;
+  if (range.size() > 0) SCCL_CHECK(selectCapped(call, range, capacity, &selected));
+  call.k_local = selected;
+  int64_t* mine = sp.local_indices.data();
+  mine[0] = int64_t(selected);
+  mine[1] = int64_t(call.nonfinite_local);
+  mine[2] = int64_t(sparseConfigFingerprint(sp.config, sp.count, sp.dtype));
+  mine[3] = int64_t(sp.iteration);
+  std::fill(mine + kSlotHeaderWords + selected, mine + slot, int64_t{-1});
+  call.time_select_us +=
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allGather(mine, sp.gathered_indices.data(), slot * sizeof(int64_t));
+  }));
+  countAllGather(call, slot * sizeof(int64_t));
+  std::vector<CallHeader> headers;
+  SCCL_CHECK(readSlotHeaders(call, capacity, &headers));
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
+  // Peer indices: inside the range that rank selects in, strictly ascending (no duplicates).
+  std::vector<const int64_t*> slices(n);
+  for (size_t r = 0; r < n; ++r)
+    slices[r] = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
+  SCCL_CHECK(assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
+                                   &sp.global_indices));
+  call.k_max = *std::max_element(sp.rank_counts.begin(), sp.rank_counts.end());
+  call.k_global = sp.global_indices.size();
+  SCCL_CHECK(reduceSlotsAndWrite(call, capacity));
+  sp.estimator->observe(call.k_global, sp.k_target);
+  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  return scclSuccess;
+}
+
+}  // namespace sccl
