@@ -90,6 +90,8 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--clip-grad-norm", type=float, default=0.0,
+                   help="clip the aggregated gradient to this L2 norm before the step (0: off)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train-limit", type=int, default=0,
                    help="use only the first N training images (smoke runs); 0: all 60000")
@@ -165,6 +167,8 @@ def main():
             optimizer.zero_grad()
             loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
             loss.backward()
+            if args.clip_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad_norm)
             optimizer.step()
             loss_sum += loss.item()
             global_step += 1
