@@ -20,5 +20,6 @@ run micro_0.01 micro 0.01
 run exdyna_0.01 exdyna 0.01
 run sidco_exp_0.01 sidco_exp 0.01
 run exdyna_0.001 exdyna 0.001
-${PYTHON:-/usr/bin/python3} "$root/examples/python/plot_convergence.py" "$out"/*.json \
-  --plot "$root/docs/results/python_convergence.png"
+names="dense topk_0.01 micro_0.01 exdyna_0.01 sidco_exp_0.01 exdyna_0.001"
+${PYTHON:-/usr/bin/python3} "$root/examples/python/plot_convergence.py" \
+  $(for n in $names; do echo "$out/$n.json"; done) --plot "$out.png"

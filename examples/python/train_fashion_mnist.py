@@ -90,6 +90,8 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--clip-grad-norm", type=float, default=0.0,
+                   help="clip the aggregated gradient to this L2 norm before the step (0: off)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train-limit", type=int, default=0,
                    help="use only the first N training images (smoke runs); 0: all 60000")
@@ -97,6 +99,8 @@ def parse_args():
     p.add_argument("--port", type=int, default=29531, help="gloo rendezvous port (mpirun)")
     p.add_argument("--min-accuracy", type=float, default=0.0,
                    help="exit with status 1 when the last epoch's test accuracy is below this")
+    p.add_argument("--stats-every", type=int, default=0,
+                   help="record the sparsifiers' statistics every N steps in the JSON (0: off)")
     p.add_argument("--json-out", help="rank 0 writes the per-epoch records here")
     return p.parse_args()
 
@@ -149,7 +153,7 @@ def main():
               flush=True)
         print("epoch  train_loss  test_acc  density  bytes/step/rank  dense_bytes  reduction  s",
               flush=True)
-    records = []
+    records, step_stats, global_step = [], [], 0
     generator = torch.Generator().manual_seed(args.seed)
     for epoch in range(1, args.epochs + 1):
         started = time.time()
@@ -163,8 +167,19 @@ def main():
             optimizer.zero_grad()
             loss = F.cross_entropy(model(x_train[batch]), y_train[batch])
             loss.backward()
+            if args.clip_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad_norm)
             optimizer.step()
             loss_sum += loss.item()
+            global_step += 1
+            if args.stats_every and global_step % args.stats_every == 0:
+                stats = [sp.stats() for sp in state.sparsifiers.values()]
+                step_stats.append({
+                    "step": global_step, "loss": loss.item(),
+                    "k_ratio": sum(st.k_global for st in stats) / sum(st.k_target for st in stats),
+                    "threshold": [st.threshold for st in stats],
+                    "residual_norm": sum(st.residual_norm**2 for st in stats)**0.5,
+                    "grad_norm": sum(float(p.grad.norm())**2 for p in model.parameters())**0.5})
         after = state.traffic.summary()
         epoch_steps = after["steps"] - before["steps"]
         sent = (after["bytes_sent_per_step"] * after["steps"] -
@@ -184,7 +199,8 @@ def main():
     if rank == 0 and args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump({"algorithm": args.algorithm, "settings": settings, "ranks": size,
-                       "parameters": elements, "epochs": records}, f, indent=1)
+                       "parameters": elements, "epochs": records, "steps": step_stats}, f,
+                      indent=1)
     state.close()
     comm.destroy()
     dist.barrier()

@@ -19,7 +19,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(nprocs, mode, timeout=240):
+def launch(nprocs, mode, timeout=280):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMP_NUM_THREADS="1")
     command = [MPIRUN, "-np", str(nprocs), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
