@@ -6,6 +6,9 @@
 #if SCCL_BUILD_WITH_MPI
 #include "transports/mpi/mpi_transport_create.h"
 #endif
+#if SCCL_BUILD_WITH_NCCL
+#include "transports/nccl/nccl_transport.h"
+#endif
 
 namespace sccl {
 
@@ -14,6 +17,10 @@ const std::vector<TransportEntry>& transportRegistry() {
     {"local", "ranks are threads of one process, over shared memory", true, createLocalTransport},
 #if SCCL_BUILD_WITH_MPI
     {"mpi", "MPI point-to-point and collectives (any MPI launch)", false, createMpiTransport},
+#endif
+#if SCCL_BUILD_WITH_NCCL
+    {"nccl", "NCCL collectives, one GPU per rank (device or staged host buffers)", false,
+     createNcclTransport},
 #endif
   };
   return entries;
