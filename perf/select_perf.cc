@@ -9,6 +9,7 @@
 //   topk    exact top-k of the same k with std::nth_element on a copy of |x| (single thread; the
 //           copy is refreshed before every iteration and not timed).
 // Targets (printed per row): select >= 70 % of the read bandwidth and >= 20x faster than top-k.
+// -g 1: the selection of GPU buffers instead, timed with CUDA events (select_perf_gpu.cc).
 // GCC 12 warns inside its own AVX-512 headers (PR 105593); the pragma covers only the header.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -31,6 +32,7 @@
 #include "common/team.h"
 #include "common/timing.h"
 #include "common/watchdog.h"
+#include "select_perf_gpu.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace {
@@ -310,6 +312,25 @@ int main(int argc, char** argv) {
   table.printHeader(stdout);
 
   Buffers buffers = allocateAndFill(run, counts.back());
+  if (options.device) {
+    // -g 1: the same inputs and thresholds on GPU buffers (select_perf_gpu.cc).
+    std::vector<DeviceSelectCase> cases;
+    for (size_t count : counts) {
+      for (double density : options.densities) {
+        DeviceSelectCase c{count, std::max<size_t>(1, size_t(std::llround(density * count))),
+                           density, 0.0};
+        c.threshold = options.dtype == scclFloat64 ? kthLargest(buffers.magnitudes64, count, c.k)
+                                                   : kthLargest(buffers.magnitudes32, count, c.k);
+        cases.push_back(c);
+      }
+    }
+#if SCCL_PERF_WITH_CUDA
+    return runDeviceSelect(options, buffers.x.get(), counts.back(), cases);
+#else
+    std::fprintf(stderr, "select_perf: -g 1 needs a build with the CUDA kernels (nvcc)\n");
+    return 2;
+#endif
+  }
   for (size_t count : counts) {
     for (double density : options.densities) {
       if (runDensity(run, buffers, count, density) != 0) return 1;

@@ -38,13 +38,14 @@ void printBuild() {
   for (const std::string& transport : ucx.transports) found += " " + transport;
   std::printf("#         UCX transports found (UCX_TLS selects among them):%s\n", found.c_str());
 #endif
-  std::printf("#   CUDA: %s\n", SCCL_BUILD_WITH_CUDA
+  std::printf("#   CUDA: %s\n", !SCCL_BUILD_WITH_CUDA ? "no"
+                                : SCCL_BUILD_CUDA_KERNELS
                                     ? "yes (CUDA " SCCL_BUILD_CUDA_VERSION
-                                      "): device pointers recognised; no device kernels yet"
-                                    : "no");
-  std::printf("#   NCCL: %s\n", SCCL_BUILD_WITH_NCCL ? "found (" SCCL_BUILD_NCCL_LIBRARY
-                                                       "); no NCCL transport yet"
-                                                     : "no");
+                                      "): kernels for architectures " SCCL_BUILD_CUDA_ARCHITECTURES
+                                    : "yes (CUDA " SCCL_BUILD_CUDA_VERSION
+                                      "): device pointers recognised; no kernels (no nvcc)");
+  std::printf("#   NCCL: %s\n",
+              SCCL_BUILD_WITH_NCCL ? "yes (" SCCL_BUILD_NCCL_LIBRARY "): transport nccl" : "no");
 }
 
 void printTransportsAndBackends() {
@@ -55,7 +56,9 @@ void printTransportsAndBackends() {
   std::printf("# kernel backends:\n");
   std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
   std::printf("#   %-12s %s\n", "cuda",
-              sccl::deviceMemoryRecognised() ? "device pointers recognised" : "not built");
+              SCCL_BUILD_CUDA_KERNELS          ? "device memory, caller's stream (docs/gpu.md)"
+              : sccl::deviceMemoryRecognised() ? "device pointers recognised, no kernels"
+                                               : "not built");
 }
 
 void printSettings() {

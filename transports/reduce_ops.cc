@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/half.h"
+#include "kernels/shared/rank_order_combine.h"
 
 namespace sccl {
 namespace {
@@ -13,20 +14,10 @@ namespace {
 // and the inputs' blocks in cache.
 constexpr size_t kBlock = 1024;
 
+// One definition with the CUDA rank-order reduction: kernels/shared/rank_order_combine.h.
 template <typename T>
 T combine(T a, T b, ReduceOp op) {
-  if (op == ReduceOp::Max) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
-    }
-    return a < b ? b : a;
-  }
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));  // wraps, no UB
-  } else {
-    return a + b;
-  }
+  return rankOrderCombine(a, b, op == ReduceOp::Max);
 }
 
 template <typename T>

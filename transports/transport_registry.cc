@@ -9,6 +9,9 @@
 #if SCCL_BUILD_WITH_UCX
 #include "transports/ucx/ucx_transport.h"
 #endif
+#if SCCL_BUILD_WITH_NCCL
+#include "transports/nccl/nccl_transport.h"
+#endif
 
 namespace sccl {
 
@@ -21,6 +24,10 @@ const std::vector<TransportEntry>& transportRegistry() {
 #if SCCL_BUILD_WITH_UCX
     {"ucx", "UCX tagged messages and RMA (shared memory, TCP, RDMA; any launch)", false,
      createUcxTransport},
+#endif
+#if SCCL_BUILD_WITH_NCCL
+    {"nccl", "NCCL collectives, one GPU per rank (device or staged host buffers)", false,
+     createNcclTransport},
 #endif
   };
   return entries;

@@ -75,7 +75,8 @@ void printUsage(const char* program, const char* description, const std::vector<
       "            binaries also give every wait this deadline [%s]\n"
       "  -D LIST   densities, comma separated\n"
       "  -t N      CPU threads (sets SCCL_CPU_THREADS) [the library's default]\n"
-      "  -s SEED   seed of the input generator [%llu]\n",
+      "  -s SEED   seed of the input generator [%llu]\n"
+      "  -g 0|1    1: buffers in GPU memory, timed with CUDA events (where supported) [0]\n",
       defaults.step_size, defaults.sizes_are_elements ? "elements" : "bytes",
       dtypeName(defaults.dtype), defaults.iters, defaults.warmup, defaults.check,
       defaults.timeout_s > 0 ? std::to_string(defaults.timeout_s).c_str()
@@ -117,7 +118,7 @@ size_t dtypeSize(scclDataType_t dtype) {
 bool parseOptions(int argc, char** argv, const char* description,
                   const std::vector<ExtraFlag>& extra, PerfOptions* options, int* exit_code) {
   const PerfOptions defaults = *options;  // as the binary set them, for the usage text
-  std::string letters = "b:e:f:i:u:d:n:w:c:J:T:D:t:s:h";
+  std::string letters = "b:e:f:i:u:d:n:w:c:J:T:D:t:s:g:h";
   for (const ExtraFlag& flag : extra) letters += std::string(1, flag.letter) + ":";
   *exit_code = 2;
   int opt;
@@ -146,6 +147,7 @@ bool parseOptions(int argc, char** argv, const char* description,
       case 'D': ok = parseDensities(optarg, &options->densities); break;
       case 't': ok = parseInt(optarg, 1, &options->threads); break;
       case 's': options->seed = std::strtoull(optarg, nullptr, 10); break;
+      case 'g': ok = parseInt(optarg, 0, &options->device) && options->device <= 1; break;
       case 'h':
         printUsage(argv[0], description, extra, defaults);
         *exit_code = 0;

@@ -31,6 +31,9 @@ struct PerfOptions {
   // this long, and communicating binaries make it the deadline of every wait. 0: no watchdog,
   // the library's deadline (SCCL_TIMEOUT_MS).
   int timeout_s = 0;
+  // -g 1: buffers in GPU memory, timed with CUDA events (binaries that support it; a build
+  // without the CUDA kernels refuses it). (-G is estimator_perf's own flag.)
+  int device = 0;
 };
 
 // A flag of one binary: `letter` takes an argument passed to `set`, which returns false if the

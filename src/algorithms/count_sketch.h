@@ -1,5 +1,5 @@
 // The hash and sign functions of the count sketch (S2 Reducer, docs/algorithms/s2.md), shared by
-// the CPU kernels, the public scclCountSketch* functions and (later) CUDA kernels. Header-only,
+// the CPU kernels, the public scclCountSketch* functions and the CUDA kernels (cuda/). Header-only,
 // unsigned 64-bit arithmetic only (wrap-around is defined, there is no undefined behaviour), no
 // floating point and no platform-dependent types, so every rank and every backend computes the
 // same bucket and sign for the same (seed, row, index).

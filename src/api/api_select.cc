@@ -5,6 +5,11 @@
 #include "api/api_guard.h"
 #include "api/api_validate.h"
 #include "kernels/kernels.h"
+#include "sccl_build_config.h"
+#if SCCL_BUILD_CUDA_KERNELS
+#include "core/memory_space.h"
+#include "cuda/device_select.h"
+#endif
 
 extern "C" {
 
@@ -31,6 +36,18 @@ SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclD
     size_t capacity_bytes = 0;
     SCCL_REQUIRE_ARG(sccl::byteSize(capacity, scclInt64, &capacity_bytes),
                      "capacity %zu overflows the address space", capacity);
+#if SCCL_BUILD_CUDA_KERNELS
+    // Device buffers run on the CUDA backend, ordered on `stream` (cuda/device_select.h).
+    if (bytes > 0 && buf != nullptr && sccl::memorySpaceOf(buf) == sccl::MemorySpace::Device) {
+      SCCL_REQUIRE_ARG(sccl::memorySpaceOf(idxOut) == sccl::MemorySpace::Device,
+                       "buf is GPU memory but idxOut is not");
+      SCCL_REQUIRE_ARG(
+          valOut == nullptr || sccl::memorySpaceOf(valOut) == sccl::MemorySpace::Device,
+          "buf is GPU memory but valOut is not");
+      return sccl::deviceSelectAbove(buf, dtype, begin, end, threshold, idxOut, valOut, capacity,
+                                     nselected, stream);
+    }
+#endif
     SCCL_CHECK(sccl::requireHostBuffer(buf, bytes, "buf", stream));
     SCCL_CHECK(sccl::requireHostBuffer(idxOut, capacity_bytes, "idxOut", stream));
     if (valOut != nullptr) SCCL_CHECK(sccl::requireHostBuffer(valOut, 1, "valOut", stream));

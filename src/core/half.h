@@ -1,15 +1,11 @@
-// float16 / bfloat16 <-> float32 conversions, bit-exact and round-to-nearest-even, usable from
-// host code and (later) CUDA device code so that both backends round identically.
+// float16 / bfloat16 <-> float32 conversions, bit-exact and round-to-nearest-even, shared by the
+// host code and the CUDA kernels (cuda/) so that both backends round identically.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define SCCL_HOST_DEVICE __host__ __device__
-#else
-#define SCCL_HOST_DEVICE
-#endif
+#include "kernels/shared/host_device.h"
 
 namespace sccl {
 
@@ -49,6 +45,14 @@ SCCL_HOST_DEVICE inline float fp16ToFloat(uint16_t h) {
     return sign ? -magnitude : magnitude;
   }
   return bitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+// The widening of a gradient element: F16C turns a signalling NaN into a quiet one, so every
+// path (scalar, vector, CUDA) does the same and a copy is bitwise identical on all of them.
+SCCL_HOST_DEVICE inline float fp16ToFloatQuiet(uint16_t h) {
+  uint32_t bits = floatToBits(fp16ToFloat(h));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) bits |= 0x00400000u;
+  return bitsToFloat(bits);
 }
 
 // Round to nearest even, overflow to infinity, NaN stays NaN.

@@ -34,6 +34,7 @@
 
 #include "core/error.h"
 #include "estimators/estimator_factories.h"
+#include "estimators/scaling_rule.h"
 
 namespace sccl {
 namespace {
@@ -41,12 +42,12 @@ namespace {
 class ScalingEstimator final : public ThresholdEstimator {
  public:
   ScalingEstimator(double initial, double band, double step, bool proportional, double density)
-      : initial_(initial),
-        delta_(initial),
-        band_(band),
-        step_(step),
-        proportional_(proportional),
-        exponent_(kProportionalGain / std::max(1.0, std::log(1.0 / density))) {}
+      : initial_(initial), delta_(initial) {
+    rule_.band = band;
+    rule_.step = step;
+    rule_.proportional = proportional;
+    rule_.exponent = kProportionalGain / std::max(1.0, std::log(1.0 / density));
+  }
 
   const char* name() const override { return "scaling"; }
 
@@ -56,12 +57,14 @@ class ScalingEstimator final : public ThresholdEstimator {
     return scclSuccess;
   }
 
+  // One definition with the device update of sync_free: estimators/scaling_rule.h.
   void observe(uint64_t k_global, uint64_t k_target) override {
-    delta_ = std::clamp(delta_ * scaleFactor(k_global, k_target), DBL_MIN, DBL_MAX);
+    delta_ = scaledThreshold(rule_, delta_, k_global, k_target);
   }
 
   double currentThreshold() const override { return delta_; }
   bool correctable() const override { return true; }
+
   // The corrected threshold replaces delta; observe() then scales it by k'/k, which is near 1
   // after a correction unless the bins' window did not reach far enough.
   void adoptThreshold(double used) override { delta_ = std::clamp(used, DBL_MIN, DBL_MAX); }
@@ -70,30 +73,9 @@ class ScalingEstimator final : public ThresholdEstimator {
  private:
   // Half a Newton step for an exponential tail (see the file header).
   static constexpr double kProportionalGain = 0.5;
-  static constexpr double kMaxProportionalFactor = 4.0;
 
-  double scaleFactor(uint64_t k_global, uint64_t k_target) const {
-    // A zero target cannot come from targetSelectionCount(); read it as "select nothing".
-    if (k_target == 0) return k_global > 0 ? 1 + step_ : 1;
-    const double exam = static_cast<double>(k_global) / static_cast<double>(k_target);
-    if (proportional_) {
-      if (k_global == k_target) return 1;
-      // Nothing selected: count it as half an entry so the threshold still comes down.
-      double ratio = k_global == 0 ? 0.5 / static_cast<double>(k_target) : exam;
-      return std::clamp(std::pow(ratio, exponent_), 1 / kMaxProportionalFactor,
-                        kMaxProportionalFactor);
-    }
-    if (exam > band_) return 1 + step_;
-    if (exam < 1 / band_) return 1 - step_;
-    // Inside the band: compared as integers, so exactly on target means no change.
-    if (k_global > k_target) return 1 + step_ / 4;
-    if (k_global < k_target) return 1 - step_ / 4;
-    return 1;
-  }
-
-  double initial_, delta_, band_, step_;
-  bool proportional_;
-  double exponent_;
+  double initial_, delta_;
+  ScalingRule rule_;
 };
 
 }  // namespace

@@ -17,46 +17,15 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/select.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace sccl {
 namespace cpu_select {
 
-namespace {
-
-// Smallest float >= threshold.
-float roundUpToFloat(double threshold) {
-  if (threshold > FLT_MAX) return INFINITY;
-  float rounded = static_cast<float>(threshold);
-  if (static_cast<double>(rounded) < threshold) rounded = std::nextafter(rounded, INFINITY);
-  return rounded;
-}
-
-// Smallest 16-bit value >= value, given the format's round-to-nearest conversions. Stepping the
-// bit pattern by one moves to the next larger magnitude (0x7bff + 1 is fp16 +inf).
-template <typename ToHalf, typename FromHalf>
-uint16_t roundUpToHalf(float value, ToHalf to_half, FromHalf from_half) {
-  uint16_t bits = to_half(value);
-  if (from_half(bits) < value) ++bits;
-  return bits;
-}
-
-}  // namespace
-
+// One definition with the CUDA kernels: kernels/shared/magnitude_bits.h.
 uint64_t thresholdBits(scclDataType_t dtype, double threshold) {
-  threshold += 0.0;  // -0.0 becomes +0.0, whose pattern is the smallest magnitude
-  switch (dtype) {
-    case scclFloat64: {
-      uint64_t bits;
-      std::memcpy(&bits, &threshold, sizeof(bits));
-      return bits;
-    }
-    case scclFloat32: return floatToBits(roundUpToFloat(threshold));
-    case scclFloat16: return roundUpToHalf(roundUpToFloat(threshold), floatToFp16, fp16ToFloat);
-    case scclBfloat16: return roundUpToHalf(roundUpToFloat(threshold), floatToBf16, bf16ToFloat);
-    default: break;
-  }
-  return 0;
+  return sccl::thresholdBits(dtype, threshold);
 }
 
 }  // namespace cpu_select

@@ -14,12 +14,13 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/shared/sketch_element.h"
 
 namespace sccl::cpu {
 namespace {
 
 constexpr size_t kMinPartElements = size_t{1} << 15;
-constexpr uint32_t kMaxRows = 64;  // the median's scratch (callers allow far fewer)
+constexpr uint32_t kMaxRows = kMaxSketchRows;
 
 bool isAccType(scclDataType_t dtype) {
   return dtype == scclFloat32 || dtype == scclFloat64;
@@ -34,7 +35,7 @@ scclResult_t requireAccType(scclDataType_t dtype, const char* kernel) {
 // Runs fn(first_block, end_block) over contiguous parts of the blocks.
 template <typename Fn>
 void forBlockParts(size_t count, size_t block, Fn&& fn) {
-  const size_t blocks = count == 0 ? 0 : (count - 1) / block + 1;
+  const size_t blocks = sketchBlockCount(count, block);
   if (blocks == 0) return;
   const size_t nparts = std::min(blocks, kernelPartCount(count, kMinPartElements));
   cpuThreadPool().parallelFor(
@@ -42,14 +43,14 @@ void forBlockParts(size_t count, size_t block, Fn&& fn) {
 }
 
 bool marked(const uint8_t* bitmap, size_t b) {
-  return bitmap == nullptr || bitmap[b] != 0;
+  return sketchBlockMarked(bitmap, b);
 }
 
 template <typename T>
 void squaredNorms(const T* x, size_t count, size_t block, double* sq) {
   forBlockParts(count, block, [&](size_t first, size_t last) {
     for (size_t b = first; b < last; ++b) {
-      const size_t end = std::min(count, (b + 1) * block);
+      const size_t end = sketchBlockEnd(b, block, count);
       double sum = 0;
       for (size_t i = b * block; i < end; ++i) sum += double(x[i]) * double(x[i]);
       sq[b] = sum;
@@ -61,7 +62,7 @@ template <typename T>
 void nonzeroBlocks(const T* x, size_t count, size_t block, uint8_t* bitmap) {
   forBlockParts(count, block, [&](size_t first, size_t last) {
     for (size_t b = first; b < last; ++b) {
-      const size_t end = std::min(count, (b + 1) * block);
+      const size_t end = sketchBlockEnd(b, block, count);
       // A branch-free count (vectorised) beats an early exit on sparse data, where most blocks
       // are all zero and must be read to the end anyway.
       size_t nonzero = 0;
@@ -76,7 +77,7 @@ void encodeRow(const T* x, const SketchShape& shape, const uint8_t* bitmap, T* r
   const size_t blocks = shape.blocks();
   for (size_t b = 0; b < blocks; ++b) {
     if (!marked(bitmap, b)) continue;
-    const size_t end = std::min(shape.count, (b + 1) * shape.block);
+    const size_t end = sketchBlockEnd(b, shape.block, shape.count);
     for (size_t i = b * shape.block; i < end; ++i) {
       const T v = x[i];
       if (v == T(0)) continue;
@@ -87,43 +88,19 @@ void encodeRow(const T* x, const SketchShape& shape, const uint8_t* bitmap, T* r
   }
 }
 
-// Median of n values (n small), in place: insertion sort, then the middle one or the mean of
-// the middle two.
-template <typename T>
-T median(T* v, uint32_t n) {
-  for (uint32_t a = 1; a < n; ++a) {
-    T key = v[a];
-    uint32_t b = a;
-    while (b > 0 && v[b - 1] > key) {
-      v[b] = v[b - 1];
-      --b;
-    }
-    v[b] = key;
-  }
-  if (n % 2 == 1) return v[n / 2];
-  return (v[n / 2 - 1] + v[n / 2]) / T(2);
-}
-
 template <typename T, typename Store>
 void decodeAll(const T* table, const SketchShape& shape, const uint8_t* bitmap, uint32_t divisor,
                Store store) {
   forBlockParts(shape.count, shape.block, [&](size_t first, size_t last) {
-    T estimates[kMaxRows];
     for (size_t b = first; b < last; ++b) {
-      const size_t end = std::min(shape.count, (b + 1) * shape.block);
+      const size_t end = sketchBlockEnd(b, shape.block, shape.count);
       if (!marked(bitmap, b)) {
         for (size_t i = b * shape.block; i < end; ++i) store(i, T(0));
         continue;
       }
+      // One definition with the CUDA decode: kernels/shared/sketch_element.h.
       for (size_t i = b * shape.block; i < end; ++i) {
-        for (uint32_t j = 0; j < shape.rows; ++j) {
-          const uint64_t h = sketchHash(shape.row_keys[j], i);
-          const T value = table[size_t(j) * shape.width + sketchBucket(h, shape.width)];
-          estimates[j] = sketchNegative(h) ? -value : value;
-        }
-        T estimate = median(estimates, shape.rows);
-        if (divisor != 1) estimate = estimate / T(divisor);
-        store(i, estimate);
+        store(i, sketchDecodeElement(table, shape.rows, shape.width, shape.row_keys, i, divisor));
       }
     }
   });
@@ -134,7 +111,7 @@ void updateBlocks(T* x, size_t count, size_t block, const uint8_t* bitmap, const
   forBlockParts(count, block, [&](size_t first, size_t last) {
     for (size_t b = first; b < last; ++b) {
       if (!marked(bitmap, b)) continue;
-      const size_t end = std::min(count, (b + 1) * block);
+      const size_t end = sketchBlockEnd(b, block, count);
       for (size_t i = b * block; i < end; ++i) x[i] = sub == nullptr ? T(0) : x[i] - sub[i];
     }
   });

@@ -1,0 +1,323 @@
+// The entry layer of the CUDA backend: argument checks as the CPU backend's, the workspace, and
+// the conversion of CUDA errors to scclResult_t. See cuda_kernels.h.
+#include "cuda/cuda_kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "core/dtype.h"
+#include "cuda/cuda_status.h"
+#include "cuda/dispatch.h"
+#include "kernels/shared/magnitude_bits.h"
+
+namespace sccl {
+namespace {
+
+cudaStream_t asStream(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+bool isFloating(scclDataType_t dtype) {
+  return dtype == scclFloat32 || dtype == scclFloat64 || dtype == scclFloat16 ||
+         dtype == scclBfloat16;
+}
+
+bool isAccType(scclDataType_t dtype) {
+  return dtype == scclFloat32 || dtype == scclFloat64;
+}
+
+scclResult_t requireAccType(scclDataType_t dtype, const char* kernel) {
+  if (isAccType(dtype)) return scclSuccess;
+  return fail(scclInvalidArgument, "%s: %s data is not supported (float32 or float64)", kernel,
+              dataTypeName(dtype));
+}
+
+scclResult_t requireFloating(scclDataType_t dtype, const char* kernel) {
+  if (isFloating(dtype)) return scclSuccess;
+  return fail(scclInvalidArgument, "%s: %s data is not supported (a floating type)", kernel,
+              dataTypeName(dtype));
+}
+
+scclResult_t rowKeys(const SketchShape& shape, const char* kernel, cuda_dispatch::RowKeys* keys) {
+  if (shape.rows == 0 || shape.rows > kMaxSketchRows) {
+    return fail(scclInvalidArgument, "%s: %u rows (1 to %u)", kernel, shape.rows, kMaxSketchRows);
+  }
+  std::memset(keys, 0, sizeof(*keys));
+  for (uint32_t j = 0; j < shape.rows; ++j) keys->key[j] = shape.row_keys[j];
+  return scclSuccess;
+}
+
+}  // namespace
+
+template <typename Run>
+scclResult_t CudaKernels::withTemp(const char* what, Run&& run) const {
+  size_t bytes = 0;
+  SCCL_CUDA_CHECK(run(nullptr, &bytes), what);
+  void* temp = nullptr;
+  SCCL_CHECK(workspace_.reserve(bytes, &temp));
+  SCCL_CUDA_CHECK(run(temp, &bytes), what);
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::copyToHost(void* host, const void* device, size_t bytes, void* stream,
+                                     const char* what) const {
+  uint64_t* pinned = nullptr;
+  SCCL_CHECK(workspace_.hostCount(&pinned));
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, asStream(stream)),
+                  what);
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(asStream(stream)), what);
+  std::memcpy(host, pinned, bytes);
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
+                                     const void* grad, scclDataType_t grad_dtype, size_t count,
+                                     uint64_t* nonfinite, void* stream) const {
+  const bool pair_ok =
+      (acc_dtype == scclFloat64 && grad_dtype == scclFloat64) ||
+      (acc_dtype == scclFloat32 &&
+       (grad_dtype == scclFloat32 || grad_dtype == scclFloat16 || grad_dtype == scclBfloat16));
+  SCCL_REQUIRE_ARG(pair_ok, "accumulate: %s gradients into a %s residual are not supported",
+                   dataTypeName(grad_dtype), dataTypeName(acc_dtype));
+  SCCL_CUDA_CHECK(cuda_dispatch::accumulate(acc, residual, acc_dtype, grad, grad_dtype, count,
+                                            nonfinite, asStream(stream)),
+                  "accumulate");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                      double threshold, int64_t* idx, void* val, size_t capacity,
+                                      size_t* nselected, void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "selectAbove"));
+  void* word = nullptr;
+  SCCL_CHECK(result_.reserve(sizeof(uint64_t), &word));
+  auto* count = static_cast<uint64_t*>(word);
+  const uint64_t bits = thresholdBits(dtype, threshold);
+  SCCL_CHECK(withTemp("selectAbove", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin, end, bits, idx,
+                                      val, capacity, count, asStream(stream));
+  }));
+  // The count-exchanging algorithms need k on the host to size their exchange: the one
+  // device-to-host transfer of their call.
+  uint64_t host_count = 0;
+  SCCL_CHECK(copyToHost(&host_count, count, sizeof(host_count), stream, "selectAbove count"));
+  *nselected = static_cast<size_t>(host_count);
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::gather(const void* src, scclDataType_t dtype, const int64_t* idx,
+                                 size_t n, void* out, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::gather(src, dataTypeSize(dtype), idx, n, out, asStream(stream)),
+                  "gather");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::scatter(void* dst, scclDataType_t dtype, const int64_t* idx,
+                                  const void* vals, size_t n, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::scatter(dst, dataTypeSize(dtype), idx, vals, n, asStream(stream)),
+                  "scatter");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
+                                 void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::zeroAt(dst, dataTypeSize(dtype), idx, n, asStream(stream)),
+                  "zeroAt");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                                        const void* vals, scclDataType_t val_dtype, size_t n,
+                                        double scale, void* stream) const {
+  const bool pair_ok =
+      (val_dtype == scclFloat64 && dst_dtype == scclFloat64) ||
+      (val_dtype == scclFloat32 &&
+       (dst_dtype == scclFloat32 || dst_dtype == scclFloat16 || dst_dtype == scclBfloat16));
+  SCCL_REQUIRE_ARG(pair_ok, "scatterValues: %s values into %s is not supported",
+                   dataTypeName(val_dtype), dataTypeName(dst_dtype));
+  SCCL_CUDA_CHECK(cuda_dispatch::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale,
+                                               asStream(stream)),
+                  "scatterValues");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::fillZero(void* dst, size_t bytes, void* stream) const {
+  if (bytes == 0) return scclSuccess;
+  SCCL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, asStream(stream)), "fillZero");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin,
+                                        size_t end, uint64_t k, double* value, void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "kthLargestAbs"));
+  SCCL_REQUIRE_ARG(end > begin && k >= 1 && k <= end - begin,
+                   "kthLargestAbs: k = %llu outside [1, %zu]", static_cast<unsigned long long>(k),
+                   end > begin ? end - begin : size_t{0});
+  void* word = nullptr;
+  SCCL_CHECK(result_.reserve(sizeof(uint64_t), &word));
+  auto* kth = static_cast<uint64_t*>(word);
+  const size_t element = dataTypeSize(dtype);
+  SCCL_CHECK(withTemp("kthLargestAbs", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::kthLargestAbsBits(temp, bytes, x, element, begin, end, k, kth,
+                                            asStream(stream));
+  }));
+  uint64_t bits = 0;
+  SCCL_CHECK(copyToHost(&bits, kth, sizeof(bits), stream, "kthLargestAbs"));
+  switch (dtype) {
+    case scclFloat64: std::memcpy(value, &bits, sizeof(double)); break;
+    case scclFloat32: *value = bitsToFloat(uint32_t(bits)); break;
+    case scclFloat16: *value = fp16ToFloat(uint16_t(bits)); break;
+    default: *value = bf16ToFloat(uint16_t(bits)); break;
+  }
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                     double floor, bool want_log, AbsMoments* out,
+                                     void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "absMoments"));
+  void* word = nullptr;
+  SCCL_CHECK(result_.reserve(sizeof(cuda_dispatch::DeviceMoments), &word));
+  auto* moments = static_cast<cuda_dispatch::DeviceMoments*>(word);
+  SCCL_CHECK(withTemp("absMoments", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::absMoments(temp, bytes, x, dtype, begin, end, floor, want_log, moments,
+                                     asStream(stream));
+  }));
+  cuda_dispatch::DeviceMoments m{};
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(&m, moments, sizeof(m), cudaMemcpyDeviceToHost, asStream(stream)),
+                  "absMoments");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(asStream(stream)), "absMoments");
+  *out = AbsMoments{};
+  out->count = m.count;
+  out->nan_count = m.nan_count;
+  out->zero_count = m.zero_count;
+  out->sum_abs = m.sum_abs;
+  out->sum_sq = m.sum_sq;
+  out->sum_log = want_log ? m.sum_log : 0;
+  out->max_abs = m.max_abs;
+  out->min_abs = m.min_abs;
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::absBitHistogram(const void* x, scclDataType_t dtype, size_t begin,
+                                          size_t end, uint64_t base_bits, unsigned shift,
+                                          size_t bins, uint64_t* counts, void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "absBitHistogram"));
+  SCCL_CUDA_CHECK(cuda_dispatch::absBitHistogram(x, dataTypeSize(dtype), begin, end, base_bits,
+                                                 shift, bins, counts, asStream(stream)),
+                  "absBitHistogram");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
+                                            size_t block, double* sq, void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "blockSquaredNorms"));
+  SCCL_CUDA_CHECK(cuda_dispatch::blockSquaredNorms(x, dtype, count, block, sq, asStream(stream)),
+                  "blockSquaredNorms");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,
+                                            size_t block, uint8_t* bitmap, void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "markNonzeroBlocks"));
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::markNonzeroBlocks(x, dtype, count, block, bitmap, asStream(stream)),
+      "markNonzeroBlocks");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::sketchEncode(const void* x, scclDataType_t dtype,
+                                       const SketchShape& shape, const uint8_t* bitmap, void* table,
+                                       void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "sketchEncode"));
+  cuda_dispatch::RowKeys keys;
+  SCCL_CHECK(rowKeys(shape, "sketchEncode", &keys));
+  if (shape.count == 0) return scclSuccess;
+  return withTemp("sketchEncode", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::sketchEncode(temp, bytes, x, dtype, shape.count, shape.block, shape.rows,
+                                       shape.width, keys, bitmap, table, asStream(stream));
+  });
+}
+
+scclResult_t CudaKernels::sketchDecode(const void* table, scclDataType_t dtype,
+                                       const SketchShape& shape, const uint8_t* bitmap,
+                                       uint32_t divisor, void* out, scclDataType_t out_dtype,
+                                       void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "sketchDecode"));
+  SCCL_REQUIRE_ARG(divisor != 0, "sketchDecode: divisor 0");
+  const bool pair_ok =
+      dtype == scclFloat64
+          ? out_dtype == scclFloat64
+          : (out_dtype == scclFloat32 || out_dtype == scclFloat16 || out_dtype == scclBfloat16);
+  SCCL_REQUIRE_ARG(pair_ok, "sketchDecode: a %s table cannot decode to %s", dataTypeName(dtype),
+                   dataTypeName(out_dtype));
+  cuda_dispatch::RowKeys keys;
+  SCCL_CHECK(rowKeys(shape, "sketchDecode", &keys));
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::sketchDecode(table, dtype, shape.count, shape.block, shape.rows, shape.width,
+                                  keys, bitmap, divisor, out, out_dtype, asStream(stream)),
+      "sketchDecode");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count,
+                                             size_t block, const uint8_t* bitmap, const void* sub,
+                                             void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "updateMarkedBlocks"));
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::updateMarkedBlocks(x, dtype, count, block, bitmap, sub, asStream(stream)),
+      "updateMarkedBlocks");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype, size_t begin,
+                                         size_t end, const double* threshold, size_t capacity,
+                                         const uint64_t* nonfinite, uint64_t fingerprint,
+                                         uint64_t sequence, int64_t* slot, void* stream) const {
+  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
+  SCCL_REQUIRE_ARG(capacity >= 1 && end >= begin, "syncFreeSelect: capacity %zu, range [%zu, %zu)",
+                   capacity, begin, end);
+  const cuda_dispatch::SlotHeader header{fingerprint, sequence};
+  return withTemp("syncFreeSelect", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, begin, end, threshold,
+                                         capacity, nonfinite, header, slot, asStream(stream));
+  });
+}
+
+scclResult_t CudaKernels::syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                              size_t count, const int64_t* gathered,
+                                              const uint64_t* ranges, int nranks, size_t capacity,
+                                              void* values, uint32_t* bad, void* stream) const {
+  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeGatherSlots"));
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::syncFreeGatherSlots(acc, acc_dtype, count, gathered, ranges, nranks, capacity,
+                                         values, bad, asStream(stream)),
+      "syncFreeGatherSlots");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc,
+                                        scclDataType_t acc_dtype, size_t count,
+                                        const int64_t* gathered, const uint64_t* ranges, int nranks,
+                                        size_t capacity, const void* values, uint32_t divisor,
+                                        void* stream) const {
+  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeWrite"));
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::syncFreeWrite(recv, recv_dtype, acc, acc_dtype, count, gathered, ranges,
+                                   nranks, capacity, values, divisor, asStream(stream)),
+      "syncFreeWrite");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::syncFreeUpdateThreshold(const int64_t* gathered, int nranks,
+                                                  size_t capacity, uint64_t k_target,
+                                                  const ScalingRule& rule, double* threshold,
+                                                  void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeUpdateThreshold(gathered, nranks, capacity, k_target, rule,
+                                                         threshold, asStream(stream)),
+                  "syncFreeUpdateThreshold");
+  return scclSuccess;
+}
+
+}  // namespace sccl

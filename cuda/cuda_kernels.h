@@ -1,0 +1,99 @@
+// The CUDA backend: the KernelBackend interface (kernels/kernels.h) on device memory, plus the
+// device steps of the sync_free reduction. Layered as CUB is: this entry validates arguments
+// and owns the workspace, cuda/dispatch.h picks the instantiation, cuda/kernels/*.cu hold the
+// kernels. Every call is ordered on the caller's stream (`stream` is a cudaStream_t; null is the
+// legacy default stream) and returns once the work is enqueued, except where noted.
+//
+// Memory: data, index, bitmap, table and count arrays are device memory. Synchronisation points
+// (the only calls that wait for the stream): selectAbove's *nselected, kthLargestAbs's *value
+// and absMoments's *out are host values, so those calls copy a few bytes to pinned host memory and
+// synchronise the stream. That count transfer is the one synchronisation of the count-exchanging
+// algorithms (docs/gpu.md); the sync_free steps below have none.
+//
+// One CudaKernels per communicator: its workspace grows during the first calls and is reused
+// after, so a training loop's steady state allocates nothing. Not for concurrent streams.
+#pragma once
+
+#include <memory>
+
+#include "cuda/workspace.h"
+#include "estimators/scaling_rule.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+
+class CudaKernels final : public KernelBackend {
+ public:
+  const char* name() const override { return "cuda"; }
+
+  scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
+                          const void* grad, scclDataType_t grad_dtype, size_t count,
+                          uint64_t* nonfinite, void* stream) const override;
+  // nonfinite above is a device word (added to, not overwritten; zero it first).
+  scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                           double threshold, int64_t* idx, void* val, size_t capacity,
+                           size_t* nselected, void* stream) const override;
+  scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                      void* out, void* stream) const override;
+  scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
+                       size_t n, void* stream) const override;
+  scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
+                      void* stream) const override;
+  scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
+                             const void* vals, scclDataType_t val_dtype, size_t n, double scale,
+                             void* stream) const override;
+  scclResult_t fillZero(void* dst, size_t bytes, void* stream) const override;
+  scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                             uint64_t k, double* value, void* stream) const override;
+  scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                          double floor, bool want_log, AbsMoments* out,
+                          void* stream) const override;
+  scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                               uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
+                               void* stream) const override;
+  scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                                 double* sq, void* stream) const override;
+  scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                                 uint8_t* bitmap, void* stream) const override;
+  // shape.row_keys is host memory (passed to the kernels by value).
+  scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
+                            const uint8_t* bitmap, void* table, void* stream) const override;
+  scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
+                            const uint8_t* bitmap, uint32_t divisor, void* out,
+                            scclDataType_t out_dtype, void* stream) const override;
+  scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                                  const uint8_t* bitmap, const void* sub,
+                                  void* stream) const override;
+
+  // --- sync_free device steps (no synchronisation; sizes from the fixed capacity) ---
+  // Slot: 4 + capacity int64 words (k, non-finite count, fingerprint, call number, indices).
+  scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, size_t begin, size_t end,
+                              const double* threshold, size_t capacity, const uint64_t* nonfinite,
+                              uint64_t fingerprint, uint64_t sequence, int64_t* slot,
+                              void* stream) const;
+  // ranges: 2 * nranks words (begin, end of each rank's range), device memory; *bad (device)
+  // becomes non-zero when a peer's slot fails its checks (its entries are then ignored).
+  scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype, size_t count,
+                                   const int64_t* gathered, const uint64_t* ranges, int nranks,
+                                   size_t capacity, void* values, uint32_t* bad,
+                                   void* stream) const;
+  scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc,
+                             scclDataType_t acc_dtype, size_t count, const int64_t* gathered,
+                             const uint64_t* ranges, int nranks, size_t capacity,
+                             const void* values, uint32_t divisor, void* stream) const;
+  scclResult_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
+                                       uint64_t k_target, const ScalingRule& rule,
+                                       double* threshold, void* stream) const;
+
+ private:
+  // CUB's two-phase protocol against the workspace: size, reserve, run.
+  template <typename Run>
+  scclResult_t withTemp(const char* what, Run&& run) const;
+  scclResult_t copyToHost(void* host, const void* device, size_t bytes, void* stream,
+                          const char* what) const;
+
+  mutable CudaWorkspace workspace_;
+  mutable CudaWorkspace result_;  // small device results read back by the synchronising calls
+};
+
+}  // namespace sccl

@@ -1,0 +1,109 @@
+// The dispatch layer of the CUDA backend (entry cuda_kernels.cc -> dispatch -> kernels/*.cu, as
+// CUB is layered): each function picks the kernel instantiation for a dtype or element width and
+// launches it on `stream`. Arguments were validated by the entry. Functions that need temporary
+// storage follow CUB's two-phase protocol: with temp == nullptr they only set *temp_bytes.
+// Outputs are device memory unless named host_.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "estimators/scaling_rule.h"
+#include "kernels/shared/sketch_element.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl::cuda_dispatch {
+
+// The row keys of a sketch, passed by value to the kernels (rows <= kMaxSketchRows).
+struct RowKeys {
+  uint64_t key[kMaxSketchRows];
+};
+
+// --- kernels/elementwise.cu ---
+cudaError_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
+                       scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite,
+                       cudaStream_t stream);
+cudaError_t gather(const void* src, size_t element_bytes, const int64_t* idx, size_t n, void* out,
+                   cudaStream_t stream);
+cudaError_t scatter(void* dst, size_t element_bytes, const int64_t* idx, const void* vals, size_t n,
+                    cudaStream_t stream);
+cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n,
+                   cudaStream_t stream);
+cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx, const void* vals,
+                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream);
+
+// --- kernels/select.cu ---
+// Indices i in [begin, end) with magnitude bits >= threshold_bits, ascending; the first
+// `capacity` are written (and their raw elements to val if not null); *count = all that qualify.
+cudaError_t selectAbove(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
+                        size_t begin, size_t end, uint64_t threshold_bits, int64_t* idx, void* val,
+                        size_t capacity, uint64_t* count, cudaStream_t stream);
+// *kth_bits = the k-th largest magnitude pattern over [begin, end) (NaN patterns above +inf).
+cudaError_t kthLargestAbsBits(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
+                              size_t begin, size_t end, uint64_t k, uint64_t* kth_bits,
+                              cudaStream_t stream);
+// counts[0..bins] as KernelBackend::absBitHistogram (zeroed here first).
+cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, size_t end,
+                            uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
+                            cudaStream_t stream);
+
+// --- kernels/reduce.cu ---
+struct DeviceMoments {
+  uint64_t count, nan_count, zero_count;
+  double sum_abs, sum_sq, sum_log, max_abs, min_abs;
+};
+cudaError_t absMoments(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
+                       size_t begin, size_t end, double floor, bool want_log, DeviceMoments* out,
+                       cudaStream_t stream);
+cudaError_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                              double* sq, cudaStream_t stream);
+
+// --- kernels/sketch.cu ---
+cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                              uint8_t* bitmap, cudaStream_t stream);
+cudaError_t sketchEncode(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
+                         size_t count, size_t block, uint32_t rows, uint64_t width,
+                         const RowKeys& keys, const uint8_t* bitmap, void* table,
+                         cudaStream_t stream);
+cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, size_t block,
+                         uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
+                         uint32_t divisor, void* out, scclDataType_t out_dtype,
+                         cudaStream_t stream);
+cudaError_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                               const uint8_t* bitmap, const void* sub, cudaStream_t stream);
+
+// --- kernels/rank_order_reduce.cu ---
+// out[i] = in_0[i] op in_1[i] op ... (rank order), in_r = gathered + r * count elements.
+cudaError_t reduceRankOrder(const void* gathered, size_t count, int nranks, scclDataType_t dtype,
+                            bool max, void* out, cudaStream_t stream);
+
+// --- kernels/sync_free.cu (the sync_free reduction's device steps; no host synchronisation) ---
+// A slot is 4 + capacity int64 words: k, non-finite count, fingerprint, call number, indices.
+struct SlotHeader {
+  uint64_t fingerprint, sequence;
+};
+// Selects |acc| >= *threshold in [begin, end), keeps the `capacity` largest (ties: lowest
+// indices), writes them ascending into slot (padding -1) with the header; nonfinite may be null.
+cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, scclDataType_t dtype,
+                           size_t begin, size_t end, const double* threshold, size_t capacity,
+                           const uint64_t* nonfinite, SlotHeader header, int64_t* slot,
+                           cudaStream_t stream);
+// values[r * capacity + j] = acc[index j of rank r] or 0 (padding, or an index that failed its
+// check, which sets *bad). count bounds every index; ranges[2r, 2r+1] is rank r's range.
+cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, size_t count,
+                                const int64_t* gathered, const uint64_t* ranges, int nranks,
+                                size_t capacity, void* values, uint32_t* bad, cudaStream_t stream);
+// recv[idx] = values (divided by divisor unless 1, converted to recv_dtype), acc[idx] = 0 at
+// every checked index of every slot; recv was zeroed by the caller.
+cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc, scclDataType_t dtype,
+                          size_t count, const int64_t* gathered, const uint64_t* ranges, int nranks,
+                          size_t capacity, const void* values, uint32_t divisor,
+                          cudaStream_t stream);
+// *threshold = scaledThreshold(rule, *threshold, sum of the slots' k, k_target) (one thread).
+cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
+                                    uint64_t k_target, ScalingRule rule, double* threshold,
+                                    cudaStream_t stream);
+
+}  // namespace sccl::cuda_dispatch

@@ -1,0 +1,154 @@
+// Element-wise and indexed kernels of the CUDA backend: accumulate (fp32/fp16/bf16 gradients
+// into a float32 residual, float64 into float64), gather, scatter, zero at indices and the
+// converting scatter. One IEEE operation per element, as on the CPU, so results are bitwise the
+// CPU backend's. The non-finite count is an integer atomic: its total does not depend on order.
+#include "cuda/dispatch.h"
+#include "cuda/kernels/device_common.cuh"
+
+namespace sccl::cuda_dispatch {
+namespace {
+
+using namespace sccl::cuda_kernels;
+
+template <typename Acc, typename Load>
+__global__ void accumulateKernel(Acc* acc, const Acc* residual, Load load, size_t count,
+                                 unsigned long long* nonfinite) {
+  unsigned long long bad = 0;
+  for (size_t i = globalThread(); i < count; i += gridThreads()) {
+    const Acc value = residual == nullptr ? load(i) : residual[i] + load(i);
+    acc[i] = value;
+    bad += nonFinite(value) ? 1 : 0;
+  }
+  if (nonfinite != nullptr && bad != 0) atomicAdd(nonfinite, bad);
+}
+
+struct LoadF32 {
+  const float* g;
+  __device__ float operator()(size_t i) const { return g[i]; }
+};
+struct LoadF64 {
+  const double* g;
+  __device__ double operator()(size_t i) const { return g[i]; }
+};
+struct LoadF16 {
+  const uint16_t* g;
+  __device__ float operator()(size_t i) const { return fp16ToFloatQuiet(g[i]); }
+};
+struct LoadBf16 {
+  const uint16_t* g;
+  __device__ float operator()(size_t i) const { return bf16ToFloat(g[i]); }
+};
+
+template <typename Bits>
+__global__ void gatherKernel(const Bits* src, const int64_t* idx, size_t n, Bits* out) {
+  for (size_t j = globalThread(); j < n; j += gridThreads()) out[j] = src[idx[j]];
+}
+
+template <typename Bits>
+__global__ void scatterKernel(Bits* dst, const int64_t* idx, const Bits* vals, size_t n) {
+  for (size_t j = globalThread(); j < n; j += gridThreads())
+    dst[idx[j]] = vals == nullptr ? Bits{0} : vals[j];
+}
+
+__global__ void scatterFloatKernel(void* dst, scclDataType_t dtype, const int64_t* idx,
+                                   const float* vals, size_t n, float scale, bool scaled) {
+  for (size_t j = globalThread(); j < n; j += gridThreads())
+    storeFloat(dst, dtype, size_t(idx[j]), scaled ? vals[j] * scale : vals[j]);
+}
+
+__global__ void scatterDoubleKernel(double* dst, const int64_t* idx, const double* vals, size_t n,
+                                    double scale) {
+  for (size_t j = globalThread(); j < n; j += gridThreads()) dst[idx[j]] = vals[j] * scale;
+}
+
+template <size_t kBytes>
+cudaError_t scatterWidth(void* dst, const int64_t* idx, const void* vals, size_t n,
+                         cudaStream_t stream) {
+  using Bits = typename BitsOf<kBytes>::type;
+  scatterKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<Bits*>(dst), idx,
+                                                     static_cast<const Bits*>(vals), n);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
+                       scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite,
+                       cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  auto* bad = reinterpret_cast<unsigned long long*>(nonfinite);
+  const unsigned grid = gridFor(count);
+  if (acc_dtype == scclFloat64) {
+    accumulateKernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<double*>(acc), static_cast<const double*>(residual),
+        LoadF64{static_cast<const double*>(grad)}, count, bad);
+    return cudaGetLastError();
+  }
+  float* a = static_cast<float*>(acc);
+  const float* r = static_cast<const float*>(residual);
+  const uint16_t* half = static_cast<const uint16_t*>(grad);
+  switch (grad_dtype) {
+    case scclFloat16:
+      accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, LoadF16{half}, count, bad);
+      break;
+    case scclBfloat16:
+      accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, LoadBf16{half}, count, bad);
+      break;
+    default:
+      accumulateKernel<<<grid, kThreads, 0, stream>>>(
+          a, r, LoadF32{static_cast<const float*>(grad)}, count, bad);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t gather(const void* src, size_t element_bytes, const int64_t* idx, size_t n, void* out,
+                   cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (element_bytes) {
+    case 2:
+      gatherKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), idx, n,
+                                                        static_cast<uint16_t*>(out));
+      break;
+    case 4:
+      gatherKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), idx, n,
+                                                        static_cast<uint32_t*>(out));
+      break;
+    default:
+      gatherKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(src), idx, n,
+                                                        static_cast<uint64_t*>(out));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t scatter(void* dst, size_t element_bytes, const int64_t* idx, const void* vals, size_t n,
+                    cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (element_bytes == 2) return scatterWidth<2>(dst, idx, vals, n, stream);
+  if (element_bytes == 4) return scatterWidth<4>(dst, idx, vals, n, stream);
+  return scatterWidth<8>(dst, idx, vals, n, stream);
+}
+
+cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n,
+                   cudaStream_t stream) {
+  return scatter(dst, element_bytes, idx, nullptr, n, stream);
+}
+
+cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx, const void* vals,
+                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (val_dtype == scclFloat64) {
+    if (scale == 1.0) return scatter(dst, 8, idx, vals, n, stream);
+    scatterDoubleKernel<<<gridFor(n), kThreads, 0, stream>>>(
+        static_cast<double*>(dst), idx, static_cast<const double*>(vals), n, scale);
+    return cudaGetLastError();
+  }
+  const float factor = static_cast<float>(scale);
+  if (dst_dtype == scclFloat32 && factor == 1.0f) return scatter(dst, 4, idx, vals, n, stream);
+  scatterFloatKernel<<<gridFor(n), kThreads, 0, stream>>>(
+      dst, dst_dtype, idx, static_cast<const float*>(vals), n, factor, factor != 1.0f);
+  return cudaGetLastError();
+}
+
+}  // namespace sccl::cuda_dispatch

@@ -1,0 +1,181 @@
+// The count-sketch kernels of the S2 Reducer on the GPU, bitwise equal to the CPU's: block
+// bounds, hashes, signs, the median and the decode of an element are the CPU's own functions
+// (kernels/shared/sketch_element.h, algorithms/count_sketch.h).
+//
+// Encode must add each bucket's elements in index order, as the CPU does, for the table to be
+// bitwise the CPU's: atomicAdd on floats would add them in a different order each run. So each
+// row is encoded by (1) keying every element with its bucket (elements of unmarked blocks and
+// zeros get a key past every bucket), (2) a stable radix sort of (bucket, index) pairs, which
+// keeps the indices of a bucket ascending, and (3) one thread per bucket run adding its elements
+// in that order to the bucket's existing value. Temporary storage: 2 x (4 + 8) bytes per element.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda/dispatch.h"
+#include "cuda/kernels/device_common.cuh"
+
+namespace sccl::cuda_dispatch {
+namespace {
+
+using namespace sccl::cuda_kernels;
+
+constexpr uint32_t kNoBucket = 0xffffffffu;  // widths are < 2^32, so no bucket has this key
+
+template <typename T>
+__global__ void nonzeroKernel(const T* x, size_t count, size_t block, uint8_t* bitmap) {
+  const size_t blocks = sketchBlockCount(count, block);
+  for (size_t b = globalThread(); b < blocks; b += gridThreads()) {
+    const size_t end = sketchBlockEnd(b, block, count);
+    uint8_t any = 0;
+    for (size_t i = b * block; i < end && any == 0; ++i) any = x[i] != T(0) ? 1 : 0;
+    bitmap[b] = any;
+  }
+}
+
+template <typename T>
+__global__ void bucketKeys(const T* x, size_t count, size_t block, uint64_t key, uint64_t width,
+                           const uint8_t* bitmap, uint32_t* buckets, int64_t* indices) {
+  for (size_t i = globalThread(); i < count; i += gridThreads()) {
+    const bool used = sketchBlockMarked(bitmap, i / block) && x[i] != T(0);
+    buckets[i] = used ? uint32_t(sketchBucket(sketchHash(key, i), width)) : kNoBucket;
+    indices[i] = int64_t(i);
+  }
+}
+
+template <typename T>
+__global__ void addBucketRuns(const T* x, size_t count, uint64_t key, uint64_t width,
+                              const uint32_t* buckets, const int64_t* indices, T* row) {
+  for (size_t p = globalThread(); p < count; p += gridThreads()) {
+    const uint32_t bucket = buckets[p];
+    if (bucket == kNoBucket || (p > 0 && buckets[p - 1] == bucket)) continue;
+    T sum = row[bucket];
+    for (size_t q = p; q < count && buckets[q] == bucket; ++q) {
+      const size_t i = size_t(indices[q]);
+      const T v = x[i];
+      sum = sketchNegative(sketchHash(key, i)) ? sum - v : sum + v;
+    }
+    row[bucket] = sum;
+  }
+}
+
+template <typename T>
+cudaError_t encodeTyped(void* temp, size_t* temp_bytes, const T* x, size_t count, size_t block,
+                        uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
+                        T* table, cudaStream_t stream) {
+  const size_t key_bytes = ((count * sizeof(uint32_t) + 255) / 256) * 256;
+  const size_t index_bytes = ((count * sizeof(int64_t) + 255) / 256) * 256;
+  size_t cub_bytes = 0;
+  // All 32 key bits: kNoBucket must sort after every bucket.
+  const int end_bit = 32;
+  cudaError_t status = cub::DeviceRadixSort::SortPairs(
+      nullptr, cub_bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+      static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+      static_cast<int64_t>(count), 0, end_bit, stream);
+  if (status != cudaSuccess) return status;
+  if (temp == nullptr) {
+    *temp_bytes = 2 * (key_bytes + index_bytes) + cub_bytes;
+    return cudaSuccess;
+  }
+  char* base = static_cast<char*>(temp);
+  auto* buckets = reinterpret_cast<uint32_t*>(base);
+  auto* sorted_buckets = reinterpret_cast<uint32_t*>(base + key_bytes);
+  auto* indices = reinterpret_cast<int64_t*>(base + 2 * key_bytes);
+  auto* sorted_indices = reinterpret_cast<int64_t*>(base + 2 * key_bytes + index_bytes);
+  void* cub_temp = base + 2 * (key_bytes + index_bytes);
+  const unsigned grid = gridFor(count);
+  for (uint32_t j = 0; j < rows; ++j) {
+    bucketKeys<<<grid, kThreads, 0, stream>>>(x, count, block, keys.key[j], width, bitmap, buckets,
+                                              indices);
+    status = cub::DeviceRadixSort::SortPairs(cub_temp, cub_bytes, buckets, sorted_buckets, indices,
+                                             sorted_indices, static_cast<int64_t>(count), 0,
+                                             end_bit, stream);
+    if (status != cudaSuccess) return status;
+    addBucketRuns<<<grid, kThreads, 0, stream>>>(x, count, keys.key[j], width, sorted_buckets,
+                                                 sorted_indices, table + size_t(j) * width);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void decodeKernel(const T* table, size_t count, size_t block, uint32_t rows,
+                             uint64_t width, RowKeys keys, const uint8_t* bitmap, uint32_t divisor,
+                             void* out, scclDataType_t out_dtype) {
+  for (size_t i = globalThread(); i < count; i += gridThreads()) {
+    T estimate = T(0);
+    if (sketchBlockMarked(bitmap, i / block))
+      estimate = sketchDecodeElement(table, rows, width, keys.key, i, divisor);
+    if constexpr (sizeof(T) == 8) {
+      static_cast<double*>(out)[i] = estimate;
+    } else {
+      storeFloat(out, out_dtype, i, estimate);
+    }
+  }
+}
+
+template <typename T>
+__global__ void updateKernel(T* x, size_t count, size_t block, const uint8_t* bitmap,
+                             const T* sub) {
+  for (size_t i = globalThread(); i < count; i += gridThreads()) {
+    if (!sketchBlockMarked(bitmap, i / block)) continue;
+    x[i] = sub == nullptr ? T(0) : x[i] - sub[i];
+  }
+}
+
+}  // namespace
+
+cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
+                              uint8_t* bitmap, cudaStream_t stream) {
+  const size_t blocks = sketchBlockCount(count, block);
+  if (blocks == 0) return cudaSuccess;
+  if (dtype == scclFloat64) {
+    nonzeroKernel<<<gridFor(blocks), kThreads, 0, stream>>>(static_cast<const double*>(x), count,
+                                                            block, bitmap);
+  } else {
+    nonzeroKernel<<<gridFor(blocks), kThreads, 0, stream>>>(static_cast<const float*>(x), count,
+                                                            block, bitmap);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t sketchEncode(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
+                         size_t count, size_t block, uint32_t rows, uint64_t width,
+                         const RowKeys& keys, const uint8_t* bitmap, void* table,
+                         cudaStream_t stream) {
+  if (dtype == scclFloat64) {
+    return encodeTyped(temp, temp_bytes, static_cast<const double*>(x), count, block, rows, width,
+                       keys, bitmap, static_cast<double*>(table), stream);
+  }
+  return encodeTyped(temp, temp_bytes, static_cast<const float*>(x), count, block, rows, width,
+                     keys, bitmap, static_cast<float*>(table), stream);
+}
+
+cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, size_t block,
+                         uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
+                         uint32_t divisor, void* out, scclDataType_t out_dtype,
+                         cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (dtype == scclFloat64) {
+    decodeKernel<<<gridFor(count), kThreads, 0, stream>>>(static_cast<const double*>(table), count,
+                                                          block, rows, width, keys, bitmap, divisor,
+                                                          out, out_dtype);
+  } else {
+    decodeKernel<<<gridFor(count), kThreads, 0, stream>>>(static_cast<const float*>(table), count,
+                                                          block, rows, width, keys, bitmap, divisor,
+                                                          out, out_dtype);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
+                               const uint8_t* bitmap, const void* sub, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (dtype == scclFloat64) {
+    updateKernel<<<gridFor(count), kThreads, 0, stream>>>(static_cast<double*>(x), count, block,
+                                                          bitmap, static_cast<const double*>(sub));
+  } else {
+    updateKernel<<<gridFor(count), kThreads, 0, stream>>>(static_cast<float*>(x), count, block,
+                                                          bitmap, static_cast<const float*>(sub));
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace sccl::cuda_dispatch

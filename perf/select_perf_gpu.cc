@@ -1,0 +1,112 @@
+// select_perf -g 1 (see select_perf_gpu.h). The time of one call is from a CUDA event recorded
+// before it to one recorded after it on the same stream: the selection kernels plus the 8-byte
+// count transfer the call makes (its one synchronisation, docs/gpu.md). Median of -n calls.
+#include "select_perf_gpu.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "common/timing.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl_perf {
+namespace {
+
+bool ok(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return true;
+  std::fprintf(stderr, "select_perf -g: %s: %s\n", what, cudaGetErrorString(status));
+  return false;
+}
+
+}  // namespace
+
+int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_count,
+                    const std::vector<DeviceSelectCase>& cases) {
+  int devices = 0;
+  const cudaError_t found = cudaGetDeviceCount(&devices);
+  if (found != cudaSuccess || devices < 1) {
+    std::printf("SKIP: select_perf -g 1: no usable CUDA device (cudaGetDeviceCount: %s)\n",
+                cudaGetErrorName(found));
+    return 77;
+  }
+  const size_t width = dtypeSize(options.dtype);
+  void *x = nullptr, *val = nullptr;
+  int64_t* idx = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (!ok(cudaMalloc(&x, max_count * width), "cudaMalloc") ||
+      !ok(cudaMalloc(&val, max_count * width), "cudaMalloc") ||
+      !ok(cudaMalloc(reinterpret_cast<void**>(&idx), max_count * 8), "cudaMalloc") ||
+      !ok(cudaMemcpy(x, host_x, max_count * width, cudaMemcpyHostToDevice), "cudaMemcpy") ||
+      !ok(cudaStreamCreate(&stream), "cudaStreamCreate") ||
+      !ok(cudaEventCreate(&start), "cudaEventCreate") ||
+      !ok(cudaEventCreate(&stop), "cudaEventCreate")) {
+    return 1;
+  }
+  int device = 0;
+  cudaDeviceProp prop{};
+  (void)cudaGetDevice(&device);
+  (void)cudaGetDeviceProperties(&prop, device);
+  std::printf(
+      "# select_perf -g 1 on %s: scclPartitionedSelect of device buffers, CUDA events, "
+      "median of %d\n",
+      prop.name, options.iters);
+  std::printf("# %12s %11s %8s %9s %10s %10s %8s %9s %6s\n", "size(B)", "count", "density", "k",
+              "threshold", "select(us)", "GB/s", "nsel", "#wrong");
+  std::vector<int64_t> want_idx(max_count), got_idx(max_count);
+  size_t total_wrong = 0;
+  int failed = 0;
+  for (const DeviceSelectCase& c : cases) {
+    std::vector<double> times;
+    size_t nselected = 0;
+    for (int i = 0; i < options.warmup + options.iters; ++i) {
+      cudaEventRecord(start, stream);
+      scclResult_t result =
+          scclPartitionedSelect(x, c.count, options.dtype, 0, c.count, c.threshold, idx, val,
+                                c.count, &nselected, stream);
+      cudaEventRecord(stop, stream);
+      if (result != scclSuccess) {
+        std::fprintf(stderr, "scclPartitionedSelect (device): %s\n", scclGetLastError(nullptr));
+        return 1;
+      }
+      float ms = 0;
+      if (!ok(cudaEventSynchronize(stop), "cudaEventSynchronize") ||
+          !ok(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"))
+        return 1;
+      if (i >= options.warmup) times.push_back(double(ms) * 1000.0);
+    }
+    std::sort(times.begin(), times.end());
+    const double median_us = times[times.size() / 2];
+    size_t wrong = 0;
+    if (options.check) {
+      size_t want_n = 0;
+      if (scclPartitionedSelect(host_x, c.count, options.dtype, 0, c.count, c.threshold,
+                                want_idx.data(), nullptr, c.count, &want_n,
+                                nullptr) != scclSuccess ||
+          !ok(cudaMemcpy(got_idx.data(), idx, nselected * 8, cudaMemcpyDeviceToHost), "cudaMemcpy"))
+        return 1;
+      wrong = want_n > nselected ? want_n - nselected : nselected - want_n;
+      for (size_t j = 0; j < std::min(want_n, nselected); ++j) wrong += got_idx[j] != want_idx[j];
+    }
+    total_wrong += wrong;
+    const double bytes = double(c.count * width);
+    std::printf("  %12.0f %11zu %8.4f %9zu %10.4f %10.1f %8.2f %9zu %6zu\n", bytes, c.count,
+                c.density, c.k, c.threshold, median_us, gigabytesPerSecond(bytes, median_us),
+                nselected, wrong);
+    failed += wrong != 0;
+  }
+  std::printf("# wrong entries: %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+  cudaFree(x);
+  cudaFree(val);
+  cudaFree(idx);
+  return failed ? 1 : 0;
+}
+
+}  // namespace sccl_perf

@@ -1,0 +1,242 @@
+// The CUDA backend against the CPU backend, bit for bit, on the same inputs: selection (every
+// floating type, NaN and inf included), accumulate, the indexed kernels, the count-sketch kernels,
+// k-th largest and the histogram; moments within rounding (CUB's reduction tree differs from the
+// CPU's fixed order, docs/gpu.md).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/count_sketch.h"
+#include "core/half.h"
+#include "cuda/cuda_kernels.h"
+#include "device_buffer.h"
+#include "kernels/kernels.h"
+
+using sccl_gpu_test::DeviceBuffer;
+
+namespace {
+
+double laplace(uint64_t seed, size_t i) {
+  uint64_t h = sccl::sketchMix(seed * 0x9E3779B97F4A7C15ull + i);
+  double u = (double(h >> 11) + 0.5) / 9007199254740992.0;
+  return ((h & 1) ? 1.0 : -1.0) * -std::log(u);
+}
+
+// Raw element patterns of a floating dtype: Laplace values, some zeros, -0, inf and NaN.
+std::vector<uint8_t> elements(scclDataType_t dtype, size_t n, uint64_t seed, bool finite = false) {
+  const size_t width = dtype == scclFloat64 ? 8 : dtype == scclFloat32 ? 4 : 2;
+  std::vector<uint8_t> bytes(n * width);
+  for (size_t i = 0; i < n; ++i) {
+    double v = laplace(seed, i);
+    if (i % 97 == 5) v = 0.0;
+    if (i % 101 == 7) v = -0.0;
+    if (!finite && i % 499 == 11) v = INFINITY;
+    if (!finite && i % 503 == 13) v = NAN;
+    uint64_t bits = 0;
+    switch (dtype) {
+      case scclFloat64: std::memcpy(&bits, &v, 8); break;
+      case scclFloat32: bits = sccl::floatToBits(float(v)); break;
+      case scclFloat16: bits = sccl::floatToFp16(float(v)); break;
+      default: bits = sccl::floatToBf16(float(v)); break;
+    }
+    std::memcpy(bytes.data() + i * width, &bits, width);
+  }
+  return bytes;
+}
+
+const sccl::CudaKernels& gpu() {
+  static sccl::CudaKernels kernels;
+  return kernels;
+}
+
+}  // namespace
+
+TEST_CASE("gpu selection equals the cpu selection bit for bit", "[gpu][select]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16, scclBfloat16}) {
+    const size_t n = 100003, width = dtype == scclFloat64 ? 8 : dtype == scclFloat32 ? 4 : 2;
+    std::vector<uint8_t> data = elements(dtype, n, 3);
+    DeviceBuffer<uint8_t> x(data);
+    for (double threshold : {0.0, 0.5, 2.0, 4.7, 9.0, 1e30}) {
+      for (size_t begin : {size_t(0), size_t(777)}) {
+        const size_t end = n - begin / 7;
+        for (size_t capacity : {size_t(17), end - begin}) {
+          INFO("dtype " << dtype << " threshold " << threshold << " begin " << begin << " capacity "
+                        << capacity);
+          std::vector<int64_t> want_idx(capacity);
+          std::vector<uint8_t> want_val(capacity * width);
+          size_t want_n = 0, got_n = 0;
+          REQUIRE(cpu.selectAbove(data.data(), dtype, begin, end, threshold, want_idx.data(),
+                                  want_val.data(), capacity, &want_n, nullptr) == scclSuccess);
+          DeviceBuffer<int64_t> idx(capacity);
+          DeviceBuffer<uint8_t> val(capacity * width);
+          REQUIRE(gpu().selectAbove(x.get(), dtype, begin, end, threshold, idx.get(), val.get(),
+                                    capacity, &got_n, nullptr) == scclSuccess);
+          CHECK(got_n == want_n);
+          const size_t kept = std::min(want_n, capacity);
+          std::vector<int64_t> got_idx = idx.read();
+          std::vector<uint8_t> got_val = val.read();
+          CHECK(std::memcmp(got_idx.data(), want_idx.data(), kept * 8) == 0);
+          CHECK(std::memcmp(got_val.data(), want_val.data(), kept * width) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu accumulate and indexed kernels equal the cpu ones bit for bit", "[gpu][indexed]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 50021;
+  for (scclDataType_t grad_dtype : {scclFloat32, scclFloat16, scclBfloat16, scclFloat64}) {
+    const scclDataType_t acc_dtype = grad_dtype == scclFloat64 ? scclFloat64 : scclFloat32;
+    const size_t acc_width = acc_dtype == scclFloat64 ? 8 : 4;
+    std::vector<uint8_t> grad = elements(grad_dtype, n, 5);
+    std::vector<uint8_t> residual = elements(acc_dtype, n, 6);
+    for (bool with_residual : {false, true}) {
+      INFO("grad dtype " << grad_dtype << " residual " << with_residual);
+      std::vector<uint8_t> want(n * acc_width);
+      uint64_t want_bad = 0;
+      REQUIRE(cpu.accumulate(want.data(), with_residual ? residual.data() : nullptr, acc_dtype,
+                             grad.data(), grad_dtype, n, &want_bad, nullptr) == scclSuccess);
+      DeviceBuffer<uint8_t> g(grad), r(residual), acc(n * acc_width);
+      DeviceBuffer<uint64_t> bad(1);
+      REQUIRE(gpu().accumulate(acc.get(), with_residual ? r.get() : nullptr, acc_dtype, g.get(),
+                               grad_dtype, n, bad.get(), nullptr) == scclSuccess);
+      CHECK(acc.read() == want);
+      CHECK(bad.read()[0] == want_bad);
+
+      // gather, zeroAt and scatterValues (with and without scale) on every 3rd index.
+      std::vector<int64_t> idx;
+      for (size_t i = 1; i < n; i += 3) idx.push_back(int64_t(i));
+      DeviceBuffer<int64_t> d_idx(idx);
+      std::vector<uint8_t> want_gathered(idx.size() * acc_width);
+      REQUIRE(cpu.gather(want.data(), acc_dtype, idx.data(), idx.size(), want_gathered.data(),
+                         nullptr) == scclSuccess);
+      DeviceBuffer<uint8_t> gathered(idx.size() * acc_width);
+      REQUIRE(gpu().gather(acc.get(), acc_dtype, d_idx.get(), idx.size(), gathered.get(),
+                           nullptr) == scclSuccess);
+      CHECK(gathered.read() == want_gathered);
+      for (double scale : {1.0, 0.25, 1.0 / 3.0}) {
+        const size_t out_width = grad_dtype == scclFloat64 ? 8 : grad_dtype == scclFloat32 ? 4 : 2;
+        std::vector<uint8_t> want_out(n * out_width, 0);
+        REQUIRE(cpu.scatterValues(want_out.data(), grad_dtype, idx.data(), want_gathered.data(),
+                                  acc_dtype, idx.size(), scale, nullptr) == scclSuccess);
+        DeviceBuffer<uint8_t> out(n * out_width);
+        REQUIRE(gpu().scatterValues(out.get(), grad_dtype, d_idx.get(), gathered.get(), acc_dtype,
+                                    idx.size(), scale, nullptr) == scclSuccess);
+        CHECK(out.read() == want_out);
+      }
+      REQUIRE(cpu.zeroAt(want.data(), acc_dtype, idx.data(), idx.size(), nullptr) == scclSuccess);
+      REQUIRE(gpu().zeroAt(acc.get(), acc_dtype, d_idx.get(), idx.size(), nullptr) == scclSuccess);
+      CHECK(acc.read() == want);
+    }
+  }
+}
+
+TEST_CASE("gpu count sketch kernels equal the cpu ones bit for bit", "[gpu][sketch]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64}) {
+    for (uint32_t rows : {1u, 3u, 4u}) {
+      const size_t n = 40009, width_bytes = dtype == scclFloat64 ? 8 : 4;
+      std::vector<uint8_t> data = elements(dtype, n, 9, true);
+      std::vector<uint64_t> keys(rows);
+      for (uint32_t j = 0; j < rows; ++j) keys[j] = sccl::sketchRowKey(42, j);
+      sccl::SketchShape shape;
+      shape.count = n;
+      shape.block = 7;
+      shape.rows = rows;
+      shape.width = 1531;
+      shape.row_keys = keys.data();
+      const size_t blocks = shape.blocks();
+      INFO("dtype " << dtype << " rows " << rows);
+      DeviceBuffer<uint8_t> x(data);
+
+      std::vector<uint8_t> want_bitmap(blocks);
+      REQUIRE(cpu.markNonzeroBlocks(data.data(), dtype, n, shape.block, want_bitmap.data(),
+                                    nullptr) == scclSuccess);
+      for (size_t b = 0; b < blocks; b += 3) want_bitmap[b] = 0;  // some unmarked blocks
+      DeviceBuffer<uint8_t> bitmap(want_bitmap);
+      DeviceBuffer<uint8_t> got_bitmap(blocks);
+      REQUIRE(gpu().markNonzeroBlocks(x.get(), dtype, n, shape.block, got_bitmap.get(), nullptr) ==
+              scclSuccess);
+      std::vector<uint8_t> plain_bitmap(blocks);
+      REQUIRE(cpu.markNonzeroBlocks(data.data(), dtype, n, shape.block, plain_bitmap.data(),
+                                    nullptr) == scclSuccess);
+      CHECK(got_bitmap.read() == plain_bitmap);
+
+      std::vector<double> want_sq(blocks);
+      REQUIRE(cpu.blockSquaredNorms(data.data(), dtype, n, shape.block, want_sq.data(), nullptr) ==
+              scclSuccess);
+      DeviceBuffer<double> sq(blocks);
+      REQUIRE(gpu().blockSquaredNorms(x.get(), dtype, n, shape.block, sq.get(), nullptr) ==
+              scclSuccess);
+      std::vector<double> got_sq = sq.read();
+      CHECK(std::memcmp(got_sq.data(), want_sq.data(), blocks * 8) == 0);
+
+      std::vector<uint8_t> want_table(rows * shape.width * width_bytes, 0);
+      REQUIRE(cpu.sketchEncode(data.data(), dtype, shape, want_bitmap.data(), want_table.data(),
+                               nullptr) == scclSuccess);
+      DeviceBuffer<uint8_t> table(rows * shape.width * width_bytes);
+      REQUIRE(gpu().sketchEncode(x.get(), dtype, shape, bitmap.get(), table.get(), nullptr) ==
+              scclSuccess);
+      CHECK(table.read() == want_table);
+
+      for (uint32_t divisor : {1u, 3u}) {
+        std::vector<uint8_t> want_out(n * width_bytes);
+        REQUIRE(cpu.sketchDecode(want_table.data(), dtype, shape, want_bitmap.data(), divisor,
+                                 want_out.data(), dtype, nullptr) == scclSuccess);
+        DeviceBuffer<uint8_t> out(n * width_bytes);
+        REQUIRE(gpu().sketchDecode(table.get(), dtype, shape, bitmap.get(), divisor, out.get(),
+                                   dtype, nullptr) == scclSuccess);
+        CHECK(out.read() == want_out);
+      }
+      std::vector<uint8_t> want_x = data;
+      REQUIRE(cpu.updateMarkedBlocks(want_x.data(), dtype, n, shape.block, want_bitmap.data(),
+                                     nullptr, nullptr) == scclSuccess);
+      REQUIRE(gpu().updateMarkedBlocks(x.get(), dtype, n, shape.block, bitmap.get(), nullptr,
+                                       nullptr) == scclSuccess);
+      CHECK(x.read() == want_x);
+    }
+  }
+}
+
+TEST_CASE("gpu kth largest and histogram equal the cpu ones and moments agree", "[gpu][moments]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64}) {
+    const size_t n = 65537;
+    std::vector<uint8_t> data = elements(dtype, n, 13, true);
+    DeviceBuffer<uint8_t> x(data);
+    for (uint64_t k : {uint64_t(1), uint64_t(100), uint64_t(5000), uint64_t(n - 10)}) {
+      double want = 0, got = 0;
+      REQUIRE(cpu.kthLargestAbs(data.data(), dtype, 10, n, k, &want, nullptr) == scclSuccess);
+      REQUIRE(gpu().kthLargestAbs(x.get(), dtype, 10, n, k, &got, nullptr) == scclSuccess);
+      CHECK(std::memcmp(&got, &want, 8) == 0);
+    }
+    const size_t bins = 300;
+    const uint64_t base = dtype == scclFloat64 ? 0x3fb0000000000000ull : 0x3d800000ull;
+    const unsigned shift = dtype == scclFloat64 ? 44 : 15;
+    std::vector<uint64_t> want_counts(bins + 1);
+    REQUIRE(cpu.absBitHistogram(data.data(), dtype, 3, n, base, shift, bins, want_counts.data(),
+                                nullptr) == scclSuccess);
+    DeviceBuffer<uint64_t> counts(bins + 1);
+    REQUIRE(gpu().absBitHistogram(x.get(), dtype, 3, n, base, shift, bins, counts.get(), nullptr) ==
+            scclSuccess);
+    CHECK(counts.read() == want_counts);
+
+    sccl::AbsMoments want_m, got_m;
+    REQUIRE(cpu.absMoments(data.data(), dtype, 0, n, 0.5, true, &want_m, nullptr) == scclSuccess);
+    REQUIRE(gpu().absMoments(x.get(), dtype, 0, n, 0.5, true, &got_m, nullptr) == scclSuccess);
+    CHECK(got_m.count == want_m.count);
+    CHECK(got_m.nan_count == want_m.nan_count);
+    CHECK(got_m.zero_count == want_m.zero_count);
+    CHECK(got_m.max_abs == want_m.max_abs);
+    CHECK(got_m.min_abs == want_m.min_abs);
+    CHECK(got_m.sum_abs == Approx(want_m.sum_abs).epsilon(1e-12));
+    CHECK(got_m.sum_sq == Approx(want_m.sum_sq).epsilon(1e-12));
+    CHECK(got_m.sum_log == Approx(want_m.sum_log).epsilon(1e-12));
+  }
+}

@@ -1,0 +1,144 @@
+// The NCCL transport with one rank per GPU (ranks are threads here, each on its own device):
+// all-gather, the rank-order all-reduce (bitwise the CPU's reduceInRankOrder, sum and max,
+// float32 and float16), broadcast, the grouped exchange and host buffers staged through device
+// memory. Runs on every GPU of the machine, at most 8 (one GPU: a single-rank communicator).
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/half.h"
+#include "device_buffer.h"
+#include "sccl_build_config.h"
+#include "transports/reduce_ops.h"
+#if SCCL_BUILD_WITH_NCCL
+#include "transports/nccl/nccl_transport_impl.h"
+#endif
+
+using sccl_gpu_test::DeviceBuffer;
+
+#if SCCL_BUILD_WITH_NCCL
+namespace {
+
+int rankCount() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) return 0;
+  return devices < 8 ? devices : 8;
+}
+
+float valueOf(int rank, size_t i) {
+  return float(int((i * 2654435761u + rank * 40503u) % 2001) - 1000) / 7.0f;
+}
+
+// Runs body(rank, transport) on one thread per GPU; returns the failures.
+template <typename Body>
+std::vector<std::string> onEveryGpu(int nranks, Body body) {
+  scclUniqueId id;
+  if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
+  std::vector<std::string> failures(static_cast<size_t>(nranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        sccl_gpu_test::check(cudaSetDevice(r), "cudaSetDevice");
+        scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+        config.transport = "nccl";
+        config.timeoutMs = 60000;
+        scclComm_t comm = nullptr;
+        if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
+          failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
+          return;
+        }
+        auto* transport = dynamic_cast<sccl::NcclTransport*>(comm->transport.get());
+        failures[size_t(r)] = transport == nullptr ? "not an NCCL transport" : body(r, *transport);
+        scclCommDestroy(comm);
+      } catch (const std::exception& e) {
+        failures[size_t(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> out;
+  for (int r = 0; r < nranks; ++r)
+    if (!failures[size_t(r)].empty())
+      out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("nccl transport collectives are exact and in rank order", "[gpu][nccl]") {
+  const int nranks = rankCount();
+  REQUIRE(nranks >= 1);
+  const size_t count = 100003;
+  // What every rank must get: the CPU reduction of the same inputs.
+  std::vector<std::vector<float>> inputs(static_cast<size_t>(nranks), std::vector<float>(count));
+  std::vector<const void*> pointers;
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t i = 0; i < count; ++i) inputs[size_t(r)][i] = valueOf(r, i);
+    pointers.push_back(inputs[size_t(r)].data());
+  }
+  std::vector<float> want_sum(count), want_max(count);
+  sccl::reduceInRankOrder(pointers.data(), nranks, want_sum.data(), count, scclFloat32,
+                          sccl::ReduceOp::Sum);
+  sccl::reduceInRankOrder(pointers.data(), nranks, want_max.data(), count, scclFloat32,
+                          sccl::ReduceOp::Max);
+  auto failures = onEveryGpu(nranks, [&](int r, sccl::NcclTransport& t) -> std::string {
+    DeviceBuffer<float> send(inputs[size_t(r)]), recv(count);
+    if (t.allReduce(send.get(), recv.get(), count, scclFloat32, sccl::ReduceOp::Sum) != scclSuccess)
+      return std::string("allReduce: ") + scclGetLastError(nullptr);
+    if (recv.read() != want_sum) return "allReduce sum differs from the rank-order sum";
+    if (t.allReduce(send.get(), recv.get(), count, scclFloat32, sccl::ReduceOp::Max) != scclSuccess)
+      return "allReduce max failed";
+    if (recv.read() != want_max) return "allReduce max differs";
+    // Host buffers, in place: staged through device memory.
+    std::vector<float> host = inputs[size_t(r)];
+    if (t.allReduce(host.data(), host.data(), count, scclFloat32, sccl::ReduceOp::Sum) !=
+        scclSuccess)
+      return "host allReduce failed";
+    if (host != want_sum) return "host allReduce differs";
+    // All-gather of device buffers.
+    DeviceBuffer<float> all(count * size_t(nranks));
+    if (t.allGather(send.get(), all.get(), count * 4) != scclSuccess) return "allGather failed";
+    std::vector<float> gathered = all.read();
+    for (int q = 0; q < nranks; ++q)
+      if (std::memcmp(gathered.data() + size_t(q) * count, inputs[size_t(q)].data(), count * 4) !=
+          0)
+        return "allGather block " + std::to_string(q) + " differs";
+    // Broadcast from the last rank.
+    std::vector<float> b = inputs[size_t(r)];
+    if (t.broadcast(b.data(), count * 4, nranks - 1) != scclSuccess) return "broadcast failed";
+    if (b != inputs[size_t(nranks - 1)]) return "broadcast differs";
+    if (t.barrier() != scclSuccess) return "barrier failed";
+    return "";
+  });
+  for (const auto& f : failures) UNSCOPED_INFO(f);
+  CHECK(failures.empty());
+}
+
+TEST_CASE("nccl transport exchanges pairs with grouped send and recv", "[gpu][nccl]") {
+  const int nranks = rankCount();
+  // One GPU: rank 0 exchanges with itself.
+  const int pairs = nranks < 2 ? 1 : nranks / 2 * 2;
+  const size_t count = 4099;
+  auto failures = onEveryGpu(pairs, [&](int r, sccl::NcclTransport& t) -> std::string {
+    const int peer = pairs == 1 ? 0 : r ^ 1;
+    std::vector<float> mine(count), theirs(count), want(count);
+    for (size_t i = 0; i < count; ++i) {
+      mine[i] = valueOf(r, i);
+      want[i] = valueOf(peer, i);
+    }
+    DeviceBuffer<float> d_mine(mine), d_theirs(count);
+    if (t.exchange(d_mine.get(), d_theirs.get(), count * 4, peer) != scclSuccess)
+      return std::string("exchange: ") + scclGetLastError(nullptr);
+    if (d_theirs.read() != want) return "exchange delivered the wrong data";
+    return "";
+  });
+  for (const auto& f : failures) UNSCOPED_INFO(f);
+  CHECK(failures.empty());
+}
+#endif

@@ -1,0 +1,35 @@
+// The NCCL transport (docs/transports/nccl.md): ranks are processes (or threads) with one GPU
+// each; buffers may be device or host memory (host buffers are staged through device memory).
+//
+// Communicator: rank 0 creates an ncclUniqueId, the ranks exchange it through the bootstrap, and
+// each calls ncclCommInitRankConfig on its current device (cudaSetDevice before scclCommInit*)
+// with the non-blocking config. Every wait (initialisation, each operation) polls
+// ncclCommGetAsyncError and the stream against the communicator's deadline; on timeout or abort
+// the NCCL communicator is aborted (ncclCommAbort), so nothing hangs. NCCL's error code, its
+// name and ncclGetLastError's text become the scclGetLastError message.
+//
+// Operations (on the transport's own stream, blocking as the transport contract requires):
+//  - allGather: ncclAllGather; allGatherV: one ncclBroadcast per rank inside a group.
+//  - allReduce: ncclAllGather into a workspace, then the rank-order reduction kernel
+//    (cuda/kernels/rank_order_reduce.cu). NCCL's own ncclAllReduce is not used: its summation
+//    order depends on the algorithm (ring or tree), the protocol, the channel count and the
+//    chunking NCCL picks for the size and topology, so its bits differ from ((x_0 + x_1) + x_2)...
+//    and can change with the message size or the machine; the transport contract asks for
+//    rank order on every transport. Cost: n x the data received instead of 2 (n-1)/n.
+//  - broadcast: ncclBroadcast. barrier: an all-gather of one byte.
+//  - send/recv: ncclSend/ncclRecv, each waiting for its match (NCCL semantics: a send returns
+//    once the peer has received); exchange(): a grouped send and receive with one peer, the
+//    deadlock-free way for two ranks to swap data. NCCL has no tags: messages between a pair are
+//    matched in order, whatever the tag.
+//  - windows (one-sided): not supported (scclInvalidUsage), as NCCL has none in this API.
+#pragma once
+
+#include <memory>
+
+#include "transports/transport_registry.h"
+
+namespace sccl {
+
+scclResult_t createNcclTransport(const TransportSetup& setup, std::unique_ptr<Transport>* out);
+
+}  // namespace sccl

@@ -1,0 +1,65 @@
+// The NCCL transport's class, shared by its creation (nccl_comm_init.cc) and its operations
+// (nccl_transport.cc). See nccl_transport.h for the design.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "cuda/workspace.h"
+#include "transports/transport.h"
+
+namespace sccl {
+
+// An NCCL failure as scclResult_t with NCCL's text (and the communicator's last error).
+scclResult_t ncclFailure(ncclResult_t result, ncclComm_t comm, const char* what);
+
+class NcclTransport final : public Transport {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int nranks, int64_t timeout_ms);
+  ~NcclTransport() override;
+
+  const char* name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  TransportCapabilities capabilities() const override { return {true, false}; }
+
+  scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) override;
+  scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+                          const size_t* recv_offsets) override;
+  scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
+                         ReduceOp op) override;
+  scclResult_t broadcast(void* buf, size_t bytes, int root) override;
+  scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
+  scclResult_t recv(void* buf, size_t bytes, int peer, int tag) override;
+  scclResult_t barrier() override;
+  void abort() override;
+
+  // Grouped send to and receive from one peer (both complete before it returns).
+  scclResult_t exchange(const void* send_buf, void* recv_buf, size_t bytes, int peer);
+
+  // Polls ncclCommGetAsyncError and the stream until the work enqueued so far is complete, the
+  // deadline passes (scclTimeout, communicator aborted) or NCCL reports an error.
+  scclResult_t waitStream(const char* what);
+
+ private:
+  // Device memory for a host buffer (staged) or the buffer itself if it is device memory.
+  scclResult_t deviceView(const void* host_or_device, size_t bytes, CudaWorkspace& staging,
+                          bool copy_in, void** device, bool* staged);
+  scclResult_t copyBack(void* host, const void* device, size_t bytes, bool staged);
+  scclResult_t failed(scclResult_t result);
+
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  int rank_, nranks_;
+  int64_t timeout_ms_;
+  scclResult_t broken_ = scclSuccess;  // after a failure every call repeats it
+  bool aborted_ = false;
+  CudaWorkspace send_staging_, recv_staging_, gathered_;
+};
+
+}  // namespace sccl
