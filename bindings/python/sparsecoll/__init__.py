@@ -6,7 +6,7 @@ loops without DDP). See docs/python.md.
 import ctypes as _ctypes
 
 from ._library import lib as _lib, path as library_path
-from .communicator import Communicator, get_unique_id, launched_by_mpi
+from .communicator import Communicator, built_transports, get_unique_id, launched_by_mpi
 from .errors import Result, SparsecollError, check as _check, error_string, last_error
 from .sparsifier import SparseStats, Sparsifier, make_config, sparse_allreduce
 
@@ -31,7 +31,8 @@ def _check_version():
 _check_version()
 
 __all__ = [
-    "Communicator", "Result", "SparseStats", "Sparsifier", "SparsecollError", "error_string",
+    "Communicator", "Result", "SparseStats", "Sparsifier", "SparsecollError", "built_transports",
+    "error_string",
     "get_unique_id", "last_error", "launched_by_mpi", "library_path", "library_version",
     "make_config", "sparse_allreduce",
 ]

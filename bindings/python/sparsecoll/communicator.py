@@ -2,16 +2,18 @@
 group, or from torchrun's environment variables) or from an MPI launch, and the dense
 collectives.
 
-Which transport: the `transport` argument, else SCCL_TRANSPORT, else "local" for one process
-(several ranks as threads, or a single rank) and "mpi" for ranks that are separate processes. The
-"mpi" transport needs the processes to be one MPI job (mpirun/mpiexec); MPI is initialised here
-through mpi4py when the application has not done it. Processes started by torchrun are not an MPI
-job, so they need another inter-process transport (SCCL_TRANSPORT / transport=); asking for
-"mpi" there is refused at once with a message saying so, rather than failing in the library.
+Which transport: the `transport` argument, else SCCL_TRANSPORT, else "local" for a single rank,
+else "mpi" when this process was started by mpirun/mpiexec, else "ucx" when the library was built
+with it (processes started by torchrun, a scheduler or by hand: UCX needs no launcher), else "mpi".
+The "mpi" transport needs the processes to be one MPI job; MPI is initialised here through mpi4py
+when the application has not done it. Asking for "mpi" outside an MPI job is refused at once with
+a message saying so (and naming the transports this build has), rather than failing in the library.
 """
 
 import ctypes
+import functools
 import os
+import re
 
 from . import _ctypes_types as T
 from ._buffers import describe
@@ -21,6 +23,7 @@ from .errors import Result, SparsecollError, check
 _SUM, _AVG = 0, 1
 _OPS = {"sum": _SUM, "avg": _AVG}
 _MPI_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")
+_BUILD_HAS = re.compile(r"this build has: ([a-z0-9_, ]*)\)")
 _store_counter = [0]
 
 
@@ -53,11 +56,35 @@ def _ensure_mpi_initialised():
     return MPI
 
 
+@functools.lru_cache(maxsize=None)
+def built_transports():
+    """The transports this library was built with, e.g. ("local", "mpi", "ucx"); () if unknown.
+
+    The C ABI has no call that lists them, but scclCommInitRankConfig names them in its error for
+    a transport name it does not know, and it checks the name before it reads the unique id or
+    opens any connection. So asking for transport "" on a blank id is a probe without side effects
+    (beyond this thread's last-error message); the answer is cached."""
+    config = T.config_initializer()
+    config.transport = b""
+    handle = ctypes.c_void_p()
+    result = lib.scclCommInitRankConfig(ctypes.byref(handle), 1, T.UniqueId(), 0,
+                                        ctypes.byref(config))
+    if result == Result.SUCCESS:  # cannot happen with an empty name; never leak a communicator
+        lib.scclCommDestroy(handle)
+        return ()
+    match = _BUILD_HAS.search((lib.scclGetLastError(None) or b"").decode(errors="replace"))
+    return tuple(name.strip() for name in match.group(1).split(",")) if match else ()
+
+
 def _default_transport(size):
     transport = os.environ.get("SCCL_TRANSPORT")
     if transport:
         return transport
-    return "local" if size == 1 else "mpi"
+    if size == 1:
+        return "local"
+    if not launched_by_mpi() and "ucx" in built_transports():
+        return "ucx"
+    return "mpi"
 
 
 class Communicator:
@@ -80,7 +107,8 @@ class Communicator:
                 raise SparsecollError(
                     Result.INVALID_USAGE,
                     "transport 'mpi' needs the ranks to be one MPI job: launch with mpirun, or "
-                    "choose another inter-process transport with SCCL_TRANSPORT or transport=")
+                    "choose another inter-process transport with SCCL_TRANSPORT or transport= "
+                    "(this build has: %s)" % (", ".join(built_transports()) or "unknown"))
             _ensure_mpi_initialised()
         config = T.config_initializer()
         config.transport = transport.encode()

@@ -124,6 +124,21 @@ def test_mpi_transport_outside_an_mpi_job_is_refused(monkeypatch):
     assert "mpirun" in info.value.message
 
 
+def test_default_transport_outside_mpi_is_ucx_when_built(monkeypatch):
+    from sparsecoll import communicator
+    for name in ("SCCL_TRANSPORT", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
+                 "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(name, raising=False)
+    built = communicator.built_transports()
+    assert "local" in built  # the probe parsed the library's list
+    assert communicator._default_transport(1) == "local"
+    assert communicator._default_transport(2) == ("ucx" if "ucx" in built else "mpi")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")  # under mpirun: mpi, as before
+    assert communicator._default_transport(2) == "mpi"
+    monkeypatch.setenv("SCCL_TRANSPORT", "local")  # the variable wins
+    assert communicator._default_transport(2) == "local"
+
+
 def test_from_env_names_missing_variables(monkeypatch):
     monkeypatch.delenv("MASTER_PORT", raising=False)
     monkeypatch.setenv("RANK", "0")
