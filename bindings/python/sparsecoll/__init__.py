@@ -32,7 +32,6 @@ _check_version()
 
 __all__ = [
     "Communicator", "Result", "SparseStats", "Sparsifier", "SparsecollError", "built_transports",
-    "error_string",
-    "get_unique_id", "last_error", "launched_by_mpi", "library_path", "library_version",
-    "make_config", "sparse_allreduce",
+    "error_string", "get_unique_id", "last_error", "launched_by_mpi", "library_path",
+    "library_version", "make_config", "sparse_allreduce",
 ]
