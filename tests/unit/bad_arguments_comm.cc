@@ -81,8 +81,8 @@ void addCommunicatorCases(Matrix& m) {
   withConfig("unknown transport", scclInvalidArgument,
              [](scclConfig_t& x) { x.transport = "carrier-pigeon"; });
   withConfig("empty transport", scclInvalidArgument, [](scclConfig_t& x) { x.transport = ""; });
-  withConfig("transport not built in (ucx)", scclInvalidUsage,
-             [](scclConfig_t& x) { x.transport = "ucx"; });
+  withConfig("transport not built in (nccl)", scclInvalidUsage,
+             [](scclConfig_t& x) { x.transport = "nccl"; });
   withConfig("timeout 0", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = 0; });
   withConfig("timeout -1", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = -1; });
   withConfig("timeout INT_MIN + 1", scclInvalidArgument,
