@@ -114,8 +114,9 @@ typedef struct {
   size_t size;           /* sizeof(scclConfig_t) as the caller compiled it */
   unsigned int magic;    /* SCCL_CONFIG_MAGIC */
   unsigned int version;  /* SCCL_VERSION_CODE of the caller's header */
-  const char* transport; /* "local" (ranks are threads of one process), "mpi"; NULL: SCCL_TRANSPORT,
-                            else "mpi" for scclCommInitMpi and "local" otherwise */
+  const char* transport; /* "local" (ranks are threads of one process), "mpi", "ucx", "nccl" (as
+                            built; docs/transports.md); NULL: SCCL_TRANSPORT, else "mpi" for
+                            scclCommInitMpi and "local" otherwise */
   int timeoutMs;         /* deadline of every wait; UNDEF: SCCL_TIMEOUT_MS (default 30000) */
   const char* commName;  /* shown in logs; NULL: none */
 } scclConfig_t;
@@ -154,7 +155,7 @@ SCCL_API scclResult_t scclCommAbort(scclComm_t comm);
 SCCL_API scclResult_t scclCommGetAsyncError(scclComm_t comm, scclResult_t* asyncError);
 SCCL_API scclResult_t scclCommCount(const scclComm_t comm, int* count);
 SCCL_API scclResult_t scclCommUserRank(const scclComm_t comm, int* rank);
-/* The transport the communicator runs on ("local", "mpi"); static string. */
+/* The transport the communicator runs on ("local", "mpi", "ucx", "nccl"); static string. */
 SCCL_API scclResult_t scclCommTransportName(const scclComm_t comm, const char** name);
 
 /* ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ SCCL_PARAM_STRING(DebugFile, "DEBUG_FILE", "",
 SCCL_PARAM_INT(TimeoutMs, "TIMEOUT_MS", 30000,
                "Deadline in ms of every wait of a communicator (config field timeoutMs wins)")
 SCCL_PARAM_STRING(Transport, "TRANSPORT", "",
-                  "Transport when the config names none: local, mpi or ucx (empty: mpi for "
+                  "Transport when the config names none: local, mpi, ucx or nccl (empty: mpi for "
                   "scclCommInitMpi, local otherwise)")
 SCCL_PARAM_STRING(SocketIfname, "SOCKET_IFNAME", "",
                   "Network interface the bootstrap listens on (empty: loopback)")

@@ -1,4 +1,5 @@
 // Bad-argument cases of the communicator, error, collective and selection functions.
+#include "sccl_build_config.h"
 #include "support/bad_argument_matrix.h"
 
 namespace sccl_badargs {
@@ -81,8 +82,17 @@ void addCommunicatorCases(Matrix& m) {
   withConfig("unknown transport", scclInvalidArgument,
              [](scclConfig_t& x) { x.transport = "carrier-pigeon"; });
   withConfig("empty transport", scclInvalidArgument, [](scclConfig_t& x) { x.transport = ""; });
+  // A transport the library knows but this build lacks; a build with every one has no such case.
+#if !SCCL_BUILD_WITH_NCCL
   withConfig("transport not built in (nccl)", scclInvalidUsage,
              [](scclConfig_t& x) { x.transport = "nccl"; });
+#elif !SCCL_BUILD_WITH_UCX
+  withConfig("transport not built in (ucx)", scclInvalidUsage,
+             [](scclConfig_t& x) { x.transport = "ucx"; });
+#elif !SCCL_BUILD_WITH_MPI
+  withConfig("transport not built in (mpi)", scclInvalidUsage,
+             [](scclConfig_t& x) { x.transport = "mpi"; });
+#endif
   withConfig("timeout 0", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = 0; });
   withConfig("timeout -1", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = -1; });
   withConfig("timeout INT_MIN + 1", scclInvalidArgument,
