@@ -14,6 +14,7 @@ packages=(
   libtorch-dev zlib1g-dev libopenblas0-pthread  # EventGraD example (C++ libtorch training)
   dataset-fashion-mnist                 # its data set (/usr/share/datasets/fashion-mnist)
   python3-torch python3-numpy           # gradient trace tools, the gloo peer of the cluster benchmark
+  clang libclang-rt-14-dev valgrind     # fuzzers and sanitizers (scripts/ci-reliability.sh)
 )
 
 missing=()
