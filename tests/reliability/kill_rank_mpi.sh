@@ -9,12 +9,13 @@ mpiexec=$1 binary=$2 when=$3 np=$4 trials=$5 timeout_ms=$6
 worst=0
 for trial in $(seq 1 "$trials"); do
   start=$(date +%s%N)
-  timeout -s KILL 60 "$mpiexec" -n "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
+  timeout -k 5 60 "$mpiexec" -n "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
     "$binary" mpi "$when" "$timeout_ms" >/dev/null 2>&1
   rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   (( ms > worst )) && worst=$ms
-  if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then
+  # mpirun itself exits 137 (128 + SIGKILL) for the killed rank; `timeout` exits 124 on a hang.
+  if [ "$rc" -eq 124 ] || [ "$ms" -ge 60000 ]; then
     echo "trial $trial: mpirun still running after 60 s (hang), killed"
     exit 1
   fi

@@ -4,7 +4,7 @@
 //    only, not into the library);
 //  - heapInUseBytes(): malloc's bytes in use (mallinfo2, all arenas and mmapped chunks), which
 //    also sees std::aligned_alloc and malloc calls that bypass operator new.
-// Under AddressSanitizer or ThreadSanitizer the sanitizer owns operator new and malloc, so
+// Under AddressSanitizer, ThreadSanitizer or valgrind, the tool owns operator new and malloc, so
 // countingAvailable() is false and tests skip these bounds.
 #pragma once
 
