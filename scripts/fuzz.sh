@@ -28,12 +28,13 @@ for h in "${harnesses[@]}"; do
   corpus="$build/corpus/$h"
   mkdir -p "$corpus"
   log="$build/fuzz_$h.log"
-  # -rss_limit_mb: a harness must never need more; -timeout: one input may not take 10 s.
+  # -rss_limit_mb: a harness must never need more; -timeout: one input may not take 30 s (wall
+  # clock: generous, so that a loaded machine does not report a starved input as a hang).
   quiet=()  # env_params: the integer reader warns on stderr for every bad value
   [ "$h" = env_params ] && quiet=(-close_fd_mask=2)
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/tests/reliability/fuzz/fuzz_$h" "${quiet[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -timeout=10 -print_final_stats=1 -artifact_prefix="$build/crashes/${h}-" \
+    -timeout=30 -print_final_stats=1 -artifact_prefix="$build/crashes/${h}-" \
     "$corpus" "tests/fuzz/corpus/$h" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
