@@ -276,8 +276,9 @@ TEST_CASE("sparse reductions reject hostile peer data before writing or allocati
     std::vector<std::string> failures = runCase(c, &allocated, &heap_growth);
     most_allocated = std::max(most_allocated, allocated);
     most_growth = std::max(most_growth, heap_growth);
-    std::printf("  %-56s %-6s allocated %7llu bytes, heap %+8lld bytes\n", c.name, c.algorithm,
-                static_cast<unsigned long long>(allocated), static_cast<long long>(heap_growth));
+    if (sccl_test::countingAvailable())
+      std::printf("  %-56s %-6s allocated %7llu bytes, heap %+8lld bytes\n", c.name, c.algorithm,
+                  static_cast<unsigned long long>(allocated), static_cast<long long>(heap_growth));
     INFO("case: " << c.name << " (" << c.algorithm << "); allocated " << allocated
                   << " bytes, heap grew " << heap_growth << " bytes");
     REQUIRE_NO_RANK_FAILURES(failures);
