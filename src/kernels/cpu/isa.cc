@@ -69,8 +69,7 @@ bool cpuIsaSupported(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Scalar: return true;
     case CpuIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && processorHasF16c() &&
-             __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && processorHasF16c() && __builtin_cpu_supports("fma");
     case CpuIsa::Avx512:
       return cpuIsaSupported(CpuIsa::Avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
