@@ -26,6 +26,15 @@ extern "C" {
 #define SCCL_API
 #endif
 
+/* In C++ the enums below have int as their fixed underlying type, as they have in C in practice:
+ * every int is then a value of the type, so a caller's out-of-range value (which the library
+ * rejects with scclInvalidArgument) is not undefined behaviour in C++ code that reads it. */
+#ifdef __cplusplus
+#define SCCL_ENUM_BASE : int
+#else
+#define SCCL_ENUM_BASE
+#endif
+
 /* ---------------------------------------------------------------------------------------------
  * Versions
  * ------------------------------------------------------------------------------------------- */
@@ -40,7 +49,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------
  * Results and errors
  * ------------------------------------------------------------------------------------------- */
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   scclSuccess = 0,
   scclUnhandledCudaError = 1, /* a CUDA call failed */
   scclSystemError = 2,        /* an OS call failed, or memory ran out */
@@ -72,7 +81,7 @@ SCCL_API scclResult_t scclGetVersion(int* version);
  * Types
  * ------------------------------------------------------------------------------------------- */
 /* Numbered as NCCL's ncclDataType_t so that values convert one to one. */
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   scclInt8 = 0,
   scclUint8 = 1,
   scclInt32 = 2,
@@ -86,7 +95,7 @@ typedef enum {
   scclNumTypes = 10
 } scclDataType_t;
 
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   scclSum = 0, /* element-wise sum over ranks */
   scclAvg = 1, /* element-wise sum divided by the number of ranks */
   scclNumOps = 2
@@ -206,7 +215,7 @@ typedef struct scclSparsifier* scclSparsifier_t;
 
 /* What happens when the accumulated gradient (residual + gradient) holds NaN or +-Inf on any
  * rank. Every rank learns it in the same call and acts the same. */
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   /* recvbuf is filled with NaN on every rank (so an AMP grad scaler skips the step) and every
    * residual is left as it was before the call: the step's gradient is discarded. */
   scclNonFinitePropagate = 0,
@@ -378,7 +387,7 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
  * travel by one-sided puts into the neighbours' windows. See docs/algorithms/eventgrad.md. */
 typedef struct scclEventComm* scclEventComm_t;
 
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   /* threshold = horizon x mean slope of the last `history` events (|norm change| / passes),
    * fixed until the next event (the paper's rule) */
   scclEventThresholdAdaptive = 0,
@@ -386,7 +395,7 @@ typedef enum {
   scclEventThresholdStatic = 1
 } scclEventThresholdMode_t;
 
-typedef enum {
+typedef enum SCCL_ENUM_BASE {
   /* x = w_self x + sum_j w_j y_j with y_j the last copy received from neighbour j (the paper) */
   scclEventAverageCopies = 0,
   /* x = x + sum_j w_j (y_j - s) with s this rank's own last sent copy: the same average when every

@@ -205,7 +205,9 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
                                        sp->count, &call.nonfinite_local, nullptr));
     call.time_select_us = microsecondsSince(start);
   }
-  SCCL_CHECK(sp->reduction->run(call));
+  // Anything but an invalid argument (bad data from a peer, a mismatched call, a transport
+  // failure) leaves the ranks out of step: the communicator is broken from here on.
+  SCCL_CHECK(commRecordFailure(sp->comm, sp->reduction->run(call)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
     return scclSuccess;

@@ -1,6 +1,8 @@
 // Detects the processor's vector features once and applies the SCCL_CPU_ISA cap.
 #include "kernels/cpu/isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <strings.h>
 
@@ -40,6 +42,13 @@ CpuIsa chooseIsa() {
   return chosen;
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c", and
+// the fuzz and sanitizer builds use clang.
+bool processorHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 std::atomic<int>& isaOverride() {
   static std::atomic<int> value{-1};  // -1: no override
   return value;
@@ -60,8 +69,7 @@ bool cpuIsaSupported(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Scalar: return true;
     case CpuIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-             __builtin_cpu_supports("fma");
+      return __builtin_cpu_supports("avx2") && processorHasF16c() && __builtin_cpu_supports("fma");
     case CpuIsa::Avx512:
       return cpuIsaSupported(CpuIsa::Avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
