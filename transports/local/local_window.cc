@@ -16,45 +16,25 @@ std::atomic_ref<unsigned char> byteRef(uint64_t* words, size_t index) {
 }  // namespace
 
 LocalWindow::LocalWindow(int rank, std::vector<std::shared_ptr<LocalWindowMemory>> memories)
-    : rank_(rank), memories_(std::move(memories)), locked_(memories_.size(), 0) {}
-
-scclResult_t LocalWindow::requireEpoch(const char* operation, int target) const {
-  SCCL_REQUIRE_ARG(target >= 0 && static_cast<size_t>(target) < memories_.size(),
-                   "window %s: rank %d out of range [0, %zu)", operation, target, memories_.size());
-  if (!locked_[static_cast<size_t>(target)]) {
-    return fail(scclInvalidUsage, "window %s to rank %d outside a lock/unlock epoch", operation,
-                target);
-  }
-  return scclSuccess;
-}
-
-scclResult_t LocalWindow::requireRange(const char* operation, size_t offset, size_t bytes) const {
-  size_t size = this->bytes();
-  SCCL_REQUIRE_ARG(offset <= size && bytes <= size - offset,
-                   "window %s of %zu bytes at offset %zu exceeds the window's %zu bytes", operation,
-                   bytes, offset, size);
-  return scclSuccess;
-}
+    : rank_(rank),
+      memories_(std::move(memories)),
+      epochs_(memories_.size(), memories_[static_cast<size_t>(rank)]->bytes) {}
 
 scclResult_t LocalWindow::lock(int target) {
-  SCCL_REQUIRE_ARG(target >= 0 && static_cast<size_t>(target) < memories_.size(),
-                   "window lock: rank %d out of range [0, %zu)", target, memories_.size());
-  if (locked_[static_cast<size_t>(target)]) {
-    return fail(scclInvalidUsage, "window lock: an epoch to rank %d is already open", target);
-  }
-  locked_[static_cast<size_t>(target)] = 1;
+  SCCL_CHECK(epochs_.requireClosed(target));
+  epochs_.setOpen(target, true);
   return scclSuccess;
 }
 
 scclResult_t LocalWindow::unlock(int target) {
-  SCCL_CHECK(requireEpoch("unlock", target));
+  SCCL_CHECK(epochs_.requireEpoch("unlock", target));
   SCCL_CHECK(flush(target));
-  locked_[static_cast<size_t>(target)] = 0;
+  epochs_.setOpen(target, false);
   return scclSuccess;
 }
 
 scclResult_t LocalWindow::flush(int target) {
-  SCCL_CHECK(requireEpoch("flush", target));
+  SCCL_CHECK(epochs_.requireEpoch("flush", target));
   // Stores of this thread are complete when put returns; the fence orders them before the
   // stores that follow (putWord is a release store as well).
   std::atomic_thread_fence(std::memory_order_release);
@@ -62,8 +42,8 @@ scclResult_t LocalWindow::flush(int target) {
 }
 
 scclResult_t LocalWindow::put(int target, size_t offset, const void* data, size_t bytes) {
-  SCCL_CHECK(requireEpoch("put", target));
-  SCCL_CHECK(requireRange("put", offset, bytes));
+  SCCL_CHECK(epochs_.requireEpoch("put", target));
+  SCCL_CHECK(epochs_.requireRange("put", offset, bytes));
   SCCL_REQUIRE_ARG(data != nullptr || bytes == 0, "window put: data is NULL");
   uint64_t* words = memories_[static_cast<size_t>(target)]->words.data();
   const auto* source = static_cast<const unsigned char*>(data);
@@ -83,8 +63,8 @@ scclResult_t LocalWindow::put(int target, size_t offset, const void* data, size_
 }
 
 scclResult_t LocalWindow::putWord(int target, size_t offset, uint64_t value) {
-  SCCL_CHECK(requireEpoch("putWord", target));
-  SCCL_CHECK(requireRange("putWord", offset, 8));
+  SCCL_CHECK(epochs_.requireEpoch("putWord", target));
+  SCCL_CHECK(epochs_.requireRange("putWord", offset, 8));
   SCCL_REQUIRE_ARG(offset % 8 == 0, "window putWord at offset %zu: not 8-byte aligned", offset);
   uint64_t* words = memories_[static_cast<size_t>(target)]->words.data();
   std::atomic_ref<uint64_t>(words[offset / 8]).store(value, std::memory_order_release);
@@ -92,9 +72,9 @@ scclResult_t LocalWindow::putWord(int target, size_t offset, uint64_t value) {
 }
 
 scclResult_t LocalWindow::readWords(size_t offset, size_t count, uint64_t* values) {
-  SCCL_CHECK(requireEpoch("readWords", rank_));
+  SCCL_CHECK(epochs_.requireEpoch("readWords", rank_));
   SCCL_REQUIRE_ARG(count <= bytes() / 8, "window readWords: %zu words", count);
-  SCCL_CHECK(requireRange("readWords", offset, count * 8));
+  SCCL_CHECK(epochs_.requireRange("readWords", offset, count * 8));
   SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWords at offset %zu: not 8-byte aligned", offset);
   SCCL_REQUIRE_ARG(values != nullptr || count == 0, "window readWords: values is NULL");
   uint64_t* words = memories_[static_cast<size_t>(rank_)]->words.data();
@@ -105,9 +85,9 @@ scclResult_t LocalWindow::readWords(size_t offset, size_t count, uint64_t* value
 }
 
 scclResult_t LocalWindow::readBatch(const Range* ranges, size_t count) {
-  SCCL_CHECK(requireEpoch("read", rank_));
+  SCCL_CHECK(epochs_.requireEpoch("read", rank_));
   for (size_t r = 0; r < count; ++r) {
-    SCCL_CHECK(requireRange("read", ranges[r].offset, ranges[r].bytes));
+    SCCL_CHECK(epochs_.requireRange("read", ranges[r].offset, ranges[r].bytes));
     SCCL_REQUIRE_ARG(ranges[r].out != nullptr || ranges[r].bytes == 0, "window read: out is NULL");
   }
   uint64_t* words = memories_[static_cast<size_t>(rank_)]->words.data();

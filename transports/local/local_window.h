@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transports/window.h"
+#include "transports/window_epochs.h"
 
 namespace sccl {
 
@@ -37,12 +38,9 @@ class LocalWindow final : public Window {
   scclResult_t readBatch(const Range* ranges, size_t count) override;
 
  private:
-  scclResult_t requireEpoch(const char* operation, int target) const;
-  scclResult_t requireRange(const char* operation, size_t offset, size_t bytes) const;
-
   const int rank_;
   std::vector<std::shared_ptr<LocalWindowMemory>> memories_;
-  std::vector<uint8_t> locked_;  // epoch open per target
+  WindowEpochs epochs_;
 };
 
 }  // namespace sccl

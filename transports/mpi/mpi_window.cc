@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transports/mpi/mpi_transport.h"
+#include "transports/window_epochs.h"
 
 namespace sccl {
 namespace {
@@ -32,15 +33,15 @@ class MpiWindow final : public Window {
         bytes_(bytes),
         rank_(rank),
         max_piece_(max_piece),
-        locked_(static_cast<size_t>(nranks), 0),
+        epochs_(static_cast<size_t>(nranks), bytes),
         pending_words_(static_cast<size_t>(nranks)) {}
 
   ~MpiWindow() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    for (size_t target = 0; target < locked_.size(); ++target) {
-      if (locked_[target]) MPI_Win_unlock(static_cast<int>(target), win_);
+    for (size_t target = 0; target < epochs_.ranks(); ++target) {
+      if (epochs_.isOpen(target)) MPI_Win_unlock(static_cast<int>(target), win_);
     }
     // Collective: every rank destroys its window (the caller guarantees it).
     MPI_Win_free(&win_);
@@ -49,33 +50,30 @@ class MpiWindow final : public Window {
   size_t bytes() const override { return bytes_; }
 
   scclResult_t lock(int target) override {
-    SCCL_CHECK(requireRank("lock", target));
-    if (locked_[static_cast<size_t>(target)]) {
-      return fail(scclInvalidUsage, "window lock: an epoch to rank %d is already open", target);
-    }
+    SCCL_CHECK(epochs_.requireClosed(target));
     SCCL_CHECK(mpi::checkMpi(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win_), "MPI_Win_lock"));
-    locked_[static_cast<size_t>(target)] = 1;
+    epochs_.setOpen(target, true);
     return scclSuccess;
   }
 
   scclResult_t unlock(int target) override {
-    SCCL_CHECK(requireEpoch("unlock", target));
-    locked_[static_cast<size_t>(target)] = 0;
+    SCCL_CHECK(epochs_.requireEpoch("unlock", target));
+    epochs_.setOpen(target, false);
     scclResult_t result = mpi::checkMpi(MPI_Win_unlock(target, win_), "MPI_Win_unlock");
     pending_words_[static_cast<size_t>(target)].clear();
     return result;
   }
 
   scclResult_t flush(int target) override {
-    SCCL_CHECK(requireEpoch("flush", target));
+    SCCL_CHECK(epochs_.requireEpoch("flush", target));
     SCCL_CHECK(mpi::checkMpi(MPI_Win_flush(target, win_), "MPI_Win_flush"));
     pending_words_[static_cast<size_t>(target)].clear();
     return scclSuccess;
   }
 
   scclResult_t put(int target, size_t offset, const void* data, size_t bytes) override {
-    SCCL_CHECK(requireEpoch("put", target));
-    SCCL_CHECK(requireRange("put", offset, bytes));
+    SCCL_CHECK(epochs_.requireEpoch("put", target));
+    SCCL_CHECK(epochs_.requireRange("put", offset, bytes));
     SCCL_REQUIRE_ARG(data != nullptr || bytes == 0, "window put: data is NULL");
     if (bytes == 0) return scclSuccess;
     const auto* source = static_cast<const std::byte*>(data);
@@ -90,8 +88,8 @@ class MpiWindow final : public Window {
   }
 
   scclResult_t putWord(int target, size_t offset, uint64_t value) override {
-    SCCL_CHECK(requireEpoch("putWord", target));
-    SCCL_CHECK(requireRange("putWord", offset, 8));
+    SCCL_CHECK(epochs_.requireEpoch("putWord", target));
+    SCCL_CHECK(epochs_.requireRange("putWord", offset, 8));
     SCCL_REQUIRE_ARG(offset % 8 == 0, "window putWord at offset %zu: not 8-byte aligned", offset);
     // MPI reads the origin until the operation completes (next flush or unlock of target); a
     // deque keeps the address of every queued word stable.
@@ -104,9 +102,9 @@ class MpiWindow final : public Window {
   }
 
   scclResult_t readWords(size_t offset, size_t count, uint64_t* values) override {
-    SCCL_CHECK(requireEpoch("readWords", rank_));
+    SCCL_CHECK(epochs_.requireEpoch("readWords", rank_));
     SCCL_REQUIRE_ARG(count <= bytes_ / 8, "window readWords: %zu words", count);
-    SCCL_CHECK(requireRange("readWords", offset, count * 8));
+    SCCL_CHECK(epochs_.requireRange("readWords", offset, count * 8));
     SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWords at offset %zu: not 8-byte aligned", offset);
     if (count == 0) return scclSuccess;
     // Accumulate-family: atomic per element against the writers' MPI_Accumulate.
@@ -123,9 +121,9 @@ class MpiWindow final : public Window {
   }
 
   scclResult_t readBatch(const Range* ranges, size_t count) override {
-    SCCL_CHECK(requireEpoch("read", rank_));
+    SCCL_CHECK(epochs_.requireEpoch("read", rank_));
     for (size_t r = 0; r < count; ++r) {
-      SCCL_CHECK(requireRange("read", ranges[r].offset, ranges[r].bytes));
+      SCCL_CHECK(epochs_.requireRange("read", ranges[r].offset, ranges[r].bytes));
       SCCL_REQUIRE_ARG(ranges[r].out != nullptr || ranges[r].bytes == 0,
                        "window read: out is NULL");
     }
@@ -147,31 +145,11 @@ class MpiWindow final : public Window {
   }
 
  private:
-  scclResult_t requireRank(const char* operation, int target) const {
-    SCCL_REQUIRE_ARG(target >= 0 && static_cast<size_t>(target) < locked_.size(),
-                     "window %s: rank %d out of range [0, %zu)", operation, target, locked_.size());
-    return scclSuccess;
-  }
-  scclResult_t requireEpoch(const char* operation, int target) const {
-    SCCL_CHECK(requireRank(operation, target));
-    if (!locked_[static_cast<size_t>(target)]) {
-      return fail(scclInvalidUsage, "window %s to rank %d outside a lock/unlock epoch", operation,
-                  target);
-    }
-    return scclSuccess;
-  }
-  scclResult_t requireRange(const char* operation, size_t offset, size_t bytes) const {
-    SCCL_REQUIRE_ARG(offset <= bytes_ && bytes <= bytes_ - offset,
-                     "window %s of %zu bytes at offset %zu exceeds the window's %zu bytes",
-                     operation, bytes, offset, bytes_);
-    return scclSuccess;
-  }
-
   MPI_Win win_;
   size_t bytes_;
   int rank_;
   size_t max_piece_;
-  std::vector<uint8_t> locked_;
+  WindowEpochs epochs_;
   std::vector<std::deque<uint64_t>> pending_words_;
 };
 

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transports/ucx/ucx_transport.h"
+#include "transports/window_epochs.h"
 
 namespace sccl {
 namespace {
@@ -37,7 +38,7 @@ class UcxWindow final : public Window {
         bytes_(bytes),
         nranks_(transport.nranks()),
         rank_(transport.rank()),
-        locked_(static_cast<size_t>(nranks_), 0),
+        epochs_(static_cast<size_t>(nranks_), bytes),
         remote_bases_(static_cast<size_t>(nranks_), 0),
         rkeys_(static_cast<size_t>(nranks_), nullptr),
         words_(static_cast<size_t>(nranks_)) {
@@ -98,29 +99,26 @@ class UcxWindow final : public Window {
   size_t bytes() const override { return bytes_; }
 
   scclResult_t lock(int target) override {
-    SCCL_CHECK(requireRank("lock", target));
-    if (locked_[static_cast<size_t>(target)]) {
-      return fail(scclInvalidUsage, "window lock: an epoch to rank %d is already open", target);
-    }
+    SCCL_CHECK(epochs_.requireClosed(target));
     SCCL_CHECK(transport_.checkUsable());
-    locked_[static_cast<size_t>(target)] = 1;
+    epochs_.setOpen(target, true);
     return scclSuccess;
   }
 
   scclResult_t unlock(int target) override {
-    SCCL_CHECK(requireEpoch("unlock", target));
-    locked_[static_cast<size_t>(target)] = 0;
+    SCCL_CHECK(epochs_.requireEpoch("unlock", target));
+    epochs_.setOpen(target, false);
     return complete(target, "window unlock");
   }
 
   scclResult_t flush(int target) override {
-    SCCL_CHECK(requireEpoch("flush", target));
+    SCCL_CHECK(epochs_.requireEpoch("flush", target));
     return complete(target, "window flush");
   }
 
   scclResult_t put(int target, size_t offset, const void* data, size_t bytes) override {
-    SCCL_CHECK(requireEpoch("put", target));
-    SCCL_CHECK(requireRange("put", offset, bytes));
+    SCCL_CHECK(epochs_.requireEpoch("put", target));
+    SCCL_CHECK(epochs_.requireRange("put", offset, bytes));
     SCCL_REQUIRE_ARG(data != nullptr || bytes == 0, "window put: data is NULL");
     if (bytes == 0) return scclSuccess;
     UcxTransport::Ops& ops = *pending_[static_cast<size_t>(target)];
@@ -135,8 +133,8 @@ class UcxWindow final : public Window {
   }
 
   scclResult_t putWord(int target, size_t offset, uint64_t value) override {
-    SCCL_CHECK(requireEpoch("putWord", target));
-    SCCL_CHECK(requireRange("putWord", offset, 8));
+    SCCL_CHECK(epochs_.requireEpoch("putWord", target));
+    SCCL_CHECK(epochs_.requireRange("putWord", offset, 8));
     SCCL_REQUIRE_ARG(offset % 8 == 0, "window putWord at offset %zu: not 8-byte aligned", offset);
     // UCX reads the value and writes the old one until the swap completes (next flush): a deque
     // keeps both addresses stable.
@@ -156,9 +154,9 @@ class UcxWindow final : public Window {
   }
 
   scclResult_t readWords(size_t offset, size_t count, uint64_t* values) override {
-    SCCL_CHECK(requireEpoch("readWords", rank_));
+    SCCL_CHECK(epochs_.requireEpoch("readWords", rank_));
     SCCL_REQUIRE_ARG(count <= bytes_ / 8, "window readWords: %zu words", count);
-    SCCL_CHECK(requireRange("readWords", offset, count * 8));
+    SCCL_CHECK(epochs_.requireRange("readWords", offset, count * 8));
     SCCL_REQUIRE_ARG(offset % 8 == 0, "window readWords at offset %zu: not 8-byte aligned", offset);
     SCCL_REQUIRE_ARG(values != nullptr || count == 0, "window readWords: values is NULL");
     transport_.progressOnce();
@@ -168,10 +166,10 @@ class UcxWindow final : public Window {
   }
 
   scclResult_t readBatch(const Range* ranges, size_t count) override {
-    SCCL_CHECK(requireEpoch("read", rank_));
+    SCCL_CHECK(epochs_.requireEpoch("read", rank_));
     SCCL_REQUIRE_ARG(ranges != nullptr || count == 0, "window read: ranges is NULL");
     for (size_t r = 0; r < count; ++r) {
-      SCCL_CHECK(requireRange("read", ranges[r].offset, ranges[r].bytes));
+      SCCL_CHECK(epochs_.requireRange("read", ranges[r].offset, ranges[r].bytes));
       SCCL_REQUIRE_ARG(ranges[r].out != nullptr || ranges[r].bytes == 0,
                        "window read: out is NULL");
     }
@@ -247,26 +245,6 @@ class UcxWindow final : public Window {
     return transport_.recordOutcome(result);
   }
 
-  scclResult_t requireRank(const char* operation, int target) const {
-    SCCL_REQUIRE_ARG(target >= 0 && target < nranks_, "window %s: rank %d out of range [0, %d)",
-                     operation, target, nranks_);
-    return scclSuccess;
-  }
-  scclResult_t requireEpoch(const char* operation, int target) const {
-    SCCL_CHECK(requireRank(operation, target));
-    if (!locked_[static_cast<size_t>(target)]) {
-      return fail(scclInvalidUsage, "window %s to rank %d outside a lock/unlock epoch", operation,
-                  target);
-    }
-    return scclSuccess;
-  }
-  scclResult_t requireRange(const char* operation, size_t offset, size_t bytes) const {
-    SCCL_REQUIRE_ARG(offset <= bytes_ && bytes <= bytes_ - offset,
-                     "window %s of %zu bytes at offset %zu exceeds the window's %zu bytes",
-                     operation, bytes, offset, bytes_);
-    return scclSuccess;
-  }
-
   UcxTransport& transport_;
   size_t bytes_;
   int nranks_;
@@ -274,7 +252,7 @@ class UcxWindow final : public Window {
   ucp_mem_h memh_ = nullptr;
   std::byte* base_ = nullptr;
   bool mapped_ = false;
-  std::vector<uint8_t> locked_;
+  WindowEpochs epochs_;
   std::vector<uint64_t> remote_bases_;
   std::vector<ucp_rkey_h> rkeys_;
   std::vector<std::unique_ptr<UcxTransport::Ops>> pending_;
