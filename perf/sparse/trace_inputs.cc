@@ -28,7 +28,12 @@ bool loadTraceSet(const std::string& dir, TraceSet* out, std::string* error) {
                std::to_string(set.count);
       return false;
     }
-    by_worker[trace.worker][trace.iteration] = std::move(trace.values);
+    const uint32_t worker = trace.worker, iteration = trace.iteration;
+    if (!by_worker[worker].emplace(iteration, std::move(trace.values)).second) {
+      *error = path + ": a second file for worker " + std::to_string(worker) + ", iteration " +
+               std::to_string(iteration);
+      return false;
+    }
   }
   const std::map<uint32_t, std::vector<float>>& first = by_worker.begin()->second;
   for (auto& [worker, files] : by_worker) {

@@ -83,7 +83,9 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, siz
   }
   if (sp.config.max_density_slack >= 0) {
     double per_rank = double(sp.k_target) / double(sp.comm->nranks);
-    size_t cap = size_t(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)));
+    // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
+    size_t cap = size_t(
+        std::min(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)), double(sp.count)));
     cap = std::max<size_t>(cap, 1);
     if (n > cap) {
       sp.values.resize(n * accElementSize(sp));

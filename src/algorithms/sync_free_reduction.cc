@@ -48,7 +48,7 @@ namespace {
 constexpr size_t kSlotHeaderWords = 4;  // k_r, non-finite count, fingerprint, call number
 
 uint64_t capacityOf(const scclSparsifier& sp) {
-  return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack);
+  return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
 }
 
 uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
@@ -169,10 +169,12 @@ scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
 
 }  // namespace
 
-uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack) {
+uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack, uint64_t count) {
   const double slack = max_density_slack >= 0 ? max_density_slack : kSyncFreeDefaultSlack;
   const double per_rank = double(k_target) / double(std::max(1, nranks));
-  return std::max<uint64_t>(1, uint64_t(std::ceil(per_rank * (1.0 + slack))));
+  // Clamped in double: the cast of ceil(+inf) or of anything above 2^64 is undefined.
+  const double capacity = std::min(std::ceil(per_rank * (1.0 + slack)), double(count));
+  return std::max<uint64_t>(1, uint64_t(capacity));
 }
 
 scclResult_t prepareSyncFreeReduction(scclSparsifier& sp) {

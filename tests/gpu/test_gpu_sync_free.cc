@@ -32,7 +32,7 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
   SparseRun run = runSparse(nranks, count, config, iterations, gradient);
   REQUIRE_NO_RANK_FAILURES(run.failures);
   const uint64_t k = run.calls[0][0].stats.kTarget;
-  const size_t capacity = sccl::syncFreeCapacity(k, nranks, config.maxDensitySlack);
+  const size_t capacity = sccl::syncFreeCapacity(k, nranks, config.maxDensitySlack, count);
   const size_t slot = 4 + capacity;
   auto search = presetSearchSpace("micro", count, nranks);
   sccl::ScalingRule rule;

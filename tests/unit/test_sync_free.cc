@@ -122,7 +122,7 @@ TEST_CASE("sync free never sends more than its capacity and moves a fixed number
       SparseRun run = runSparse(nranks, count, config, 8, gradient);
       REQUIRE_NO_RANK_FAILURES(run.failures);
       const uint64_t k = run.calls[0][0].stats.kTarget;
-      const uint64_t capacity = sccl::syncFreeCapacity(k, nranks, slack);
+      const uint64_t capacity = sccl::syncFreeCapacity(k, nranks, slack, count);
       const double used_slack = slack < 0 ? sccl::kSyncFreeDefaultSlack : slack;
       CHECK(capacity == uint64_t(std::ceil(double(k) / nranks * (1 + used_slack))));
       // All-gather of (4 + capacity) int64 words, all-reduce of n * capacity floats.
@@ -142,6 +142,34 @@ TEST_CASE("sync free never sends more than its capacity and moves a fixed number
         }
       }
       if (nranks > 1) CHECK(capped);  // the skew did push some rank to the cap
+    }
+  }
+}
+
+TEST_CASE("sync free caps its capacity at the vector size for a huge or infinite slack",
+          "[sparse][sync_free]") {
+  const size_t count = 1000;
+  CHECK(sccl::syncFreeCapacity(10, 2, INFINITY, count) == count);
+  CHECK(sccl::syncFreeCapacity(10, 2, 1e300, count) == count);
+  CHECK(sccl::syncFreeCapacity(10, 2, 0.0, count) == 5);
+  CHECK(sccl::syncFreeCapacity(0, 4, 0.0, count) == 1);
+  // The whole call runs with the infinite slack: a slot of count indices per rank, and every
+  // output equals the gather reduction with the same (uncapped) selection.
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    scclSparseConfig_t config = sparseConfig(preset, 0.05);
+    config.maxDensitySlack = INFINITY;
+    GradientFn gradient = skewedGradient(29, count);
+    SparseRun run = runSparse(3, count, config, 3, gradient);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    SparseRun want = runSparse(3, count, gatherTwin(preset, 0.05, INFINITY), 3, gradient);
+    REQUIRE_NO_RANK_FAILURES(want.failures);
+    for (size_t t = 0; t < run.calls.size(); ++t) {
+      for (size_t r = 0; r < 3; ++r) {
+        INFO(preset << " call " << t << " rank " << r);
+        REQUIRE(run.calls[t][r].result == scclSuccess);
+        CHECK(std::memcmp(run.calls[t][r].output.data(), want.calls[t][r].output.data(),
+                          count * 4) == 0);
+      }
     }
   }
 }
