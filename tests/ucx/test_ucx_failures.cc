@@ -65,6 +65,22 @@ TEST_CASE("ucx failures: a size mismatch breaks the transport on every rank", "[
   }
 }
 
+TEST_CASE("ucx failures: a message shorter than its receive is refused", "[ucx][failures]") {
+  TestTransport t = makeUcxTransport(20000);
+  REQUIRE(t);
+  REQUIRE(worldBarrier());
+  const int culprit = t->nranks() - 1, me = t->rank();
+  if (me == culprit) {
+    // The message is in the unexpected queue before the receive is posted.
+    std::vector<int> small(4, 1);
+    REQUIRE(t->send(small.data(), 16, me, 10) == scclSuccess);
+    int big[8];
+    CHECK(t->recv(big, 32, me, 10) == scclInvalidUsage);
+    CHECK_THAT(sccl::threadLastError(), Catch::Contains("different sizes"));
+  }
+  REQUIRE(worldBarrier());
+}
+
 TEST_CASE("ucx failures: abort on one rank releases the peers in a collective", "[ucx][failures]") {
   TestTransport t = makeUcxTransport(30000);
   REQUIRE(t);

@@ -75,7 +75,10 @@ void UcxTransport::prepareSend(ucp_request_param_t* param, Op* op) {
 
 void UcxTransport::prepareRecv(ucp_request_param_t* param, Op* op) {
   *param = ucp_request_param_t{};
-  param->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  // NO_IMM_CMPL: a message already in the unexpected queue would otherwise complete the receive
+  // at once with no callback, and so no received length to check against the expected one.
+  param->op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param->cb.recv = onRecvDone;
   param->user_data = op;
 }
@@ -103,7 +106,14 @@ scclResult_t UcxTransport::track(Ops& ops, ucs_status_ptr_t status, int peer, bo
                 ucs_status_string(op.status));
   }
   if (status == nullptr) {
-    // Completed immediately (sends only: receives always return a request with a callback).
+    // Completed immediately: sends only (receives are posted with NO_IMM_CMPL and always return
+    // a request, whose callback reports the received length).
+    if (is_recv) {
+      op.done = true;
+      op.status = UCS_ERR_NO_MESSAGE;
+      return fail(scclSystemError, "%s: %s from rank %d completed without reporting its length",
+                  label_.c_str(), what, peer);
+    }
     op.done = true;
     op.received = expected;
   } else {
