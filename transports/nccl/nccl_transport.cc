@@ -23,6 +23,19 @@ namespace {
       return failed(ncclFailure(sccl_nccl_result_, comm_, what));                \
   } while (0)
 
+// Inside ncclGroupStart/End: an error must close the group (NCCL's group depth is per thread;
+// left open, every later call on this thread would only be queued) and break the transport.
+#define SCCL_NCCL_ENQUEUE_IN_GROUP(call, what)                                     \
+  do {                                                                             \
+    ncclResult_t sccl_nccl_result_ = (call);                                       \
+    if (sccl_nccl_result_ != ncclSuccess && sccl_nccl_result_ != ncclInProgress) { \
+      (void)ncclGroupEnd();                                                        \
+      scclResult_t sccl_result_ = ncclFailure(sccl_nccl_result_, comm_, what);     \
+      if (broken_ == scclSuccess) broken_ = sccl_result_;                          \
+      return sccl_result_;                                                         \
+    }                                                                              \
+  } while (0)
+
 }  // namespace
 
 NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int nranks,
@@ -143,12 +156,17 @@ scclResult_t NcclTransport::allGather(const void* send, void* recv, size_t bytes
 scclResult_t NcclTransport::allGatherV(const void* send, size_t send_bytes, void* recv,
                                        const size_t* recv_bytes, const size_t* recv_offsets) {
   if (broken_ != scclSuccess) return broken_;
+  SCCL_REQUIRE_ARG(recv_bytes != nullptr && recv_offsets != nullptr,
+                   "allGatherV: recv_bytes or recv_offsets is NULL");
   SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
                    "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_, send_bytes,
                    recv_bytes[rank_]);
   size_t total = 0;
   for (int r = 0; r < nranks_; ++r) {
-    const size_t end = recv_offsets[r] + recv_bytes[r];
+    size_t end = 0;
+    SCCL_REQUIRE_ARG(!__builtin_add_overflow(recv_offsets[r], recv_bytes[r], &end),
+                     "allGatherV: rank %d's offset %zu + %zu bytes overflows", r, recv_offsets[r],
+                     recv_bytes[r]);
     if (end > total) total = end;
   }
   void* d_recv = nullptr;
@@ -159,9 +177,9 @@ scclResult_t NcclTransport::allGatherV(const void* send, size_t send_bytes, void
   SCCL_CHECK(deviceView(send, send_bytes, send_staging_, true, &d_send, &send_staged));
   SCCL_NCCL_ENQUEUE(ncclGroupStart(), "ncclGroupStart");
   for (int r = 0; r < nranks_; ++r) {
-    SCCL_NCCL_ENQUEUE(ncclBroadcast(d_send, static_cast<char*>(d_recv) + recv_offsets[r],
-                                    recv_bytes[r], ncclUint8, r, comm_, stream_),
-                      "ncclBroadcast (allGatherV)");
+    SCCL_NCCL_ENQUEUE_IN_GROUP(ncclBroadcast(d_send, static_cast<char*>(d_recv) + recv_offsets[r],
+                                             recv_bytes[r], ncclUint8, r, comm_, stream_),
+                               "ncclBroadcast (allGatherV)");
   }
   SCCL_NCCL_ENQUEUE(ncclGroupEnd(), "ncclGroupEnd");
   SCCL_CHECK(waitStream("allGatherV"));
@@ -236,8 +254,8 @@ scclResult_t NcclTransport::exchange(const void* send_buf, void* recv_buf, size_
   SCCL_CHECK(deviceView(recv_buf, bytes, recv_staging_, false, &d_recv, &recv_staged));
   // Grouped: both directions progress together, so two ranks exchanging cannot deadlock.
   SCCL_NCCL_ENQUEUE(ncclGroupStart(), "ncclGroupStart");
-  SCCL_NCCL_ENQUEUE(ncclSend(d_send, bytes, ncclUint8, peer, comm_, stream_), "ncclSend");
-  SCCL_NCCL_ENQUEUE(ncclRecv(d_recv, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv");
+  SCCL_NCCL_ENQUEUE_IN_GROUP(ncclSend(d_send, bytes, ncclUint8, peer, comm_, stream_), "ncclSend");
+  SCCL_NCCL_ENQUEUE_IN_GROUP(ncclRecv(d_recv, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv");
   SCCL_NCCL_ENQUEUE(ncclGroupEnd(), "ncclGroupEnd");
   SCCL_CHECK(waitStream("exchange"));
   return copyBack(recv_buf, d_recv, bytes, recv_staged);
