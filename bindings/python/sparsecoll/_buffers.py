@@ -34,11 +34,16 @@ def _invalid(message):
     return SparsecollError(Result.INVALID_ARGUMENT, message)
 
 
-def describe(buffer, what="tensor"):
-    """(address, count, dtype code, stream address or None) of a tensor or array."""
+def describe(buffer, what="tensor", written=False):
+    """(address, count, dtype code, stream address or None) of a tensor or array; `written`: the
+    library writes into it (an output or a broadcast buffer), so it must be writable."""
     if isinstance(buffer, np.ndarray):
         if not buffer.flags["C_CONTIGUOUS"]:
             raise _invalid("%s must be C-contiguous" % what)
+        if not buffer.flags["ALIGNED"]:
+            raise _invalid("%s is not aligned to its element size" % what)
+        if written and not buffer.flags["WRITEABLE"]:
+            raise _invalid("%s is read-only, and the library writes into it" % what)
         if buffer.dtype not in _NUMPY_TYPES:
             raise _invalid("%s has unsupported dtype %s" % (what, buffer.dtype))
         return buffer.ctypes.data, buffer.size, _NUMPY_TYPES[buffer.dtype], None

@@ -248,7 +248,7 @@ class Communicator:
         """Element-wise sum (or average) over ranks; in place unless out is given."""
         out = tensor if out is None else out
         send, count, dtype, stream = describe(tensor)
-        recv, out_count, out_dtype, _ = describe(out, "out")
+        recv, out_count, out_dtype, _ = describe(out, "out", written=True)
         if (out_count, out_dtype) != (count, dtype):
             raise SparsecollError(Result.INVALID_ARGUMENT, "out must match tensor's size and dtype")
         check(lib.scclAllReduce(send, recv, count, dtype, _op_code(op), self.handle, stream),
@@ -258,7 +258,7 @@ class Communicator:
     def allgather(self, tensor, out):
         """out[r * n : (r + 1) * n] = tensor of rank r (n = tensor's element count)."""
         send, count, dtype, stream = describe(tensor)
-        recv, out_count, out_dtype, _ = describe(out, "out")
+        recv, out_count, out_dtype, _ = describe(out, "out", written=True)
         if out_dtype != dtype or out_count != count * self.size:
             raise SparsecollError(Result.INVALID_ARGUMENT,
                                   "out must hold size x tensor's elements of its dtype")
@@ -267,7 +267,7 @@ class Communicator:
 
     def broadcast(self, tensor, root=0):
         """In place: every rank gets root's tensor."""
-        buf, count, dtype, stream = describe(tensor)
+        buf, count, dtype, stream = describe(tensor, written=True)
         check(lib.scclBroadcast(buf, buf, count, dtype, int(root), self.handle, stream),
               self.handle)
         return tensor

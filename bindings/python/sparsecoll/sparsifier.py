@@ -116,7 +116,7 @@ class Sparsifier:
         on every rank; in place unless out is given. Unsent values stay in the residual."""
         out = tensor if out is None else out
         send, count, dtype, stream = describe(tensor)
-        recv, out_count, out_dtype, _ = describe(out, "out")
+        recv, out_count, out_dtype, _ = describe(out, "out", written=True)
         if (out_count, out_dtype) != (count, dtype):
             raise SparsecollError(Result.INVALID_ARGUMENT, "out must match tensor's size and dtype")
         comm = self.comm.handle
@@ -127,7 +127,7 @@ class Sparsifier:
     def stats(self):
         raw = T.SparseStats()
         raw.size = ctypes.sizeof(T.SparseStats)
-        check(lib.scclSparsifierGetStats(self.handle, ctypes.byref(raw)), self.comm.handle)
+        check(lib.scclSparsifierGetStats(self.handle, ctypes.byref(raw)), self.comm._handle)
         return SparseStats(**{_snake(name): getattr(raw, name)
                               for name, _ in T.SparseStats._fields_ if name != "size"})
 
@@ -135,12 +135,12 @@ class Sparsifier:
         """k_r of the last call for every rank r."""
         size = self.comm.size
         counts = (ctypes.c_uint64 * size)()
-        check(lib.scclSparsifierGetRankCounts(self.handle, counts, size), self.comm.handle)
+        check(lib.scclSparsifierGetRankCounts(self.handle, counts, size), self.comm._handle)
         return list(counts)
 
     def reset(self):
         """Clears residual, threshold and statistics (call on every rank at the same point)."""
-        check(lib.scclSparsifierReset(self.handle), self.comm.handle)
+        check(lib.scclSparsifierReset(self.handle), self.comm._handle)
 
     def destroy(self):
         if self._handle.value:

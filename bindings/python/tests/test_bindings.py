@@ -176,6 +176,18 @@ def test_abort_frees_the_communicator():
         _ = c.rank
 
 
+def test_read_only_output_is_refused(comm):
+    frozen = np.frombuffer(bytes(16), dtype=np.float32)  # read-only view of a bytes object
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce(frozen)  # in place: the library would write into the bytes object
+    assert info.value.code == Result.INVALID_ARGUMENT and "read-only" in info.value.message
+    with pytest.raises(SparsecollError) as info:
+        comm.allreduce(np.ones(4, np.float32), out=frozen)
+    assert info.value.code == Result.INVALID_ARGUMENT and "read-only" in info.value.message
+    out = comm.allreduce(np.ones(4, np.float32), out=np.zeros(4, np.float32))
+    assert np.array_equal(out, np.ones(4, np.float32))
+
+
 def test_buffer_checks(comm):
     with pytest.raises(SparsecollError) as info:
         comm.allreduce(torch.zeros(4, 4).t())
