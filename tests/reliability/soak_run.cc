@@ -61,8 +61,9 @@ struct Job {
   uint32_t seed;
 };
 
-const char* const kPresets[] = {"topk",  "cltk", "hard_threshold", "micro", "exdyna",
-                                "sidco", "s2",   "dense"};
+const char* const kPresets[] = {
+    "topk",  "cltk", "hard_threshold", "micro",           "exdyna",
+    "sidco", "s2",   "dense",          "micro_sync_free", "exdyna_sync_free"};
 
 bool isGatherPreset(const std::string& p) {
   return p != "s2" && p != "dense" && p != "sidco";
