@@ -2,9 +2,10 @@
 //
 // Each rank publishes one record through the bootstrap: a fixed header (magic, format version,
 // pid, the process's start time, a key naming its host and pid namespace, the length of the UCX
-// worker address) followed by the address bytes. Everything in a peer's record is checked before
-// use (decodePeerRecord): a wrong magic or version, an address longer than the record or than
-// kMaxAddressBytes is scclRemoteError naming the rank.
+// worker address) followed by the address bytes. The record's framing is checked before use
+// (decodePeerRecord): a wrong magic or version, an address longer than the record or than
+// kMaxAddressBytes is scclRemoteError naming the rank. The address bytes themselves are opaque
+// to us: ucp_ep_create parses them, and UCX offers no length-bounded variant to check them with.
 #pragma once
 
 #include <cstddef>

@@ -142,12 +142,19 @@ class Communicator:
         import torch
         import torch.distributed as dist
         rank, size = dist.get_rank(group), dist.get_world_size(group)
-        buffer = torch.zeros(T.UNIQUE_ID_BYTES, dtype=torch.uint8)
+        # An NCCL process group broadcasts device tensors only.
+        device = "cuda" if dist.get_backend(group) == "nccl" else "cpu"
+        buffer = torch.zeros(T.UNIQUE_ID_BYTES, dtype=torch.uint8, device=device)
         if rank == 0:
             buffer.copy_(torch.frombuffer(bytearray(get_unique_id()), dtype=torch.uint8))
-        source = 0 if group is None else dist.get_global_rank(group, 0)
+        if group is None:
+            source = 0
+        else:  # torch 1.13 has only the private spelling
+            global_rank = getattr(dist, "get_global_rank", None) or \
+                dist.distributed_c10d._get_global_rank
+            source = global_rank(group, 0)
         dist.broadcast(buffer, src=source, group=group)
-        return cls.from_unique_id(bytes(buffer.numpy().tobytes()), rank, size, **kwargs)
+        return cls.from_unique_id(bytes(buffer.cpu().numpy().tobytes()), rank, size, **kwargs)
 
     @classmethod
     def from_env(cls, timeout_s=300, **kwargs):
