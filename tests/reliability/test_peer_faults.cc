@@ -2,7 +2,8 @@
 // (tests/support/fault_transport.h): counts above what a peer may send, huge declared lengths,
 // indices outside the vector or the peer's partition, out of order or repeated, truncated and
 // garbage frames, a frame of another sparsifier or call (the fingerprint and sequence act as
-// the call's token), a bitmap byte other than 0/1, and a transport that reports a broken frame.
+// the call's token), a bitmap byte other than 0/1, and a transport that reports a broken frame;
+// the same for the sync-free reduction's fixed-size slots (counts, token words, indices).
 //
 // Each case runs 3 in-process ranks: one good call (so buffers have their working size), then
 // the same fault installed on every rank (every rank sees the same bad bytes from the hostile
@@ -93,6 +94,12 @@ Fault indexFault(int hostile, std::function<void(int64_t*, size_t)> edit) {
   return fault(FaultOp::AllGather, 1, hostile, onIndices(std::move(edit)));
 }
 
+// The sync-free slot is the only all-gather of its call; kSlotHeader words precede the indices.
+constexpr size_t kSlotHeader = 4;
+Fault slotFault(int hostile, std::function<void(int64_t*, size_t)> edit) {
+  return fault(FaultOp::AllGather, 0, hostile, onIndices(std::move(edit)));
+}
+
 std::vector<PeerFaultCase> peerFaultCases() {
   const int64_t count = int64_t(kCount);
   auto always = [](Fault f) { return [f](scclSparsifier_t) { return f; }; };
@@ -172,6 +179,43 @@ std::vector<PeerFaultCase> peerFaultCases() {
        scclRemoteError},
       {"sketch header count above the vector", "s2",
        always(headerFault(1, [](CallHeader& h) { h.k_local = kCount + 1; })), scclRemoteError},
+      // The sync-free reduction's one fixed-size slot per rank (a single all-gather): k_r,
+      // non-finite count, fingerprint, call number, then k_r ascending indices padded with -1.
+      {"sync-free count above capacity", "micro_sync_free",
+       always(slotFault(1, [](int64_t* w, size_t n) { w[0] = int64_t(n - kSlotHeader + 1); })),
+       scclRemoteError},
+      {"sync-free count of 2^63 - 1", "micro_sync_free",
+       always(slotFault(2, [](int64_t* w, size_t) { w[0] = std::numeric_limits<int64_t>::max(); })),
+       scclRemoteError},
+      {"sync-free negative count", "exdyna_sync_free",
+       always(slotFault(0, [](int64_t* w, size_t) { w[0] = -1; })), scclRemoteError},
+      {"sync-free slot of another sparsifier", "micro_sync_free",
+       always(slotFault(1, [](int64_t* w, size_t) { w[2] ^= 1; })), scclInvalidUsage},
+      {"sync-free slot of an earlier call", "exdyna_sync_free",
+       always(slotFault(2, [](int64_t* w, size_t) { w[3] -= 1; })), scclInvalidUsage},
+      {"sync-free index equal to count", "micro_sync_free",
+       always(slotFault(1, [=](int64_t* w, size_t) { w[kSlotHeader] = count; })), scclRemoteError},
+      {"sync-free index in another rank's partition", "exdyna_sync_free",
+       [](scclSparsifier_t sp) {
+         sccl::IndexRange own = sp->search->rangeFor(2, sp->iteration);
+         int64_t outside = own.begin > 0 ? int64_t(own.begin) - 1 : int64_t(own.end);
+         return slotFault(2, [outside](int64_t* w, size_t) { w[kSlotHeader] = outside; });
+       },
+       scclRemoteError},
+      {"sync-free indices not ascending", "micro_sync_free",
+       always(
+           slotFault(0, [](int64_t* w, size_t) { std::swap(w[kSlotHeader], w[kSlotHeader + 1]); })),
+       scclRemoteError},
+      {"sync-free garbage slot", "exdyna_sync_free",
+       always(fault(FaultOp::AllGather, 0, 1, garbage(13))), scclInvalidUsage},
+      {"sync-free values all-reduce reports a broken frame", "micro_sync_free", always([] {
+         Fault f;
+         f.op = FaultOp::AllReduce;
+         f.nth = 0;
+         f.transport_error = scclRemoteError;
+         return f;
+       }()),
+       scclRemoteError},
   };
 }
 
@@ -277,7 +321,7 @@ TEST_CASE("sparse reductions reject hostile peer data before writing or allocati
     most_allocated = std::max(most_allocated, allocated);
     most_growth = std::max(most_growth, heap_growth);
     if (sccl_test::countingAvailable())
-      std::printf("  %-56s %-6s allocated %7llu bytes, heap %+8lld bytes\n", c.name, c.algorithm,
+      std::printf("  %-52s %-16s allocated %7llu bytes, heap %+8lld bytes\n", c.name, c.algorithm,
                   static_cast<unsigned long long>(allocated), static_cast<long long>(heap_growth));
     INFO("case: " << c.name << " (" << c.algorithm << "); allocated " << allocated
                   << " bytes, heap grew " << heap_growth << " bytes");

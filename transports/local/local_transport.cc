@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "transports/bootstrap/bootstrap.h"
+#include "transports/collective_arguments.h"
 #include "transports/local/local_rendezvous.h"
 #include "transports/local/local_window.h"
 #include "transports/reduce_ops.h"
@@ -46,6 +47,7 @@ class LocalTransport final : public Transport {
   }
 
   scclResult_t allGather(const void* send, void* recv, size_t bytes_per_rank) override {
+    SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks()));
     std::vector<size_t> sizes(static_cast<size_t>(nranks()), bytes_per_rank);
     std::vector<size_t> offsets(sizes.size());
     for (size_t r = 0; r < offsets.size(); ++r) offsets[r] = r * bytes_per_rank;
@@ -54,9 +56,9 @@ class LocalTransport final : public Transport {
 
   scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
                           const size_t* recv_offsets) override {
-    SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
-                     "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_,
-                     send_bytes, recv_bytes[rank_]);
+    bool any_bytes = false;  // every rank passes the same arrays: all reach the barriers
+    SCCL_CHECK(checkAllGatherVArguments(send, send_bytes, recv, recv_bytes, recv_offsets, rank_,
+                                        nranks(), "allGatherV", &any_bytes));
     auto deadline = Clock::now() + timeout_;
     job_->posted(rank_).send = send;
     SCCL_CHECK(job_->barrier(rank_, deadline, "allGather"));
@@ -71,6 +73,8 @@ class LocalTransport final : public Transport {
 
   scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                          ReduceOp op) override {
+    size_t total_bytes = 0;
+    SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, op, &total_bytes));
     auto deadline = Clock::now() + timeout_;
     size_t element = dataTypeSize(dtype);
     // Rank 0 sizes the scratch before the first barrier; no one touches it until after.
@@ -94,8 +98,7 @@ class LocalTransport final : public Transport {
   }
 
   scclResult_t broadcast(void* buf, size_t bytes, int root) override {
-    SCCL_REQUIRE_ARG(root >= 0 && root < nranks(), "broadcast root %d out of range [0, %d)", root,
-                     nranks());
+    SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks()));
     auto deadline = Clock::now() + timeout_;
     job_->posted(rank_).send = buf;
     SCCL_CHECK(job_->barrier(rank_, deadline, "broadcast"));

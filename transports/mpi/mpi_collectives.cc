@@ -15,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "transports/collective_arguments.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/reduce_ops.h"
 
@@ -37,13 +38,9 @@ scclResult_t MpiTransport::allGather(const void* send, void* recv, size_t bytes_
 }
 
 scclResult_t MpiTransport::runAllGather(const void* send, void* recv, size_t bytes_per_rank) {
-  size_t total = 0;
-  SCCL_REQUIRE_ARG(!__builtin_mul_overflow(bytes_per_rank, static_cast<size_t>(nranks_), &total),
-                   "allGather: %zu bytes times %d ranks overflows size_t", bytes_per_rank, nranks_);
-  SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || bytes_per_rank == 0,
-                   "allGather: NULL buffer (send %p, recv %p) for %zu bytes per rank", send, recv,
-                   bytes_per_rank);
+  SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
   if (bytes_per_rank == 0) return scclSuccess;
+  const size_t total = bytes_per_rank * static_cast<size_t>(nranks_);
   auto* out = static_cast<std::byte*>(recv);
   const auto* mine = static_cast<const std::byte*>(send);
   bool in_place = mine == out + static_cast<size_t>(rank_) * bytes_per_rank;
@@ -70,25 +67,15 @@ scclResult_t MpiTransport::allGatherV(const void* send, size_t send_bytes, void*
 
 scclResult_t MpiTransport::runAllGatherV(const void* send, size_t send_bytes, void* recv,
                                          const size_t* recv_bytes, const size_t* recv_offsets) {
-  SCCL_REQUIRE_ARG(recv_bytes != nullptr && recv_offsets != nullptr,
-                   "allGatherV: recv_bytes or recv_offsets is NULL");
-  SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
-                   "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_, send_bytes,
-                   recv_bytes[rank_]);
-  SCCL_REQUIRE_ARG(send != nullptr || send_bytes == 0, "allGatherV: send is NULL");
+  bool any_bytes = false;
+  SCCL_CHECK(checkAllGatherVArguments(send, send_bytes, recv, recv_bytes, recv_offsets, rank_,
+                                      nranks_, "allGatherV", &any_bytes));
+  if (!any_bytes) return scclSuccess;
   bool fits_one_call = true;
-  size_t any_bytes = 0;
   for (int r = 0; r < nranks_; ++r) {
-    size_t end = 0;
-    SCCL_REQUIRE_ARG(!__builtin_add_overflow(recv_offsets[r], recv_bytes[r], &end),
-                     "allGatherV: offset %zu + %zu bytes of rank %d overflows size_t",
-                     recv_offsets[r], recv_bytes[r], r);
-    any_bytes |= recv_bytes[r];
     fits_one_call = fits_one_call && recv_bytes[r] <= max_message_bytes_ &&
                     recv_offsets[r] <= max_message_bytes_;
   }
-  SCCL_REQUIRE_ARG(recv != nullptr || any_bytes == 0, "allGatherV: recv is NULL");
-  if (any_bytes == 0) return scclSuccess;
   auto* out = static_cast<std::byte*>(recv);
   const auto* mine = static_cast<const std::byte*>(send);
   if (fits_one_call) {
@@ -120,19 +107,13 @@ scclResult_t MpiTransport::allReduce(const void* send, void* recv, size_t count,
 
 scclResult_t MpiTransport::runAllReduce(const void* send, void* recv, size_t count,
                                         scclDataType_t dtype, ReduceOp op) {
-  SCCL_REQUIRE_ARG(isValidDataType(dtype), "allReduce: unknown data type %d",
-                   static_cast<int>(dtype));
-  SCCL_REQUIRE_ARG(op == ReduceOp::Sum || op == ReduceOp::Max, "allReduce: unknown op %d",
-                   static_cast<int>(op));
   size_t total_bytes = 0, scratch_bytes = 0;
+  SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, op, &total_bytes));
   size_t element_bytes = dataTypeSize(dtype);
   size_t chunk_bytes = mpi::ownedChunk(count, nranks_, rank_).count * element_bytes;
   SCCL_REQUIRE_ARG(
-      byteSize(count, dtype, &total_bytes) &&
-          !__builtin_mul_overflow(chunk_bytes, static_cast<size_t>(nranks_), &scratch_bytes),
+      !__builtin_mul_overflow(chunk_bytes, static_cast<size_t>(nranks_), &scratch_bytes),
       "allReduce: %zu elements of %s overflow size_t", count, dataTypeName(dtype));
-  SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || count == 0,
-                   "allReduce: NULL buffer (send %p, recv %p) for %zu elements", send, recv, count);
   if (count == 0) return scclSuccess;
   if (nranks_ == 1) {
     const void* inputs[1] = {send};

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "transports/collective_arguments.h"
 
 namespace sccl {
 namespace {
@@ -289,10 +290,7 @@ scclResult_t MpiTransport::broadcast(void* buf, size_t bytes, int root) {
 }
 
 scclResult_t MpiTransport::runBroadcast(void* buf, size_t bytes, int root) {
-  SCCL_REQUIRE_ARG(root >= 0 && root < nranks_, "broadcast: root %d out of range [0, %d)", root,
-                   nranks_);
-  SCCL_REQUIRE_ARG(buf != nullptr || bytes == 0, "broadcast: buffer is NULL but bytes is %zu",
-                   bytes);
+  SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
   if (bytes == 0 || nranks_ == 1) return scclSuccess;
   // Pieces are independent broadcasts from the same root; all are posted at once and MPI matches
   // them in order.

@@ -22,6 +22,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "transports/collective_arguments.h"
 #include "transports/reduce_ops.h"
 #include "transports/ucx/ucx_transport.h"
 
@@ -50,13 +51,7 @@ Chunk ownedChunk(size_t count, int nranks, int owner) {
 
 scclResult_t UcxTransport::allGather(const void* send, void* recv, size_t bytes_per_rank) {
   return guarded([&] {
-    size_t total = 0;
-    SCCL_REQUIRE_ARG(!__builtin_mul_overflow(bytes_per_rank, static_cast<size_t>(nranks_), &total),
-                     "allGather: %zu bytes times %d ranks overflows size_t", bytes_per_rank,
-                     nranks_);
-    SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || bytes_per_rank == 0,
-                     "allGather: NULL buffer (send %p, recv %p) for %zu bytes per rank", send, recv,
-                     bytes_per_rank);
+    SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
     std::vector<size_t> bytes(static_cast<size_t>(nranks_), bytes_per_rank);
     std::vector<size_t> offsets(static_cast<size_t>(nranks_));
     for (size_t r = 0; r < offsets.size(); ++r) offsets[r] = r * bytes_per_rank;
@@ -74,22 +69,10 @@ scclResult_t UcxTransport::allGatherV(const void* send, size_t send_bytes, void*
 scclResult_t UcxTransport::runAllGatherV(const void* send, size_t send_bytes, void* recv,
                                          const size_t* recv_bytes, const size_t* recv_offsets,
                                          const char* operation) {
-  SCCL_REQUIRE_ARG(recv_bytes != nullptr && recv_offsets != nullptr,
-                   "%s: recv_bytes or recv_offsets is NULL", operation);
-  SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
-                   "%s: rank %d sends %zu bytes but recv_bytes says %zu", operation, rank_,
-                   send_bytes, recv_bytes[rank_]);
-  SCCL_REQUIRE_ARG(send != nullptr || send_bytes == 0, "%s: send is NULL", operation);
-  size_t any_bytes = 0;
-  for (int r = 0; r < nranks_; ++r) {
-    size_t end = 0;
-    SCCL_REQUIRE_ARG(!__builtin_add_overflow(recv_offsets[r], recv_bytes[r], &end),
-                     "%s: offset %zu + %zu bytes of rank %d overflows size_t", operation,
-                     recv_offsets[r], recv_bytes[r], r);
-    any_bytes |= recv_bytes[r];
-  }
-  SCCL_REQUIRE_ARG(recv != nullptr || any_bytes == 0, "%s: recv is NULL", operation);
-  if (any_bytes == 0) return scclSuccess;
+  bool any_bytes = false;
+  SCCL_CHECK(checkAllGatherVArguments(send, send_bytes, recv, recv_bytes, recv_offsets, rank_,
+                                      nranks_, operation, &any_bytes));
+  if (!any_bytes) return scclSuccess;
   auto* out = static_cast<std::byte*>(recv);
   const auto* mine = static_cast<const std::byte*>(send);
   const uint64_t sequence = nextSequence();
@@ -126,15 +109,8 @@ scclResult_t UcxTransport::allReduce(const void* send, void* recv, size_t count,
 
 scclResult_t UcxTransport::runAllReduce(const void* send, void* recv, size_t count,
                                         scclDataType_t dtype, ReduceOp op) {
-  SCCL_REQUIRE_ARG(isValidDataType(dtype), "allReduce: unknown data type %d",
-                   static_cast<int>(dtype));
-  SCCL_REQUIRE_ARG(op == ReduceOp::Sum || op == ReduceOp::Max, "allReduce: unknown op %d",
-                   static_cast<int>(op));
   size_t total_bytes = 0, gathered_bytes = 0;
-  SCCL_REQUIRE_ARG(byteSize(count, dtype, &total_bytes),
-                   "allReduce: %zu elements of %s overflow size_t", count, dataTypeName(dtype));
-  SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || count == 0,
-                   "allReduce: NULL buffer (send %p, recv %p) for %zu elements", send, recv, count);
+  SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, op, &total_bytes));
   if (count == 0) return scclSuccess;
   if (nranks_ == 1) {
     const void* inputs[1] = {send};
@@ -233,10 +209,7 @@ scclResult_t UcxTransport::broadcast(void* buf, size_t bytes, int root) {
 }
 
 scclResult_t UcxTransport::runBroadcast(void* buf, size_t bytes, int root) {
-  SCCL_REQUIRE_ARG(root >= 0 && root < nranks_, "broadcast: root %d out of range [0, %d)", root,
-                   nranks_);
-  SCCL_REQUIRE_ARG(buf != nullptr || bytes == 0, "broadcast: buffer is NULL but bytes is %zu",
-                   bytes);
+  SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
   if (bytes == 0 || nranks_ == 1) return scclSuccess;
   const uint64_t sequence = nextSequence();
   const int n = nranks_, relative = (rank_ - root + n) % n;

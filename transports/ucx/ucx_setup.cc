@@ -205,6 +205,7 @@ UcxTransport::~UcxTransport() {
     notice_op_.request = nullptr;
   }
   closeEndpoints(failed);
+  kept_until_closed_.clear();  // no operation can reach this memory once the endpoints are gone
   // Memory of sends UCX may still read when they were abandoned is released only with the worker.
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   pending_sends_.clear();

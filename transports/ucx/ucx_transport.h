@@ -144,6 +144,13 @@ class UcxTransport final : public Transport {
   void abandon(Ops& ops);
   // Progresses the worker once (the target side of one-sided traffic needs it).
   void progressOnce();
+  // Takes over memory that an abandoned operation may still touch (a window's swap words, its
+  // remote keys and mapped memory) and releases it after the endpoints are closed, when no UCX
+  // operation can reach it any more.
+  void keepUntilClosed(std::shared_ptr<void> resource) {
+    kept_until_closed_.push_back(std::move(resource));
+  }
+  bool broken() const { return broken_ != scclSuccess; }
   int64_t timeoutMs() const { return timeout_ms_; }
 
  private:
@@ -222,6 +229,7 @@ class UcxTransport final : public Transport {
     Ops ops;
   };
   std::deque<PendingSend> pending_sends_;
+  std::vector<std::shared_ptr<void>> kept_until_closed_;
 };
 
 }  // namespace sccl

@@ -13,8 +13,15 @@
 // are copied between acquire fences. Each read first polls the worker once, because over TCP
 // (and for atomics UCX emulates) incoming writes land only while the target progresses; a
 // writer's flush therefore completes while the target is in any sparsecoll call.
-// Destruction is collective: a barrier (so that no peer still writes), then the keys are
-// destroyed and the memory unmapped.
+// Destruction is collective: what this rank issued is flushed, a barrier makes sure no peer
+// still writes, then the keys are destroyed and the memory unmapped. After a failure (flush or
+// barrier failed, or the transport was already broken) operations may still be in flight inside
+// UCX: a swap writes its reply word, a put reads through a key. The keys, the mapped memory and
+// the swap words are then handed to the transport, which releases them after it has closed its
+// endpoints; the same holds for the words of a failed flush. UCX cannot cancel a put, so one
+// abandoned after a failure may still read its source until the communicator's endpoints close
+// (the event exchange puts from the caller's parameter buffer: docs/transports/ucx.md says to
+// keep it until the communicator is destroyed after a failure).
 //
 // What UCX cannot check: ucp_ep_rkey_unpack takes no length, so a peer's key record is checked
 // for its length only, not its contents.
@@ -31,6 +38,33 @@ namespace {
 
 constexpr size_t kMaxKeyRecordBytes = 64 * 1024;
 
+// A swap's operand and the old value UCX writes back: both addresses must stay fixed until the
+// swap completes.
+struct SwapWord {
+  uint64_t value;
+  uint64_t previous;
+};
+
+// What UCX operations of this window may touch while in flight: released here, or, after a
+// failure, by the transport once its endpoints are closed.
+struct UcxWindowMemory {
+  UcxWindowMemory(ucp_context_h context_in, size_t nranks)
+      : context(context_in), rkeys(nranks, nullptr), words(nranks) {}
+  ~UcxWindowMemory() {
+    for (ucp_rkey_h key : rkeys) {
+      if (key != nullptr) ucp_rkey_destroy(key);
+    }
+    if (memh != nullptr) ucp_mem_unmap(context, memh);
+  }
+  UcxWindowMemory(const UcxWindowMemory&) = delete;
+  UcxWindowMemory& operator=(const UcxWindowMemory&) = delete;
+
+  ucp_context_h context;
+  ucp_mem_h memh = nullptr;
+  std::vector<ucp_rkey_h> rkeys;
+  std::vector<std::deque<SwapWord>> words;  // per target, until its next completed flush
+};
+
 class UcxWindow final : public Window {
  public:
   UcxWindow(UcxTransport& transport, size_t bytes)
@@ -40,22 +74,25 @@ class UcxWindow final : public Window {
         rank_(transport.rank()),
         epochs_(static_cast<size_t>(nranks_), bytes),
         remote_bases_(static_cast<size_t>(nranks_), 0),
-        rkeys_(static_cast<size_t>(nranks_), nullptr),
-        words_(static_cast<size_t>(nranks_)) {
+        memory_(
+            std::make_shared<UcxWindowMemory>(transport.context(), static_cast<size_t>(nranks_))) {
     for (int r = 0; r < nranks_; ++r) {
       pending_.push_back(std::make_unique<UcxTransport::Ops>(&transport_));
     }
   }
 
   ~UcxWindow() override {
-    for (auto& ops : pending_) transport_.abandon(*ops);
-    // Collective: wait until no peer can write into this memory any more (the transport does
-    // nothing when it is already broken).
-    if (mapped_) transport_.barrier();
-    for (ucp_rkey_h key : rkeys_) {
-      if (key != nullptr) ucp_rkey_destroy(key);
+    // Complete what this rank issued (a window destroyed inside an epoch), then wait until no
+    // peer can write into this memory any more. Both are skipped when the transport is broken.
+    bool completed = mapped_ && !transport_.broken();
+    for (int target = 0; target < nranks_ && completed; ++target) {
+      if (!pending_[static_cast<size_t>(target)]->empty()) {
+        completed = complete(target, "window destruction") == scclSuccess;
+      }
     }
-    if (memh_ != nullptr) ucp_mem_unmap(transport_.context(), memh_);
+    if (completed) completed = transport_.barrier() == scclSuccess;
+    for (auto& ops : pending_) transport_.abandon(*ops);
+    if (!completed || transport_.broken()) transport_.keepUntilClosed(std::move(memory_));
   }
 
   scclResult_t setUp() {
@@ -63,15 +100,15 @@ class UcxWindow final : public Window {
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.length = bytes_;
     params.flags = UCP_MEM_MAP_ALLOCATE;
-    ucs_status_t status = ucp_mem_map(transport_.context(), &params, &memh_);
+    ucs_status_t status = ucp_mem_map(transport_.context(), &params, &memory_->memh);
     if (status != UCS_OK) {
-      memh_ = nullptr;
+      memory_->memh = nullptr;
       return fail(scclSystemError, "%s createWindow: ucp_mem_map of %zu bytes failed: %s",
                   transport_.label().c_str(), bytes_, ucs_status_string(status));
     }
     ucp_mem_attr_t attr{};
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-    status = ucp_mem_query(memh_, &attr);
+    status = ucp_mem_query(memory_->memh, &attr);
     if (status != UCS_OK || attr.length < bytes_) {
       return fail(scclSystemError, "%s createWindow: ucp_mem_query failed: %s",
                   transport_.label().c_str(), ucs_status_string(status));
@@ -81,7 +118,7 @@ class UcxWindow final : public Window {
 
     void* packed = nullptr;
     size_t packed_bytes = 0;
-    status = ucp_rkey_pack(transport_.context(), memh_, &packed, &packed_bytes);
+    status = ucp_rkey_pack(transport_.context(), memory_->memh, &packed, &packed_bytes);
     if (status != UCS_OK) {
       return fail(scclSystemError, "%s createWindow: ucp_rkey_pack failed: %s",
                   transport_.label().c_str(), ucs_status_string(status));
@@ -127,7 +164,7 @@ class UcxWindow final : public Window {
     UcxTransport::prepareOther(&param, &op);
     ucs_status_ptr_t status =
         ucp_put_nbx(transport_.endpoint(target), data, bytes, remoteAddress(target, offset),
-                    rkeys_[static_cast<size_t>(target)], &param);
+                    memory_->rkeys[static_cast<size_t>(target)], &param);
     return transport_.recordOutcome(
         transport_.track(ops, status, target, false, bytes, "window put"));
   }
@@ -138,7 +175,7 @@ class UcxWindow final : public Window {
     SCCL_REQUIRE_ARG(offset % 8 == 0, "window putWord at offset %zu: not 8-byte aligned", offset);
     // UCX reads the value and writes the old one until the swap completes (next flush): a deque
     // keeps both addresses stable.
-    Word& word = words_[static_cast<size_t>(target)].emplace_back(Word{value, 0});
+    SwapWord& word = memory_->words[static_cast<size_t>(target)].emplace_back(SwapWord{value, 0});
     UcxTransport::Ops& ops = *pending_[static_cast<size_t>(target)];
     UcxTransport::Op& op = ops.emplace_back();
     ucp_request_param_t param;
@@ -146,9 +183,9 @@ class UcxWindow final : public Window {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(8);
     param.reply_buffer = &word.previous;
-    ucs_status_ptr_t status = ucp_atomic_op_nbx(transport_.endpoint(target), UCP_ATOMIC_OP_SWAP,
-                                                &word.value, 1, remoteAddress(target, offset),
-                                                rkeys_[static_cast<size_t>(target)], &param);
+    ucs_status_ptr_t status = ucp_atomic_op_nbx(
+        transport_.endpoint(target), UCP_ATOMIC_OP_SWAP, &word.value, 1,
+        remoteAddress(target, offset), memory_->rkeys[static_cast<size_t>(target)], &param);
     return transport_.recordOutcome(
         transport_.track(ops, status, target, false, 8, "window putWord"));
   }
@@ -184,11 +221,6 @@ class UcxWindow final : public Window {
   }
 
  private:
-  struct Word {
-    uint64_t value;
-    uint64_t previous;
-  };
-
   uint64_t remoteAddress(int target, size_t offset) const {
     return remote_bases_[static_cast<size_t>(target)] + offset;
   }
@@ -219,9 +251,9 @@ class UcxWindow final : public Window {
     for (size_t r = 0; r < n; ++r) {
       std::memcpy(&remote_bases_[r], all.data() + offsets[r], 8);
       ucs_status_t status = ucp_ep_rkey_unpack(transport_.endpoint(static_cast<int>(r)),
-                                               all.data() + offsets[r] + 8, &rkeys_[r]);
+                                               all.data() + offsets[r] + 8, &memory_->rkeys[r]);
       if (status != UCS_OK) {
-        rkeys_[r] = nullptr;
+        memory_->rkeys[r] = nullptr;
         return transport_.recordOutcome(
             fail(scclRemoteError, "%s createWindow: the key of rank %zu cannot be unpacked: %s",
                  transport_.label().c_str(), r, ucs_status_string(status)));
@@ -241,7 +273,9 @@ class UcxWindow final : public Window {
     scclResult_t result = transport_.track(ops, status, target, false, 0, what);
     if (result == scclSuccess) result = transport_.waitOps(ops, what);
     ops.clear();
-    words_[static_cast<size_t>(target)].clear();
+    // After a failure a swap may still be in flight: its word stays (with the window's memory,
+    // handed to the transport at destruction).
+    if (result == scclSuccess) memory_->words[static_cast<size_t>(target)].clear();
     return transport_.recordOutcome(result);
   }
 
@@ -249,14 +283,12 @@ class UcxWindow final : public Window {
   size_t bytes_;
   int nranks_;
   int rank_;
-  ucp_mem_h memh_ = nullptr;
   std::byte* base_ = nullptr;
   bool mapped_ = false;
   WindowEpochs epochs_;
   std::vector<uint64_t> remote_bases_;
-  std::vector<ucp_rkey_h> rkeys_;
+  std::shared_ptr<UcxWindowMemory> memory_;
   std::vector<std::unique_ptr<UcxTransport::Ops>> pending_;
-  std::vector<std::deque<Word>> words_;
 };
 
 }  // namespace
