@@ -2,21 +2,13 @@
 // malloc/free (see tests/support/alloc_counter.h). The library itself is untouched: this file
 // is linked into sccl_reliability_tests only. Sanitizer builds keep the sanitizer's own operators.
 #include "support/alloc_counter.h"
+#include "support/sanitizer_build.h"
 
 #include <malloc.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SCCL_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define SCCL_TEST_SANITIZED 1
-#endif
-#endif
 
 namespace {
 
