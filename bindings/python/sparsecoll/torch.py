@@ -10,13 +10,23 @@ DDP hands the hook one gradient bucket at a time, in bucket order on every rank 
 sparsifier creation below happens in the same order everywhere). Each bucket gets its own
 sparsifier, keyed by bucket index, because the error-feedback residual belongs to that buffer.
 DDP rebuilds its buckets once, after the first iteration; a bucket whose size changed gets a new
-sparsifier (the first iteration's residual is dropped, on every rank alike). The sparse
-all-reduce is synchronous, so the hook returns an already completed torch.futures.Future.
+sparsifier (the first iteration's residual is dropped, on every rank alike). A rebuilt bucket of
+the same size usually holds the same parameters in another order (measured on PyTorch 1.13: the
+first iteration in parameter order, later ones reversed); the library's residual cannot be moved,
+so the first iteration's unsent values then stay at their old positions, but the momentum
+correction's velocity is moved parameter by parameter into the new layout (GradBucket.parameters()
+gives it). The sparse all-reduce is synchronous, so the hook returns an already completed
+torch.futures.Future.
 """
 
 import torch as _torch
 
 from .sparsifier import Sparsifier
+
+
+def _bucket_parameters(bucket):
+    # GradBucket.parameters() since PyTorch 1.10: the parameters in the buffer's order.
+    return list(bucket.parameters()) if hasattr(bucket, "parameters") else None
 
 
 def _bucket_tensor(bucket):
@@ -102,6 +112,7 @@ class HookState:
         self.sparsifier_kwargs = sparsifier_kwargs
         self.sparsifiers = {}
         self.velocities = {}
+        self.layouts = {}
         self.traffic = _Traffic()
 
     def sparsifier_for(self, key, tensor):
@@ -127,8 +138,34 @@ class HookState:
         tensor.copy_(velocity)
         return velocity
 
-    def reduce(self, key, tensor, step_ends):
+    def _follow_layout(self, key, parameters, count):
+        """Moves the velocity into a rebuilt bucket's layout (same parameters, another order)."""
+        old, self.layouts[key] = self.layouts.get(key), parameters
+        velocity = self.velocities.get(key)
+        if old is None or velocity is None or (len(old) == len(parameters) and all(
+                a is b for a, b in zip(old, parameters))):
+            return
+        old_offsets, offset = {}, 0
+        for p in old:
+            old_offsets[id(p)] = offset
+            offset += p.numel()
+        if (offset != count or sum(p.numel() for p in parameters) != count or
+                set(old_offsets) != {id(p) for p in parameters}):
+            del self.velocities[key]  # other parameters (or padding): start again
+            return
+        moved, offset = _torch.empty_like(velocity), 0
+        for p in parameters:
+            start = old_offsets[id(p)]
+            moved[offset:offset + p.numel()] = velocity[start:start + p.numel()]
+            offset += p.numel()
+        self.velocities[key] = moved
+
+    def reduce(self, key, tensor, step_ends, parameters=None):
+        """The sparse all-reduce of one bucket, in place. parameters: the bucket's parameters in
+        its layout's order, where known (the DDP hook), so the velocity can follow a rebuild."""
         sparsifier = self.sparsifier_for(key, tensor)
+        if parameters is not None and self.momentum:
+            self._follow_layout(key, parameters, tensor.numel())
         velocity = self._velocity_update(key, tensor)
         sparsifier.allreduce(tensor, op=self.op)
         if velocity is not None and self.momentum_masking and not _sends_everything(sparsifier):
@@ -141,12 +178,13 @@ class HookState:
             sparsifier.destroy()
         self.sparsifiers.clear()
         self.velocities.clear()
+        self.layouts.clear()
 
 
 def hook(state, bucket):
     """DDP communication hook: model.register_comm_hook(state, sparsecoll.torch.hook)."""
     tensor = _bucket_tensor(bucket)
-    state.reduce(bucket.index(), tensor, bucket.is_last())
+    state.reduce(bucket.index(), tensor, bucket.is_last(), _bucket_parameters(bucket))
     future = _torch.futures.Future()
     future.set_result(tensor)
     return future

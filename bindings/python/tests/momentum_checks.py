@@ -7,8 +7,9 @@ of a multi-process launch (mpi_worker.py momentum PORT):
   every rank's output bitwise identical, and the hook's velocity equal to the reference's.
 - micro (selection not recomputed here): the velocity recurrence and its masking hold against the
   hook's recorded inputs and outputs, with masking on and off; ranks bitwise identical.
-- dense: GradientSynchronizer with the correction and SGD without momentum follows SGD with
-  momentum on gloo's averaged gradient (the same up to float rounding).
+- dense: GradientSynchronizer and the DDP hook (whose bucket DDP rebuilds in another order after
+  the first step) with the correction and SGD without momentum follow SGD with momentum on gloo's
+  averaged gradient (the same up to float rounding).
 """
 
 import argparse
@@ -23,13 +24,14 @@ from ddp_checks import all_ranks, check, data, flat_grads, model_for_tests
 MOMENTUM = 0.9
 
 
-def recording_hook(inputs, outputs):
-    """sparse_torch.hook that keeps a copy of every bucket before and after the all-reduce (DDP
-    wants a function: it reads the hook's __name__)."""
+def recording_hook(inputs, outputs, layouts):
+    """sparse_torch.hook that keeps a copy of every bucket before and after the all-reduce, and
+    its parameters in layout order (DDP wants a function: it reads the hook's __name__)."""
 
     def hook(state, bucket):
         tensor = bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor()
         inputs.append(tensor.detach().clone())
+        layouts.append(list(bucket.parameters()))
         future = sparse_torch.hook(state, bucket)
         outputs.append(future.value().detach().clone())
         return future
@@ -41,15 +43,33 @@ def run_hook(comm, steps, **settings):
     """DDP over `steps` steps with the recording hook; the model has one bucket."""
     rank = dist.get_rank()
     state = sparse_torch.HookState(comm, **settings)
-    recorder = argparse.Namespace(inputs=[], outputs=[])
+    recorder = argparse.Namespace(inputs=[], outputs=[], layouts=[])
     model = DistributedDataParallel(model_for_tests())
-    model.register_comm_hook(state, recording_hook(recorder.inputs, recorder.outputs))
+    model.register_comm_hook(state, recording_hook(recorder.inputs, recorder.outputs,
+                                                   recorder.layouts))
     for step in range(steps):
         model.zero_grad()
         x, y = data(rank, step + 20)
         torch.nn.functional.cross_entropy(model(x), y).backward()
     check(len(recorder.inputs) == steps and len(state.sparsifiers) == 1, "one bucket per step")
     return state, recorder
+
+
+def relayout(vector, old, new):
+    """vector in the layout of parameters `old` rearranged into the layout of `new`."""
+    pieces, offset = {}, 0
+    for p in old:
+        pieces[id(p)] = vector[offset:offset + p.numel()]
+        offset += p.numel()
+    return torch.cat([pieces[id(p)] for p in new])
+
+
+def layout_changes(recorder):
+    """Steps whose bucket layout differs from the previous step's (DDP's rebuild)."""
+    changes = [s for s in range(1, len(recorder.layouts))
+               if any(a is not b for a, b in zip(recorder.layouts[s - 1], recorder.layouts[s]))]
+    check(changes == [1], "DDP rebuilt the bucket in another order after step 0 (%s)" % changes)
+    return changes
 
 
 def check_topk_reference(comm, steps=4, density=0.1):
@@ -60,7 +80,10 @@ def check_topk_reference(comm, steps=4, density=0.1):
     k = int(density * count)
     u = [torch.zeros(count, dtype=torch.float64) for _ in range(size)]
     v = [torch.zeros(count, dtype=torch.float64) for _ in range(size)]
+    changes = layout_changes(recorder)  # the same on every rank (DDP syncs the rebuild)
     for step in range(steps):
+        if step in changes:  # the velocity follows its parameters, the library's residual stays
+            u = [relayout(x, recorder.layouts[step - 1], recorder.layouts[step]) for x in u]
         union = torch.zeros(count, dtype=torch.bool)
         for r in range(size):
             u[r] = MOMENTUM * u[r] + grads[step][r].double()
@@ -86,8 +109,10 @@ def check_velocity_recurrence(comm, masking, steps=4):
     state, recorder = run_hook(comm, steps, algorithm="micro", density=0.05, momentum=MOMENTUM,
                                momentum_masking=masking)
     u = torch.zeros_like(recorder.inputs[0])
-    masked = 0
-    for g, output in zip(recorder.inputs, recorder.outputs):
+    masked, changes = 0, layout_changes(recorder)
+    for step, (g, output) in enumerate(zip(recorder.inputs, recorder.outputs)):
+        if step in changes:
+            u = relayout(u, recorder.layouts[step - 1], recorder.layouts[step])
         u = MOMENTUM * u + g  # the same float32 operations as the hook: bitwise equal
         if masking:
             masked += int((output != 0).sum())
@@ -124,6 +149,27 @@ def check_dense_is_momentum_sgd(comm, steps=5, lr=0.1):
     check(not torch.equal(flat_grads(corrected), flat_grads(plain)) or steps == 1,
           "velocity (with momentum) should differ from the plain averaged gradient")
     sync.close()
+
+    # The same through the DDP hook, whose bucket DDP rebuilds in another order after step 1:
+    # the velocity must follow its parameters.
+    hooked, reference = (DistributedDataParallel(model_for_tests()),
+                         DistributedDataParallel(model_for_tests()))
+    state = sparse_torch.HookState(comm, algorithm="dense", momentum=MOMENTUM)
+    hooked.register_comm_hook(state, sparse_torch.hook)
+    opt_hooked = torch.optim.SGD(hooked.parameters(), lr=lr, momentum=0.0)
+    opt_reference = torch.optim.SGD(reference.parameters(), lr=lr, momentum=MOMENTUM)
+    for step in range(steps):
+        x, y = data(rank, step + 60)
+        for model, opt in ((hooked, opt_hooked), (reference, opt_reference)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    a = torch.cat([p.detach().reshape(-1) for p in hooked.parameters()])
+    b = torch.cat([p.detach().reshape(-1) for p in reference.parameters()])
+    check(torch.allclose(a, b, rtol=0, atol=1e-5),
+          "DDP hook, dense + momentum correction differs from momentum SGD by %g" %
+          (a - b).abs().max())
+    state.close()
 
 
 def test_momentum(comm):
