@@ -19,4 +19,4 @@ for algorithm in micro exdyna topk sidco_exp; do
   names="$names $name"
 done
 ${PYTHON:-/usr/bin/python3} "$root/examples/python/plot_convergence.py" "$out/dense.json" \
-  $(for n in $names; do echo "$out/$n.json"; done) --plot "${out}_momentum.png"
+  $(for n in $names; do echo "$out/$n.json"; done) --plot "${out}_momentum_${epochs}epochs.png"
