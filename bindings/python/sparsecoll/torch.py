@@ -93,10 +93,11 @@ class HookState:
     aggregated output: for the gather reduction (topk, cltk, micro, exdyna, sidco) these are
     exactly the k' globally selected indices, where the library zeroes every rank's residual,
     except a selected entry whose sum over ranks is exactly 0.0 (measure zero; its velocity then
-    stays, as if unsent). For the sketch (s2) and sync-free reductions the non-zero output is the
-    library's decoded selection, the same rule. With the dense algorithm nothing is masked (every
-    entry is sent every step, and masking would erase the momentum): the correction is then
-    ordinary momentum SGD, avg(m u_r + g_r) = m avg(u) + avg(g), up to float rounding.
+    stays, as if unsent). The sketch (s2) and sync-free reductions get the same rule (the non-zero
+    output), which was not checked against where they clear their residuals. The library exposes
+    no list of selected indices (scclSparsifierGetStats has counts only), hence the non-zero
+    mask. With the dense algorithm nothing is masked (every entry is sent every step, and masking
+    would erase the momentum): the correction is then ordinary momentum SGD, avg(m u_r + g_r) = m avg(u) + avg(g), up to float rounding.
     Weight decay and Nesterov stay in the optimizer and are not corrected.
     """
 
@@ -123,7 +124,7 @@ class HookState:
             sparsifier = Sparsifier(self.comm, tensor.numel(), tensor.dtype,
                                     config_file=self.config_file, **self.sparsifier_kwargs)
             self.sparsifiers[key] = sparsifier
-            self.velocities.pop(key, None)  # a rebuilt bucket's layout changed: start again
+            self.velocities.pop(key, None)  # a new (resized) bucket: no residual, no velocity
         return sparsifier
 
     def _velocity_update(self, key, tensor):
