@@ -5,7 +5,9 @@
 
 DDP uses the gloo process group for set-up (parameter broadcast, bucket order); the gradients
 travel through sparsecoll: the three lines marked "sparsecoll" below are the whole change to an
-ordinary DDP script. Every rank trains on its own quarter of each epoch's shuffled training set.
+ordinary DDP script (--momentum-correction only adds momentum=... to the HookState line and
+takes it out of the optimizer: DGC's momentum correction, see HookState). Every rank trains on
+its own quarter of each epoch's shuffled training set.
 Per epoch rank 0 prints the test accuracy, the density actually sent (distinct entries aggregated
 / gradient size), and the bytes this rank sent per step against a dense ring all-reduce of the same
 gradient (2 (n-1)/n x 4 bytes x elements).
@@ -90,6 +92,9 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--momentum-correction", action="store_true",
+                   help="DGC momentum correction: --momentum moves from the optimizer into the "
+                   "hook (velocity fed to the sparse all-reduce, masked where sent)")
     p.add_argument("--clip-grad-norm", type=float, default=0.0,
                    help="clip the aggregated gradient to this L2 norm before the step (0: off)")
     p.add_argument("--seed", type=int, default=1)
@@ -137,19 +142,23 @@ def main():
     elements = sum(p.numel() for p in model.parameters())
     settings = dict(ALGORITHMS[args.algorithm], density=args.density)
     settings.update(json.loads(args.config) if args.config else {})
+    hook_momentum = args.momentum if args.momentum_correction else 0.0
 
     # --- the change to a DDP script: three lines (sparsecoll) ---------------------------------
     comm = sparsecoll.Communicator.from_process_group()                  # sparsecoll
-    state = sparsecoll.torch.HookState(comm, **settings)                 # sparsecoll
+    state = sparsecoll.torch.HookState(comm, momentum=hook_momentum, **settings)  # sparsecoll
     model = DistributedDataParallel(model)
     model.register_comm_hook(state, sparsecoll.torch.hook)               # sparsecoll
     # -------------------------------------------------------------------------------------------
 
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    # With --momentum-correction the momentum is in the aggregated gradient already (HookState).
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
+                                momentum=args.momentum - hook_momentum)
     dense_bytes = 2.0 * (size - 1) / size * 4 * elements  # ring all-reduce, per rank and step
     if rank == 0:
         print("sparsecoll %s, %d ranks (%s transport), %d parameters, settings %s" %
-              (sparsecoll.__version__, size, comm.transport, elements, json.dumps(settings)),
+              (sparsecoll.__version__, size, comm.transport, elements,
+               json.dumps(dict(settings, momentum_correction=hook_momentum))),
               flush=True)
         print("epoch  train_loss  test_acc  density  bytes/step/rank  dense_bytes  reduction  s",
               flush=True)
@@ -199,6 +208,7 @@ def main():
     if rank == 0 and args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump({"algorithm": args.algorithm, "settings": settings, "ranks": size,
+                       "momentum": args.momentum, "momentum_correction": args.momentum_correction,
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)
     state.close()

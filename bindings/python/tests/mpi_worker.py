@@ -5,7 +5,8 @@ themselves are in ddp_checks.py, shared with torchrun_worker.py).
                                local gradient; all ranks' gradients bitwise identical; the same
                                for GradientSynchronizer, and ExDyna over several steps
     mpi_worker.py train PORT   a few hundred DDP steps with the ExDyna hook; the loss must fall
-    mpi_worker.py hook,train PORT   both
+    mpi_worker.py momentum PORT    DGC momentum correction (momentum_checks.py)
+    mpi_worker.py hook,train PORT   several modes in one launch
 
 gloo sets up DDP (and carries the reference data); sparsecoll carries the gradients. Exits
 non-zero on any failure, printing why; every rank checks the same things.
@@ -19,6 +20,7 @@ import torch.distributed as dist
 
 import sparsecoll
 from ddp_checks import check, test_hook, test_train
+from momentum_checks import test_momentum
 
 
 def main():
@@ -33,7 +35,8 @@ def main():
     check((via_mpi.rank, via_mpi.size, via_mpi.transport) == (world.rank, world.size, "mpi"),
           "MPI comm")
     for name in mode.split(","):  # "hook,train" runs both in one launch (saves a torch start-up)
-        {"hook": test_hook, "train": test_train}[name](via_group if name == "hook" else via_mpi)
+        checks = {"hook": test_hook, "train": test_train, "momentum": test_momentum}
+        checks[name](via_group if name == "hook" else via_mpi)
     via_group.destroy()
     via_mpi.destroy()
     dist.barrier()

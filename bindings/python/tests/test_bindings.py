@@ -267,6 +267,35 @@ def test_sparse_allreduce_single_rank_stats_reset_and_errors(comm):
     assert info.value.code == Result.INVALID_USAGE
 
 
+def test_momentum_correction_single_rank_velocity_and_masking(comm):
+    import sparsecoll.torch as sparse_torch
+    with pytest.raises(ValueError):
+        sparse_torch.HookState(comm, algorithm="topk", momentum=1.0)
+    param = torch.nn.Parameter(torch.zeros(100))
+    sync = sparse_torch.GradientSynchronizer([param], comm, algorithm="topk", density=0.05,
+                                             momentum=0.5)
+    g = torch.linspace(0.01, 1.0, 100)
+    param.grad = g.clone()
+    sync.synchronize()  # u = g; the top 5 of u are sent and masked out of u
+    sent = param.grad != 0
+    assert int(sent.sum()) == 5 and torch.equal(param.grad[sent], g[-5:])
+    assert torch.equal(sync.state.velocities[0], g.masked_fill(sent, 0.0))
+    param.grad = g.clone()
+    sync.synchronize()  # u = 0.5 u + g is fed in; the residual held the unsent u of step 1
+    u = 0.5 * g.masked_fill(sent, 0.0) + g
+    expected_input = u + g.masked_fill(sent, 0.0)
+    sent2 = param.grad != 0
+    assert torch.equal(param.grad[sent2], expected_input[sent2])
+    assert torch.equal(sync.state.velocities[0], u.masked_fill(sent2, 0.0))
+    sync.close()
+    dense = sparse_torch.GradientSynchronizer([param], comm, algorithm="dense", momentum=0.5)
+    for step in range(2):
+        param.grad = g.clone()
+        dense.synchronize()  # dense: never masked, so ordinary momentum
+    assert torch.equal(param.grad, 0.5 * g + g)
+    dense.close()
+
+
 def test_non_finite_error_policy_raises_invalid_argument(comm):
     s = Sparsifier(comm, 100, algorithm="topk", density=0.1, non_finite="error")
     g = torch.ones(100)

@@ -43,6 +43,8 @@ def test_ddp_hook_on_four_processes_matches_reference_and_ranks_agree():
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="no mpirun")
-def test_ddp_hook_on_two_processes_and_training_lowers_the_loss():
-    output = launch(2, "hook,train")  # one launch: each start-up imports torch on every rank
+def test_ddp_hook_on_two_processes_training_lowers_the_loss_and_momentum_correction():
+    # One launch: each start-up imports torch on every rank.
+    output = launch(2, "hook,train,momentum")
     assert "mean loss" in output
+    assert "momentum checks passed" in output
