@@ -33,6 +33,7 @@
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
 #include "algorithms/selection_trim.h"
+#include "algorithms/threshold_query.h"
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -42,26 +43,12 @@
 namespace sccl {
 namespace {
 
-uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
-  if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
-  // A partition's share of k, proportional to its size (at least one if it has elements).
-  uint64_t share =
-      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
-  return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
-}
-
 // Step 1: this rank's selection into sp.local_indices; returns its size. With a corrected
 // threshold already in call.threshold the estimator is not asked again.
 scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, size_t* selected) {
   scclSparsifier& sp = *call.sp;
   const KernelBackend& kernels = cpuKernels();
-  ThresholdQuery query;
-  query.kernels = &kernels;
-  query.acc = call.acc;
-  query.acc_dtype = sp.acc_dtype;
-  query.range = range;
-  query.k_target_local = localTarget(sp, range);
-  query.iteration = sp.iteration;
+  const ThresholdQuery query = selectionQuery(call, range);
   if (!corrected) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
   // Size the index buffer for what is likely, not for the whole range (which would cost 8 bytes
   // per element): the selection reports the exact count on overflow, so one retry suffices.

@@ -36,6 +36,7 @@
 #include "algorithms/reductions.h"
 #include "algorithms/selection_trim.h"
 #include "algorithms/sync_free_capacity.h"
+#include "algorithms/threshold_query.h"
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -51,24 +52,11 @@ uint64_t capacityOf(const scclSparsifier& sp) {
   return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
 }
 
-uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
-  if (sp.count == 0 || range.size() == 0) return 0;
-  uint64_t share =
-      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
-  return std::max<uint64_t>(1, share);
-}
-
 // Step 1: the selection into slot + kSlotHeaderWords (at most `capacity` entries).
 scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity, size_t* selected) {
   scclSparsifier& sp = *call.sp;
   const KernelBackend& kernels = cpuKernels();
-  ThresholdQuery query;
-  query.kernels = &kernels;
-  query.acc = call.acc;
-  query.acc_dtype = sp.acc_dtype;
-  query.range = range;
-  query.k_target_local = localTarget(sp, range);
-  query.iteration = sp.iteration;
+  const ThresholdQuery query = selectionQuery(call, range);
   SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
   // Every qualifying index is needed to keep the largest; the selection reports the exact count
   // when the buffer is short, so one retry suffices.

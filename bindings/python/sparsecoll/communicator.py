@@ -203,7 +203,9 @@ class Communicator:
         return self._handle
 
     def destroy(self):
-        """scclCommDestroy (not collective). A second call does nothing."""
+        """scclCommDestroy. A second call does nothing. Call it on every rank: over UCX a healthy
+        communicator meets its peers in a barrier first (bounded by the communicator's timeout),
+        and MPI_Comm_free is collective over MPI."""
         if self._handle.value:
             handle, self._handle = self._handle, ctypes.c_void_p()
             check(lib.scclCommDestroy(handle))
@@ -221,7 +223,9 @@ class Communicator:
         self.destroy()
 
     def __del__(self):
-        # Not collective, so freeing at garbage collection is safe; errors are not raised there.
+        # A fallback for a communicator nobody destroyed: over UCX or MPI destruction meets the
+        # peers (bounded by the timeout, so never a hang), so call destroy() on every rank instead
+        # of leaving it to garbage collection. Errors are not raised here.
         if getattr(self, "_handle", None) is not None and self._handle.value:
             lib.scclCommDestroy(self._handle)
             self._handle = ctypes.c_void_p()

@@ -1,0 +1,39 @@
+// The estimator query of a reduction's local selection, shared by the gather and sync-free
+// reductions so that both ask the estimator the same question for the same range.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "algorithms/algorithm.h"
+#include "core/sparsifier.h"
+#include "estimators/threshold_estimator.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+
+// This rank's share of k for `range`: all of k when every rank searches the whole vector;
+// in an exclusive partition its share proportional to the partition's size (at least one if it
+// has elements).
+inline uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
+  if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
+  uint64_t share =
+      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
+  return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
+}
+
+// The query for a selection over `range` of the call's accumulator, on the CPU kernels.
+inline ThresholdQuery selectionQuery(const SparseCall& call, IndexRange range) {
+  const scclSparsifier& sp = *call.sp;
+  ThresholdQuery query;
+  query.kernels = &cpuKernels();
+  query.acc = call.acc;
+  query.acc_dtype = sp.acc_dtype;
+  query.range = range;
+  query.k_target_local = localTarget(sp, range);
+  query.iteration = sp.iteration;
+  return query;
+}
+
+}  // namespace sccl
