@@ -9,14 +9,16 @@ DDP (three lines in an existing script; docs/python.md):
 DDP hands the hook one gradient bucket at a time, in bucket order on every rank (so the collective
 sparsifier creation below happens in the same order everywhere). Each bucket gets its own
 sparsifier, keyed by bucket index, because the error-feedback residual belongs to that buffer.
-DDP rebuilds its buckets once, after the first iteration; a bucket whose size changed gets a new
-sparsifier (the first iteration's residual is dropped, on every rank alike). A rebuilt bucket of
-the same size usually holds the same parameters in another order (measured on PyTorch 1.13: the
-first iteration in parameter order, later ones reversed); the library's residual cannot be moved,
-so the first iteration's unsent values then stay at their old positions, but the momentum
-correction's velocity is moved parameter by parameter into the new layout (GradBucket.parameters()
-gives it). The sparse all-reduce is synchronous, so the hook returns an already completed
-torch.futures.Future.
+DDP rebuilds its buckets once, after the first iteration, and a rebuilt bucket usually holds the
+same parameters in another order (measured on PyTorch 1.13: the first iteration in parameter
+order, later ones reversed). The library's residual is indexed by position, so the hook keeps
+each bucket's first layout as its canonical one: a later layout with the same parameters is
+permuted into it before the all-reduce and back after (a gather and a scatter of the bucket; the
+residual, the momentum velocity and the selection all stay in the canonical layout, so no unsent
+value moves to another parameter). A bucket whose parameters changed (another grouping or size)
+gets a new sparsifier and canonical layout: the unsent values of the old one are dropped, on
+every rank alike. The sparse all-reduce is synchronous, so the hook returns an already
+completed torch.futures.Future.
 """
 
 import torch as _torch
@@ -71,6 +73,48 @@ def _sends_everything(sparsifier):
     """The dense reduction: the dense preset, or any preset with reduction "dense" set."""
     reduction = sparsifier._config.reduction
     return (reduction.decode() if reduction else sparsifier.algorithm) == "dense"
+
+
+class _BucketLayout:
+    """A DDP bucket's canonical parameter order (its first layout) and the gather index that
+    takes the current layout into it (index None: the current layout is the canonical one).
+    A bucket with padding (parameter sizes not summing to its size) cannot be permuted: only its
+    canonical order is accepted."""
+
+    def __init__(self, parameters, count):
+        self.canonical = list(parameters)
+        self._ids = {id(p) for p in self.canonical}
+        self._permutable = sum(p.numel() for p in self.canonical) == count
+        self._current = self.canonical
+        self.index = None
+
+    def holds(self, parameters, count):
+        """Whether `parameters` (a bucket of `count` elements) are this bucket's, in any order."""
+        if self._permutable:
+            return (len(parameters) == len(self.canonical) and
+                    {id(p) for p in parameters} == self._ids and
+                    sum(p.numel() for p in parameters) == count)
+        return _same_order(parameters, self.canonical)
+
+    def follow(self, parameters, device):
+        if _same_order(parameters, self._current):
+            return
+        self._current = list(parameters)
+        if _same_order(parameters, self.canonical):
+            self.index = None
+            return
+        offsets, offset = {}, 0
+        for p in parameters:
+            offsets[id(p)] = offset
+            offset += p.numel()
+        self.index = _torch.cat([
+            _torch.arange(offsets[id(p)], offsets[id(p)] + p.numel(), device=device)
+            for p in self.canonical
+        ])
+
+
+def _same_order(a, b):
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 class HookState:
@@ -139,38 +183,40 @@ class HookState:
         tensor.copy_(velocity)
         return velocity
 
-    def _follow_layout(self, key, parameters, count):
-        """Moves the velocity into a rebuilt bucket's layout (same parameters, another order)."""
-        old, self.layouts[key] = self.layouts.get(key), parameters
-        velocity = self.velocities.get(key)
-        if old is None or velocity is None or (len(old) == len(parameters) and all(
-                a is b for a, b in zip(old, parameters))):
-            return
-        old_offsets, offset = {}, 0
-        for p in old:
-            old_offsets[id(p)] = offset
-            offset += p.numel()
-        if (offset != count or sum(p.numel() for p in parameters) != count or
-                set(old_offsets) != {id(p) for p in parameters}):
-            del self.velocities[key]  # other parameters (or padding): start again
-            return
-        moved, offset = _torch.empty_like(velocity), 0
-        for p in parameters:
-            start = old_offsets[id(p)]
-            moved[offset:offset + p.numel()] = velocity[start:start + p.numel()]
-            offset += p.numel()
-        self.velocities[key] = moved
+    def _forget(self, key):
+        """Drops a bucket's sparsifier (its residual) and velocity, on every rank alike."""
+        sparsifier = self.sparsifiers.pop(key, None)
+        if sparsifier is not None:
+            sparsifier.destroy()
+        self.velocities.pop(key, None)
+
+    def _layout_for(self, key, tensor, parameters):
+        """The bucket's canonical layout, following the current one (None: parameters unknown)."""
+        if parameters is None:
+            return None
+        layout = self.layouts.get(key)
+        if layout is None or not layout.holds(parameters, tensor.numel()):
+            if layout is not None:
+                self._forget(key)  # other parameters in this bucket: start again
+            layout = _BucketLayout(parameters, tensor.numel())
+            self.layouts[key] = layout
+        layout.follow(parameters, tensor.device)
+        return layout
 
     def reduce(self, key, tensor, step_ends, parameters=None):
         """The sparse all-reduce of one bucket, in place. parameters: the bucket's parameters in
-        its layout's order, where known (the DDP hook), so the velocity can follow a rebuild."""
-        sparsifier = self.sparsifier_for(key, tensor)
-        if parameters is not None and self.momentum:
-            self._follow_layout(key, parameters, tensor.numel())
-        velocity = self._velocity_update(key, tensor)
-        sparsifier.allreduce(tensor, op=self.op)
+        its layout's order, where known (the DDP hook), so that a rebuilt bucket is permuted
+        into its first layout around the call."""
+        layout = self._layout_for(key, tensor, parameters)
+        index = layout.index if layout is not None else None
+        work = tensor if index is None else tensor.index_select(0, index)
+        sparsifier = self.sparsifier_for(key, work)
+        velocity = self._velocity_update(key, work)
+        sparsifier.allreduce(work, op=self.op)
         if velocity is not None and self.momentum_masking and not _sends_everything(sparsifier):
-            velocity.masked_fill_(tensor != 0, 0.0)
+            velocity.masked_fill_(work != 0, 0.0)
+        if index is not None:
+            tensor.index_copy_(0, index, work)
         self.traffic.add(sparsifier.stats(), tensor.numel(), step_ends)
         return tensor
 

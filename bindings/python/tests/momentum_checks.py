@@ -2,9 +2,12 @@
 of a multi-process launch (mpi_worker.py momentum PORT):
 
 - topk through the DDP hook over several steps against a reference computed here in the bucket's
-  own layout: each rank's velocity u = m u + g, the library's residual v = v + u, every rank's
-  top k of |v|, the union averaged, v zeroed at the union, u zeroed where the output is non-zero;
-  every rank's output bitwise identical, and the hook's velocity equal to the reference's.
+  first (canonical) layout, into which the hook permutes DDP's rebuilt bucket: each rank's
+  velocity u = m u + g, the library's residual v = v + u, every rank's top k of |v|, the union
+  averaged, v zeroed at the union, u zeroed where the output is non-zero; every rank's output
+  bitwise identical, and the hook's velocity equal to the reference's. The residual carried
+  across the rebuild must stay with its parameters (a reference that left it at its old
+  positions differs).
 - micro (selection not recomputed here): the velocity recurrence and its masking hold against the
   hook's recorded inputs and outputs, with masking on and off; ranks bitwise identical.
 - dense: GradientSynchronizer and the DDP hook (whose bucket DDP rebuilds in another order after
@@ -64,26 +67,28 @@ def relayout(vector, old, new):
     return torch.cat([pieces[id(p)] for p in new])
 
 
-def layout_changes(recorder):
-    """Steps whose bucket layout differs from the previous step's (DDP's rebuild)."""
-    changes = [s for s in range(1, len(recorder.layouts))
-               if any(a is not b for a, b in zip(recorder.layouts[s - 1], recorder.layouts[s]))]
+def canonical(recorder, tensors):
+    """Each step's tensor moved from that step's bucket layout into the first step's, after
+    checking that DDP did rebuild the bucket in another order (else nothing here is tested)."""
+    layouts = recorder.layouts
+    changes = [s for s in range(1, len(layouts))
+               if any(a is not b for a, b in zip(layouts[s - 1], layouts[s]))]
     check(changes == [1], "DDP rebuilt the bucket in another order after step 0 (%s)" % changes)
-    return changes
+    return [relayout(t, layouts[step], layouts[0]) for step, t in enumerate(tensors)]
 
 
 def check_topk_reference(comm, steps=4, density=0.1):
     state, recorder = run_hook(comm, steps, algorithm="topk", density=density, momentum=MOMENTUM)
     rank, size = dist.get_rank(), dist.get_world_size()
-    grads = [all_ranks(g) for g in recorder.inputs]  # grads[step][rank]: each rank's own gradient
+    # In the canonical layout (DDP syncs the rebuild, so it is the same on every rank):
+    # grads[step][rank], each rank's own gradient, and outputs[step].
+    grads = [all_ranks(g) for g in canonical(recorder, recorder.inputs)]
+    outputs = canonical(recorder, recorder.outputs)
     count = grads[0][0].numel()
     k = int(density * count)
     u = [torch.zeros(count, dtype=torch.float64) for _ in range(size)]
     v = [torch.zeros(count, dtype=torch.float64) for _ in range(size)]
-    changes = layout_changes(recorder)  # the same on every rank (DDP syncs the rebuild)
     for step in range(steps):
-        if step in changes:  # the velocity follows its parameters, the library's residual stays
-            u = [relayout(x, recorder.layouts[step - 1], recorder.layouts[step]) for x in u]
         union = torch.zeros(count, dtype=torch.bool)
         for r in range(size):
             u[r] = MOMENTUM * u[r] + grads[step][r].double()
@@ -93,7 +98,7 @@ def check_topk_reference(comm, steps=4, density=0.1):
         for r in range(size):
             v[r] = torch.where(union, torch.zeros(1, dtype=torch.float64), v[r])
             u[r] = torch.where(expected != 0, torch.zeros(1, dtype=torch.float64), u[r])
-        output = recorder.outputs[step]
+        output = outputs[step]
         error = (output.double() - expected).abs().max()
         check(error < 1e-5, "topk + momentum correction, step %d: %g from the reference" %
               (step, error))
@@ -109,10 +114,9 @@ def check_velocity_recurrence(comm, masking, steps=4):
     state, recorder = run_hook(comm, steps, algorithm="micro", density=0.05, momentum=MOMENTUM,
                                momentum_masking=masking)
     u = torch.zeros_like(recorder.inputs[0])
-    masked, changes = 0, layout_changes(recorder)
-    for step, (g, output) in enumerate(zip(recorder.inputs, recorder.outputs)):
-        if step in changes:
-            u = relayout(u, recorder.layouts[step - 1], recorder.layouts[step])
+    masked = 0
+    for g, output in zip(canonical(recorder, recorder.inputs),
+                         canonical(recorder, recorder.outputs)):
         u = MOMENTUM * u + g  # the same float32 operations as the hook: bitwise equal
         if masking:
             masked += int((output != 0).sum())
@@ -151,7 +155,7 @@ def check_dense_is_momentum_sgd(comm, steps=5, lr=0.1):
     sync.close()
 
     # The same through the DDP hook, whose bucket DDP rebuilds in another order after step 1:
-    # the velocity must follow its parameters.
+    # the velocity must stay with its parameters.
     hooked, reference = (DistributedDataParallel(model_for_tests()),
                          DistributedDataParallel(model_for_tests()))
     state = sparse_torch.HookState(comm, algorithm="dense", momentum=MOMENTUM)

@@ -296,6 +296,53 @@ def test_momentum_correction_single_rank_velocity_and_masking(comm):
     dense.close()
 
 
+class _FakeBucket:
+    """A DDP GradBucket as the hook sees it: index, flat buffer, parameters in buffer order."""
+
+    def __init__(self, parameters):
+        self._parameters = parameters
+        self._buffer = torch.cat([p.grad.reshape(-1) for p in parameters])
+
+    def index(self):
+        return 0
+
+    def is_last(self):
+        return True
+
+    def buffer(self):
+        return self._buffer
+
+    def parameters(self):
+        return self._parameters
+
+
+def test_hook_keeps_the_residual_with_its_parameters_across_a_rebuilt_bucket(comm):
+    """DDP rebuilds a bucket in another order after step 0; the library's residual must stay
+    with the parameters it belongs to (the hook permutes the bucket into its first layout)."""
+    import sparsecoll.torch as sparse_torch
+    a, b = torch.nn.Parameter(torch.zeros(6)), torch.nn.Parameter(torch.zeros(4))
+    a.grad = torch.tensor([9.0, 1, 2, 3, 4, 5])
+    b.grad = torch.tensor([0.5, 0.25, 8.0, 0.125])
+    state = sparse_torch.HookState(comm, algorithm="topk", density=0.2)  # k = 2 of 10
+    first = sparse_torch.hook(state, _FakeBucket([a, b])).value()
+    assert torch.equal(first, torch.tensor([9.0, 0, 0, 0, 0, 0, 0, 0, 8.0, 0]))
+    # Step 1, bucket rebuilt as [b, a]; a's residual (1..5) must be added to a's gradient.
+    a.grad = torch.full((6,), 0.5)
+    b.grad = torch.zeros(4)
+    second = sparse_torch.hook(state, _FakeBucket([b, a])).value()
+    # a now holds residual + gradient = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]: its top 2 are sent.
+    expected = torch.zeros(10)
+    expected[4 + 4], expected[4 + 5] = 4.5, 5.5
+    assert torch.equal(second, expected)
+    assert len(state.sparsifiers) == 1  # the same sparsifier, not a new one
+    # Another grouping (a alone) is another bucket: a fresh sparsifier, nothing carried over.
+    c = torch.nn.Parameter(torch.zeros(10))
+    c.grad = torch.arange(10.0)
+    third = sparse_torch.hook(state, _FakeBucket([c])).value()
+    assert torch.equal(third, torch.tensor([0.0] * 8 + [8.0, 9.0]))
+    state.close()
+
+
 def test_non_finite_error_policy_raises_invalid_argument(comm):
     s = Sparsifier(comm, 100, algorithm="topk", density=0.1, non_finite="error")
     g = torch.ones(100)
