@@ -36,6 +36,7 @@
 #include "algorithms/reductions.h"
 #include "algorithms/selection_trim.h"
 #include "algorithms/sync_free_capacity.h"
+#include "algorithms/sync_free_slots.h"
 #include "algorithms/threshold_query.h"
 #include "core/average.h"
 #include "core/dtype.h"
@@ -45,8 +46,6 @@
 
 namespace sccl {
 namespace {
-
-constexpr size_t kSlotHeaderWords = 4;  // k_r, non-finite count, fingerprint, call number
 
 uint64_t capacityOf(const scclSparsifier& sp) {
   return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
@@ -87,40 +86,6 @@ scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity,
   return scclSuccess;
 }
 
-// Step 2's checks on every rank's slot header; fills sp.rank_counts and the policy headers.
-scclResult_t readSlotHeaders(SparseCall& call, uint64_t capacity,
-                             std::vector<CallHeader>* headers) {
-  scclSparsifier& sp = *call.sp;
-  const size_t slot = kSlotHeaderWords + capacity;
-  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
-  headers->resize(static_cast<size_t>(sp.comm->nranks));
-  for (size_t r = 0; r < headers->size(); ++r) {
-    const int64_t* words = sp.gathered_indices.data() + r * slot;
-    CallHeader& h = (*headers)[r];
-    h = CallHeader{uint64_t(words[0]), uint64_t(words[1]), uint64_t(words[2]), uint64_t(words[3])};
-    if (h.fingerprint != fingerprint || h.sequence != sp.iteration) {
-      return fail(scclInvalidUsage,
-                  "sparse all-reduce (sync_free): rank %zu is at call %llu of a sparsifier with "
-                  "fingerprint %016llx, rank %d at call %llu of %016llx (mismatched calls or "
-                  "configs)",
-                  r, static_cast<unsigned long long>(h.sequence),
-                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
-                  static_cast<unsigned long long>(sp.iteration),
-                  static_cast<unsigned long long>(fingerprint));
-    }
-    const uint64_t range = sp.search->rangeFor(static_cast<int>(r), sp.iteration).size();
-    if (h.k_local > std::min(capacity, range)) {
-      return fail(scclRemoteError,
-                  "rank %zu claims %llu selected entries; at most %llu allowed (capacity %llu)", r,
-                  static_cast<unsigned long long>(h.k_local),
-                  static_cast<unsigned long long>(std::min(capacity, range)),
-                  static_cast<unsigned long long>(capacity));
-    }
-    sp.rank_counts[r] = h.k_local;
-  }
-  return scclSuccess;
-}
-
 // Steps 3 and 4.
 scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
   scclSparsifier& sp = *call.sp;
@@ -156,6 +121,39 @@ scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
 }
 
 }  // namespace
+
+scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
+                              size_t stride_words, std::vector<CallHeader>* headers) {
+  scclSparsifier& sp = *call.sp;
+  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+  headers->resize(static_cast<size_t>(sp.comm->nranks));
+  for (size_t r = 0; r < headers->size(); ++r) {
+    const int64_t* header = words + r * stride_words;
+    CallHeader& h = (*headers)[r];
+    h = CallHeader{uint64_t(header[0]), uint64_t(header[1]), uint64_t(header[2]),
+                   uint64_t(header[3])};
+    if (h.fingerprint != fingerprint || h.sequence != sp.iteration) {
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce (sync_free): rank %zu is at call %llu of a sparsifier with "
+                  "fingerprint %016llx, rank %d at call %llu of %016llx (mismatched calls or "
+                  "configs)",
+                  r, static_cast<unsigned long long>(h.sequence),
+                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(sp.iteration),
+                  static_cast<unsigned long long>(fingerprint));
+    }
+    const uint64_t range = sp.search->rangeFor(static_cast<int>(r), sp.iteration).size();
+    if (h.k_local > std::min(capacity, range)) {
+      return fail(scclRemoteError,
+                  "rank %zu claims %llu selected entries; at most %llu allowed (capacity %llu)", r,
+                  static_cast<unsigned long long>(h.k_local),
+                  static_cast<unsigned long long>(std::min(capacity, range)),
+                  static_cast<unsigned long long>(capacity));
+    }
+    sp.rank_counts[r] = h.k_local;
+  }
+  return scclSuccess;
+}
 
 uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack, uint64_t count) {
   const double slack = max_density_slack >= 0 ? max_density_slack : kSyncFreeDefaultSlack;
@@ -207,7 +205,7 @@ scclResult_t runSyncFreeReduction(SparseCall& call) {
   }));
   countAllGather(call, slot * sizeof(int64_t));
   std::vector<CallHeader> headers;
-  SCCL_CHECK(readSlotHeaders(call, capacity, &headers));
+  SCCL_CHECK(checkSlotHeaders(call, capacity, sp.gathered_indices.data(), slot, &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   // Peer indices: inside the range that rank selects in, strictly ascending (no duplicates).
   std::vector<const int64_t*> slices(n);

@@ -183,6 +183,7 @@ void sparsifierDestroy(scclSparsifier* sp) {
 
 scclResult_t sparsifierReset(scclSparsifier* sp) {
   SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
+  sp->device.reset();  // the next call's buffers decide again where the residual lives
   sp->estimator->reset();
   sp->search->reset();
   sp->iteration = 0;
@@ -190,14 +191,28 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   return scclSuccess;
 }
 
-scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
-                             scclRedOp_t op) {
+scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
+                             bool on_device, void* stream) {
   Clock::time_point start = Clock::now();
   SparseCall call;
   call.sp = sp;
   call.sendbuf = sendbuf;
   call.recvbuf = recvbuf;
   call.op = op;
+  if (on_device) {
+    SCCL_CHECK(checkDeviceSparseAllreduce(*sp));  // refused without side effects
+    SCCL_CHECK(commRecordFailure(sp->comm, runDeviceSparseAllreduce(call, stream)));
+    if (call.step_discarded) {
+      sp->stats.nonFinite = call.nonfinite_local;
+      return scclSuccess;
+    }
+    ++sp->iteration;
+    recordCall(*sp, call, microsecondsSince(start));
+    return scclSuccess;
+  }
+  SCCL_REQUIRE_ARG(sp->device == nullptr,
+                   "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU "
+                   "memory since its first call; scclSparsifierReset starts it again");
   call.acc = sp->acc.data();
   if (sp->reduction->needs_selection) {
     const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;
@@ -223,12 +238,16 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
 }
 
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
-  AbsMoments moments;
-  if (sp->count > 0) {
-    SCCL_CHECK(cpuKernels().absMoments(sp->residual.data(), sp->acc_dtype, 0, sp->count, 0.0, false,
-                                       &moments, nullptr));
+  if (sp->device != nullptr) {
+    SCCL_CHECK(deviceResidualNorm(*sp, &sp->stats.residualNorm));
+  } else {
+    AbsMoments moments;
+    if (sp->count > 0) {
+      SCCL_CHECK(cpuKernels().absMoments(sp->residual.data(), sp->acc_dtype, 0, sp->count, 0.0,
+                                         false, &moments, nullptr));
+    }
+    sp->stats.residualNorm = std::sqrt(moments.sum_sq);
   }
-  sp->stats.residualNorm = std::sqrt(moments.sum_sq);
   size_t bytes = std::min(stats->size, sizeof(scclSparseStats_t));
   scclSparseStats_t copy = sp->stats;
   copy.size = bytes;

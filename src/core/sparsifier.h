@@ -10,6 +10,7 @@
 #include "algorithms/algorithm.h"
 #include "core/aligned_buffer.h"
 #include "core/sparse_config.h"
+#include "core/sparsifier_device.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"
@@ -37,6 +38,9 @@ struct scclSparsifier {
   // policy), the residual is untouched.
   sccl::AlignedBuffer residual;
   sccl::AlignedBuffer acc;
+  // The residual and buffers in GPU memory once the sparsifier has run on device buffers
+  // (core/sparsifier_device.h); the host residual is then unused. Reset frees it.
+  std::unique_ptr<sccl::DeviceSparsifierState, sccl::DeviceSparsifierStateDeleter> device;
 
   uint64_t iteration = 0;
   std::vector<uint64_t> rank_counts;  // k_i of the last call
@@ -55,8 +59,9 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
                               const scclSparseConfig_t& config, scclSparsifier** out);
 void sparsifierDestroy(scclSparsifier* sp);
 scclResult_t sparsifierReset(scclSparsifier* sp);
-scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
-                             scclRedOp_t op);
+// on_device: sendbuf and recvbuf are GPU memory (core/sparsifier_device.h), ordered on stream.
+scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
+                             bool on_device = false, void* stream = nullptr);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
 
 // Element size of the residual.

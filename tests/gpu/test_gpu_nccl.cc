@@ -7,12 +7,12 @@
 
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/comm.h"
 #include "core/half.h"
 #include "device_buffer.h"
+#include "gpu_ranks.h"
 #include "sccl_build_config.h"
 #include "transports/reduce_ops.h"
 #if SCCL_BUILD_WITH_NCCL
@@ -25,9 +25,7 @@ using sccl_gpu_test::DeviceBuffer;
 namespace {
 
 int rankCount() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess) return 0;
-  return devices < 8 ? devices : 8;
+  return sccl_gpu_test::gpuRankCount();
 }
 
 float valueOf(int rank, size_t i) {
@@ -37,36 +35,10 @@ float valueOf(int rank, size_t i) {
 // Runs body(rank, transport) on one thread per GPU; returns the failures.
 template <typename Body>
 std::vector<std::string> onEveryGpu(int nranks, Body body) {
-  scclUniqueId id;
-  if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
-  std::vector<std::string> failures(static_cast<size_t>(nranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        sccl_gpu_test::check(cudaSetDevice(r), "cudaSetDevice");
-        scclConfig_t config = SCCL_CONFIG_INITIALIZER;
-        config.transport = "nccl";
-        config.timeoutMs = 60000;
-        scclComm_t comm = nullptr;
-        if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
-          failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
-          return;
-        }
-        auto* transport = dynamic_cast<sccl::NcclTransport*>(comm->transport.get());
-        failures[size_t(r)] = transport == nullptr ? "not an NCCL transport" : body(r, *transport);
-        scclCommDestroy(comm);
-      } catch (const std::exception& e) {
-        failures[size_t(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  std::vector<std::string> out;
-  for (int r = 0; r < nranks; ++r)
-    if (!failures[size_t(r)].empty())
-      out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
-  return out;
+  return sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+    auto* transport = dynamic_cast<sccl::NcclTransport*>(comm->transport.get());
+    return transport == nullptr ? "not an NCCL transport" : body(r, *transport);
+  });
 }
 
 }  // namespace

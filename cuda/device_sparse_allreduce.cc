@@ -1,0 +1,301 @@
+// scclSparseAllreduce on device buffers: the sync_free reduction (micro_sync_free,
+// exdyna_sync_free; algorithms/sync_free_reduction.cc has the steps and bytes on the wire) with
+// the sparsifier's residual in GPU memory, the CUDA backend's device steps on the caller's stream
+// and the collectives on a transport that carries device memory (NCCL).
+//
+// Steps of one call on rank r (d_ = device memory):
+//  1. d_acc = d_residual + sendbuf, non-finite count into a device word (accumulate);
+//  2. threshold from the estimator on the host: only estimators whose threshold is state carried
+//     between calls (scaling) or a constant (fixed), so nothing is read back for it; 8 bytes to
+//     the device;
+//  3. syncFreeSelect: the capped selection and the slot with its header, written on the device;
+//  4. the caller's stream is synchronised and the transport all-gathers the slots (the NCCL
+//     transport's operations are blocking on its own stream);
+//  5. the slot headers, 4 words per rank, are read back and checked on the host exactly as the
+//     host reduction checks them (algorithms/sync_free_slots.h): the counts feed the statistics,
+//     the non-finite policy and ExDyna's rebalancing;
+//  6. syncFreeGatherSlots checks every peer index against its rank's range on the device (a bad
+//     slot sets a device flag, read back before anything is written: scclRemoteError);
+//  7. the transport all-reduces the n * capacity values in rank order;
+//  8. recvbuf = zeros, syncFreeWrite scatters the values (divided by n for scclAvg) and zeroes
+//     d_acc at the selected indices; d_acc becomes the residual;
+//  9. estimator and search space observe the counts on the host, as in the host reduction.
+// Synchronisation points per call: the caller's stream before each of the two collectives, the
+// header read-back and the flag read-back (docs/gpu.md). The fully device-resident sequence
+// (threshold update on the device, no read-back: CUDA-graph capture) uses the same device steps
+// with syncFreeUpdateThreshold; it needs a transport that enqueues on the caller's stream.
+// Differs from the host reduction only in where the steps run: the same slots, the same checks,
+// the same selection and scatter arithmetic (tests/gpu compare them bit for bit).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "algorithms/call_header.h"
+#include "algorithms/exchange_accounting.h"
+#include "algorithms/sync_free_capacity.h"
+#include "algorithms/sync_free_slots.h"
+#include "algorithms/threshold_query.h"
+#include "core/comm.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/log.h"
+#include "core/sparse_config.h"
+#include "core/sparsifier.h"
+#include "core/sparsifier_device.h"
+#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_status.h"
+#include "cuda/workspace.h"
+
+namespace sccl {
+
+struct DeviceSparsifierState {
+  CudaKernels kernels;
+  // Two buffers that trade the roles of residual and accumulator after each completed call.
+  CudaWorkspace buffer_a, buffer_b;
+  void* residual = nullptr;
+  void* acc = nullptr;
+  // slot (4 + capacity words), gathered slots (n of them), values (n * capacity), ranges (2 n
+  // words), the threshold, the non-finite count and the bad-slot flag.
+  CudaWorkspace slot_memory, gathered_memory, values_memory, small_memory;
+  int64_t* slot = nullptr;
+  int64_t* gathered = nullptr;
+  void* values = nullptr;
+  uint64_t* ranges = nullptr;
+  double* threshold = nullptr;
+  uint64_t* nonfinite = nullptr;
+  uint32_t* bad = nullptr;
+  uint64_t capacity = 0;
+  std::vector<int64_t> headers;  // host copy of the n slot headers
+};
+
+void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) const {
+  delete state;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+cudaStream_t asStream(void* stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+// Device memory for every buffer of the call, allocated once per sparsifier (sizes are fixed).
+scclResult_t createState(scclSparsifier& sp, DeviceSparsifierState** out) {
+  auto state = std::make_unique<DeviceSparsifierState>();
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const size_t element = accElementSize(sp);
+  state->capacity =
+      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
+  const size_t slot_words = kSlotHeaderWords + state->capacity;
+  const size_t vector_bytes = std::max<size_t>(1, sp.count) * element;
+  SCCL_CHECK(state->buffer_a.reserve(vector_bytes, &state->residual));
+  SCCL_CHECK(state->buffer_b.reserve(vector_bytes, &state->acc));
+  void* memory = nullptr;
+  SCCL_CHECK(state->slot_memory.reserve(slot_words * sizeof(int64_t), &memory));
+  state->slot = static_cast<int64_t*>(memory);
+  SCCL_CHECK(state->gathered_memory.reserve(n * slot_words * sizeof(int64_t), &memory));
+  state->gathered = static_cast<int64_t*>(memory);
+  SCCL_CHECK(state->values_memory.reserve(n * state->capacity * element, &state->values));
+  // ranges, threshold, non-finite count and flag, each on its own 256-byte line.
+  SCCL_CHECK(state->small_memory.reserve(2 * n * sizeof(uint64_t) + 3 * 256, &memory));
+  char* small = static_cast<char*>(memory);
+  state->threshold = reinterpret_cast<double*>(small);
+  state->nonfinite = reinterpret_cast<uint64_t*>(small + 256);
+  state->bad = reinterpret_cast<uint32_t*>(small + 512);
+  state->ranges = reinterpret_cast<uint64_t*>(small + 768);
+  SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
+  state->headers.resize(n * kSlotHeaderWords);
+  SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual and %zu-word slots in device memory",
+            static_cast<void*>(&sp), sp.comm->rank, slot_words);
+  sp.device.reset(state.release());
+  *out = sp.device.get();
+  return scclSuccess;
+}
+
+// scclNonFinitePropagate on device buffers: recvbuf = NaN of the gradient type (the host
+// reduction's pattern), the step discarded.
+scclResult_t fillDeviceNaN(const scclSparsifier& sp, void* recvbuf, cudaStream_t stream) {
+  const size_t bytes = sp.count * dataTypeSize(sp.dtype);
+  std::vector<unsigned char> pattern(bytes);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const double nan64 = std::numeric_limits<double>::quiet_NaN();
+  const uint16_t fp16 = floatToFp16(nan), bf16 = floatToBf16(nan);
+  for (size_t i = 0; i < sp.count; ++i) {
+    unsigned char* at = pattern.data() + i * dataTypeSize(sp.dtype);
+    switch (sp.dtype) {
+      case scclFloat64: std::memcpy(at, &nan64, 8); break;
+      case scclFloat16: std::memcpy(at, &fp16, 2); break;
+      case scclBfloat16: std::memcpy(at, &bf16, 2); break;
+      default: std::memcpy(at, &nan, 4); break;
+    }
+  }
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream),
+                  "device sparse all-reduce: NaN output");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: NaN output");
+  return scclSuccess;
+}
+
+}  // namespace
+
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp) {
+  const std::string& reduction = sp.config.reduction;
+  if (reduction != "sync_free") {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are GPU memory: on device buffers scclSparseAllreduce runs the "
+                "sync_free reduction (presets micro_sync_free, exdyna_sync_free); algorithm '%s' "
+                "(reduction '%s') runs on host buffers only (docs/gpu.md)",
+                sp.config.algorithm.c_str(), reduction.c_str());
+  }
+  if (!sp.estimator->correctable() && sp.config.estimator != "fixed") {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are GPU memory: the sync_free reduction on the device takes its "
+                "threshold from the scaling or fixed estimator, not '%s' (which reads the data "
+                "of the call on the host)",
+                sp.config.estimator.c_str());
+  }
+  if (sp.device == nullptr && sp.iteration > 0) {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are GPU memory, but this sparsifier's residual is in host "
+                "memory since its first call (%llu calls); scclSparsifierReset starts it again",
+                static_cast<unsigned long long>(sp.iteration));
+  }
+  if (!sp.comm->transport->capabilities().device_memory) {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are GPU memory, but transport '%s' carries host memory only "
+                "(SCCL_TRANSPORT=nccl for device buffers)",
+                sp.comm->transport->name());
+  }
+  return scclSuccess;
+}
+
+scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
+  scclSparsifier& sp = *call.sp;
+  const cudaStream_t stream = asStream(stream_handle);
+  DeviceSparsifierState* d = sp.device.get();
+  if (d == nullptr) SCCL_CHECK(createState(sp, &d));
+  const KernelBackend& kernels = d->kernels;
+  const int rank = sp.comm->rank;
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const uint64_t capacity = d->capacity;
+  const size_t slot_words = kSlotHeaderWords + capacity;
+  const size_t element = accElementSize(sp);
+
+  // Steps 1-3 on the caller's stream.
+  Clock::time_point start = Clock::now();
+  SCCL_CHECK(kernels.fillZero(d->nonfinite, sizeof(uint64_t), stream));
+  SCCL_CHECK(d->kernels.accumulate(d->acc, sp.config.error_feedback ? d->residual : nullptr,
+                                   sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, d->nonfinite,
+                                   stream));
+  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  call.threshold = sp.estimator->currentThreshold();
+  if (range.size() > 0) {  // as the host reduction: an empty range asks the estimator nothing
+    ThresholdQuery query = selectionQuery(call, range);
+    query.kernels = &d->kernels;
+    query.acc = d->acc;
+    query.stream = stream_handle;
+    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    if (sp.estimator->exactCount()) {
+      return fail(scclInternalError, "device sparse all-reduce: estimator '%s' asks for trimming",
+                  sp.estimator->name());
+    }
+  }
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(d->threshold, &call.threshold, sizeof(double),
+                                  cudaMemcpyHostToDevice, stream),
+                  "device sparse all-reduce: threshold");
+  SCCL_CHECK(d->kernels.syncFreeSelect(
+      d->acc, sp.acc_dtype, range.begin, range.end, d->threshold, capacity, d->nonfinite,
+      sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration, d->slot, stream));
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: selection");
+  call.time_select_us += microsecondsSince(start);
+
+  // Step 4: the slots; step 5: their headers on the host.
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allGather(d->slot, d->gathered, slot_words * sizeof(int64_t));
+  }));
+  countAllGather(call, slot_words * sizeof(int64_t));
+  SCCL_CUDA_CHECK(cudaMemcpy2D(d->headers.data(), kSlotHeaderWords * sizeof(int64_t), d->gathered,
+                               slot_words * sizeof(int64_t), kSlotHeaderWords * sizeof(int64_t), n,
+                               cudaMemcpyDeviceToHost),
+                  "device sparse all-reduce: slot headers");
+  std::vector<CallHeader> headers;
+  SCCL_CHECK(checkSlotHeaders(call, capacity, d->headers.data(), kSlotHeaderWords, &headers));
+  call.k_local = sp.rank_counts[static_cast<size_t>(rank)];
+  call.nonfinite_local = headers[static_cast<size_t>(rank)].nonfinite;
+  if (anyNonFinite(headers)) {
+    if (sp.config.non_finite == scclNonFiniteError) return applyNonFinitePolicy(call, headers);
+    SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in a gradient; step discarded", rank);
+    SCCL_CHECK(fillDeviceNaN(sp, call.recvbuf, stream));
+    call.step_discarded = true;
+    return scclSuccess;
+  }
+
+  // Step 6: every peer's indices checked against its range while the values are gathered.
+  std::vector<uint64_t> ranges(2 * n);
+  for (size_t r = 0; r < n; ++r) {
+    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
+    ranges[2 * r] = of.begin;
+    ranges[2 * r + 1] = of.end;
+  }
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(d->ranges, ranges.data(), ranges.size() * sizeof(uint64_t),
+                                  cudaMemcpyHostToDevice, stream),
+                  "device sparse all-reduce: ranges");
+  SCCL_CHECK(kernels.fillZero(d->bad, sizeof(uint32_t), stream));
+  SCCL_CHECK(d->kernels.syncFreeGatherSlots(d->acc, sp.acc_dtype, sp.count, d->gathered, d->ranges,
+                                            int(n), capacity, d->values, d->bad, stream));
+  uint32_t bad = 0;
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(&bad, d->bad, sizeof(bad), cudaMemcpyDeviceToHost, stream),
+                  "device sparse all-reduce: slot check");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: slot check");
+  if (bad != 0) {
+    return fail(scclRemoteError,
+                "sparse all-reduce (sync_free, device): a peer's slot holds an index outside "
+                "that rank's range or a count above the capacity");
+  }
+
+  // Step 7: the values, summed in rank order.
+  const size_t slots = n * capacity;
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(d->values, d->values, slots, sp.acc_dtype, ReduceOp::Sum);
+  }));
+  countAllReduce(call, slots * element);
+
+  // Step 8: output and residual.
+  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), stream));
+  SCCL_CHECK(d->kernels.syncFreeWrite(call.recvbuf, sp.dtype, d->acc, sp.acc_dtype, sp.count,
+                                      d->gathered, d->ranges, int(n), capacity, d->values,
+                                      call.op == scclAvg ? uint32_t(n) : 1u, stream));
+  if (sp.config.error_feedback) std::swap(d->residual, d->acc);
+  call.residual_updated = true;
+
+  // Step 9.
+  call.k_max = *std::max_element(sp.rank_counts.begin(), sp.rank_counts.end());
+  call.k_global = std::accumulate(sp.rank_counts.begin(), sp.rank_counts.end(), uint64_t{0});
+  sp.estimator->observe(call.k_global, sp.k_target);
+  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  return scclSuccess;
+}
+
+scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {
+  *norm = 0;
+  if (sp.device == nullptr || sp.count == 0) return scclSuccess;
+  AbsMoments moments;
+  SCCL_CHECK(sp.device->kernels.absMoments(sp.device->residual, sp.acc_dtype, 0, sp.count, 0.0,
+                                           false, &moments, nullptr));
+  *norm = std::sqrt(moments.sum_sq);
+  return scclSuccess;
+}
+
+}  // namespace sccl

@@ -1,0 +1,32 @@
+// scclSparseAllreduce on device buffers: the sparsifier's residual in GPU memory, the kernels of
+// the CUDA backend on the caller's stream, the collectives on a transport that carries device
+// memory (NCCL). Implemented by cuda/device_sparse_allreduce.cc in builds with the CUDA kernels
+// and by cuda/device_sparse_allreduce_unavailable.cc (every call refused) in the others.
+// Design and synchronisation points: docs/gpu.md.
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+// The device half of a sparsifier: residual, accumulator, slot buffers and the CUDA backend's
+// workspace, created at the sparsifier's first call on device buffers.
+struct DeviceSparsifierState;
+struct DeviceSparsifierStateDeleter {
+  void operator()(DeviceSparsifierState* state) const;
+};
+
+// Whether this sparsifier can run on device buffers (its reduction and estimator, this build):
+// scclInvalidUsage naming what is missing, with no side effect.
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp);
+
+// One call on device buffers (call.sendbuf, call.recvbuf), ordered on `stream`: accumulate,
+// select, exchange, write recvbuf, swap in the new residual (in device memory), record the
+// counts and bytes in `call`, let the estimator and search space observe the counts.
+scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream);
+
+// L2 norm of the device residual (0 when the sparsifier has never run on the device).
+scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm);
+
+}  // namespace sccl

@@ -1,0 +1,58 @@
+// Ranks of the GPU tests: one thread per GPU (at most 8), each with its own device and a
+// communicator over the NCCL transport (one GPU: a single-rank communicator).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device_buffer.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl_gpu_test {
+
+inline int gpuRankCount() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) return 0;
+  return devices < 8 ? devices : 8;
+}
+
+// Runs body(rank, comm) -> failure text ("" when it passed) on nranks threads, rank r on device
+// r; returns the failures, each prefixed with its rank.
+template <typename Body>
+std::vector<std::string> onEveryGpu(int nranks, Body body) {
+  scclUniqueId id;
+  if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
+  std::vector<std::string> failures(static_cast<size_t>(nranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        check(cudaSetDevice(r), "cudaSetDevice");
+        scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+        config.transport = "nccl";
+        config.timeoutMs = 60000;
+        scclComm_t comm = nullptr;
+        if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
+          failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
+          return;
+        }
+        failures[size_t(r)] = body(r, comm);
+        scclCommDestroy(comm);
+      } catch (const std::exception& e) {
+        failures[size_t(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> out;
+  for (int r = 0; r < nranks; ++r)
+    if (!failures[size_t(r)].empty())
+      out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
+  return out;
+}
+
+}  // namespace sccl_gpu_test

@@ -1,0 +1,125 @@
+// scclSparseAllreduce on device buffers (cuda/device_sparse_allreduce.cc) over the NCCL
+// transport, one rank per GPU, against the host run of the same presets on the in-process
+// transport: outputs bit for bit, counts and thresholds equal, every call. Then what the device
+// path refuses (mixed memory, a reduction without a device path, host buffers after device calls)
+// with the documented codes, and a valid call on the same communicator afterwards.
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device_buffer.h"
+#include "gpu_ranks.h"
+#include "sccl_build_config.h"
+#include "support/sparse_runs.h"
+
+using namespace sccl_test;
+using sccl_gpu_test::DeviceBuffer;
+
+#if SCCL_BUILD_WITH_NCCL
+namespace {
+
+constexpr size_t kCount = 30011;
+constexpr int kIterations = 5;
+
+float gradientOf(int r, uint64_t t, size_t i) {
+  return gradientValue(23, r, t, i) * (i < kCount / 5 ? 10.0f : 1.0f);
+}
+
+std::vector<float> hostGradient(int r, uint64_t t) {
+  std::vector<float> grad(kCount);
+  for (size_t i = 0; i < kCount; ++i) grad[i] = gradientOf(r, t, i);
+  return grad;
+}
+
+std::string lastError(scclComm_t comm) {
+  return scclGetLastError(comm);
+}
+
+}  // namespace
+
+TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
+          "[gpu][sparse_device]") {
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    INFO(preset << " on " << nranks << " GPUs");
+    scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    config.scalingRule = "band";  // plain multiplications: the host estimator is the same anyway
+    SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+      scclSparsifier_t sp = nullptr;
+      if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
+        return "create: " + lastError(comm);
+      DeviceBuffer<float> out(kCount);
+      cudaStream_t stream = nullptr;
+      sccl_gpu_test::check(cudaStreamCreate(&stream), "cudaStreamCreate");
+      for (int t = 0; t < kIterations; ++t) {
+        DeviceBuffer<float> grad(hostGradient(r, uint64_t(t)));
+        if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
+                                stream) != scclSuccess)
+          return "call " + std::to_string(t) + ": " + lastError(comm);
+        sccl_gpu_test::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        const RankIteration& want = host.calls[size_t(t)][size_t(r)];
+        std::vector<float> got = out.read();
+        if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
+          return "call " + std::to_string(t) + ": output differs from the host run";
+        scclSparseStats_t stats{};
+        stats.size = sizeof(stats);
+        scclSparsifierGetStats(sp, &stats);
+        if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
+            stats.threshold != want.stats.threshold || stats.bytesSent != want.stats.bytesSent)
+          return "call " + std::to_string(t) + ": statistics differ from the host run";
+      }
+      // Host buffers after device calls: the residual is in device memory.
+      std::vector<float> host_grad = hostGradient(r, 0), host_out(kCount);
+      if (scclSparseAllreduce(host_grad.data(), host_out.data(), kCount, scclFloat32, scclSum, sp,
+                              comm, nullptr) != scclInvalidArgument)
+        return "host buffers after device calls were not refused";
+      scclSparsifierDestroy(sp);
+      cudaStreamDestroy(stream);
+      return "";
+    });
+    for (const auto& f : failures) UNSCOPED_INFO(f);
+    CHECK(failures.empty());
+  }
+}
+
+TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and stays usable",
+          "[gpu][sparse_device]") {
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+    scclSparseConfig_t topk = sparseConfig("topk", 0.01);
+    scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
+    scclSparsifier_t topk_sp = nullptr, sync_free_sp = nullptr;
+    if (scclSparsifierCreate(&topk_sp, comm, kCount, scclFloat32, &topk) != scclSuccess ||
+        scclSparsifierCreate(&sync_free_sp, comm, kCount, scclFloat32, &sync_free) != scclSuccess)
+      return "create: " + lastError(comm);
+    DeviceBuffer<float> grad(hostGradient(r, 0)), out(kCount);
+    std::vector<float> host_out(kCount);
+    if (scclSparseAllreduce(grad.get(), host_out.data(), kCount, scclFloat32, scclSum, sync_free_sp,
+                            comm, nullptr) != scclInvalidArgument)
+      return "GPU sendbuf with a host recvbuf was not scclInvalidArgument";
+    if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, topk_sp, comm,
+                            nullptr) != scclInvalidUsage)
+      return "topk on device buffers was not scclInvalidUsage";
+    if (lastError(comm).find("sync_free") == std::string::npos)
+      return "the refusal does not name what runs on the device: " + lastError(comm);
+    if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclAvg, sync_free_sp, comm,
+                            nullptr) != scclSuccess)
+      return "a valid call after the refusals failed: " + lastError(comm);
+    scclResult_t async = scclSuccess;
+    scclCommGetAsyncError(comm, &async);
+    if (async != scclSuccess) return "the communicator is in an error state";
+    scclSparsifierDestroy(topk_sp);
+    scclSparsifierDestroy(sync_free_sp);
+    return "";
+  });
+  for (const auto& f : failures) UNSCOPED_INFO(f);
+  CHECK(failures.empty());
+}
+#endif

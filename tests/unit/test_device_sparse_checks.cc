@@ -1,0 +1,81 @@
+// The entry checks of scclSparseAllreduce on device buffers (core/sparsifier_device.h), which
+// run before anything touches a buffer, so they are testable without a GPU: a reduction without
+// a device path, a residual already in host memory and a transport that carries host memory only
+// are scclInvalidUsage naming what is missing; the communicator stays usable afterwards. (The
+// device path itself is the GPU suite's tests/gpu/test_gpu_sparse_allreduce.cc.)
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/sparsifier.h"
+#include "core/sparsifier_device.h"
+#include "sccl_build_config.h"
+#include "support/local_ranks.h"
+#include "support/sparse_runs.h"
+
+using namespace sccl_test;
+
+namespace {
+
+bool mentions(const std::string& text, const char* what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("device sparse allreduce refuses what it cannot run before any side effect",
+          "[sparse][device_checks]") {
+  const size_t count = 4096;
+  auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
+    scclSparseConfig_t topk = sparseConfig("topk", 0.01);
+    scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
+    scclSparsifier_t topk_sp = nullptr, sync_free_sp = nullptr;
+    if (!log.checkResult(scclSparsifierCreate(&topk_sp, comm, count, scclFloat32, &topk),
+                         scclSuccess, "create topk") ||
+        !log.checkResult(scclSparsifierCreate(&sync_free_sp, comm, count, scclFloat32, &sync_free),
+                         scclSuccess, "create micro_sync_free"))
+      return;
+    std::vector<float> grad(count), out(count);
+    for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(3, rank, 0, i);
+
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*topk_sp), scclInvalidUsage, "topk");
+    const std::string topk_text = scclGetLastError(nullptr);
+#if SCCL_BUILD_CUDA_KERNELS
+    log.check(mentions(topk_text, "sync_free") && mentions(topk_text, "topk"),
+              "the refusal names the reduction and what runs on the device: " + topk_text);
+    // micro_sync_free has a device path, but the in-process transport carries host memory.
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp), scclInvalidUsage,
+                    "micro_sync_free over the local transport");
+    const std::string transport_text = scclGetLastError(nullptr);
+    log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl"),
+              "the refusal names the transport: " + transport_text);
+#else
+    log.check(mentions(topk_text, "no CUDA kernels"), "the refusal names the build: " + topk_text);
+#endif
+    // The device branch of the call: refused as an invalid usage, no state changed, the
+    // communicator healthy, and a host call afterwards runs as call 0.
+    log.checkResult(sccl::sparseAllreduce(sync_free_sp, grad.data(), out.data(), scclSum, true),
+                    scclInvalidUsage, "the device branch over the local transport");
+    log.check(sync_free_sp->iteration == 0 && sync_free_sp->device == nullptr,
+              "the refused call changed the sparsifier");
+    scclResult_t async = scclSuccess;
+    scclCommGetAsyncError(comm, &async);
+    log.checkResult(async, scclSuccess, "the communicator's state after the refusal");
+    log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum,
+                                        sync_free_sp, comm, nullptr),
+                    scclSuccess, "a host call after the refusal");
+#if SCCL_BUILD_CUDA_KERNELS
+    // After a host call the residual lives in host memory: a device call is refused for that.
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp), scclInvalidUsage,
+                    "device call after a host call");
+    const std::string host_text = scclGetLastError(nullptr);
+    log.check(mentions(host_text, "host memory since its first call"),
+              "the refusal says where the residual is: " + host_text);
+#endif
+    log.checkResult(scclSparsifierDestroy(topk_sp), scclSuccess, "destroy topk");
+    log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
