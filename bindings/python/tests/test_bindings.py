@@ -388,7 +388,8 @@ def test_dense_algorithm_equals_dense_allreduce_numpy():
 def test_cuda_tensor_is_refused_by_the_sparse_allreduce(comm):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device in this torch")
-    # scclSparseAllreduce runs on host memory in every build so far (docs/gpu.md).
+    # On device buffers scclSparseAllreduce runs the sync_free presets over the NCCL transport
+    # only (docs/gpu.md): topk on a CUDA tensor is refused, naming what runs on the device.
     s = Sparsifier(comm, 16, algorithm="topk", density=0.5)
     with pytest.raises(SparsecollError) as info:
         s.allreduce(torch.ones(16, device="cuda"))
