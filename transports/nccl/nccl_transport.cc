@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "core/memory_space.h"
 #include "cuda/cuda_status.h"
 #include "cuda/dispatch.h"
+#include "transports/collective_arguments.h"
 #include "transports/nccl/nccl_transport_impl.h"
 
 namespace sccl {
@@ -129,6 +131,7 @@ scclResult_t NcclTransport::copyBack(void* host, const void* device, size_t byte
 
 scclResult_t NcclTransport::allGather(const void* send, void* recv, size_t bytes_per_rank) {
   if (broken_ != scclSuccess) return broken_;
+  SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
   const size_t total = bytes_per_rank * size_t(nranks_);
   void* d_recv = nullptr;
   bool recv_staged = false;
@@ -156,19 +159,12 @@ scclResult_t NcclTransport::allGather(const void* send, void* recv, size_t bytes
 scclResult_t NcclTransport::allGatherV(const void* send, size_t send_bytes, void* recv,
                                        const size_t* recv_bytes, const size_t* recv_offsets) {
   if (broken_ != scclSuccess) return broken_;
-  SCCL_REQUIRE_ARG(recv_bytes != nullptr && recv_offsets != nullptr,
-                   "allGatherV: recv_bytes or recv_offsets is NULL");
-  SCCL_REQUIRE_ARG(send_bytes == recv_bytes[rank_],
-                   "allGatherV: rank %d sends %zu bytes but recv_bytes says %zu", rank_, send_bytes,
-                   recv_bytes[rank_]);
-  size_t total = 0;
-  for (int r = 0; r < nranks_; ++r) {
-    size_t end = 0;
-    SCCL_REQUIRE_ARG(!__builtin_add_overflow(recv_offsets[r], recv_bytes[r], &end),
-                     "allGatherV: rank %d's offset %zu + %zu bytes overflows", r, recv_offsets[r],
-                     recv_bytes[r]);
-    if (end > total) total = end;
-  }
+  bool any_bytes = false;
+  SCCL_CHECK(checkAllGatherVArguments(send, send_bytes, recv, recv_bytes, recv_offsets, rank_,
+                                      nranks_, "allGatherV", &any_bytes));
+  if (!any_bytes) return scclSuccess;
+  size_t total = 0;  // the checks above ruled out an overflowing offset + length
+  for (int r = 0; r < nranks_; ++r) total = std::max(total, recv_offsets[r] + recv_bytes[r]);
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, total, recv_staging_, false, &d_recv, &recv_staged));
@@ -189,7 +185,8 @@ scclResult_t NcclTransport::allGatherV(const void* send, size_t send_bytes, void
 scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count,
                                       scclDataType_t dtype, ReduceOp op) {
   if (broken_ != scclSuccess) return broken_;
-  const size_t bytes = count * dataTypeSize(dtype);
+  size_t bytes = 0;
+  SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, op, &bytes));
   void* d_send = nullptr;
   bool send_staged = false;
   SCCL_CHECK(deviceView(send, bytes, send_staging_, true, &d_send, &send_staged));
@@ -209,8 +206,7 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
 
 scclResult_t NcclTransport::broadcast(void* buf, size_t bytes, int root) {
   if (broken_ != scclSuccess) return broken_;
-  SCCL_REQUIRE_ARG(root >= 0 && root < nranks_, "broadcast root %d out of range [0, %d)", root,
-                   nranks_);
+  SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
   void* d_buf = nullptr;
   bool staged = false;
   SCCL_CHECK(deviceView(buf, bytes, recv_staging_, rank_ == root, &d_buf, &staged));
