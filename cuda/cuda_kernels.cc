@@ -148,6 +148,15 @@ scclResult_t CudaKernels::fillZero(void* dst, size_t bytes, void* stream) const 
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
+                                        void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "divideByRanks"));
+  SCCL_REQUIRE_ARG(nranks >= 1, "divideByRanks: %d ranks", nranks);
+  SCCL_CUDA_CHECK(cuda_dispatch::divideByRanks(x, dtype, count, nranks, asStream(stream)),
+                  "divideByRanks");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin,
                                         size_t end, uint64_t k, double* value, void* stream) const {
   SCCL_CHECK(requireFloating(dtype, "kthLargestAbs"));

@@ -65,6 +65,11 @@ class CudaKernels final : public KernelBackend {
                                   const uint8_t* bitmap, const void* sub,
                                   void* stream) const override;
 
+  // x = x / nranks (scclAvg of the dense collectives), bitwise the CPU's divideByRanks; the four
+  // floating types.
+  scclResult_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
+                             void* stream) const;
+
   // --- sync_free device steps (no synchronisation; sizes from the fixed capacity) ---
   // Slot: 4 + capacity int64 words (k, non-finite count, fingerprint, call number, indices).
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, size_t begin, size_t end,

@@ -61,6 +61,22 @@ __global__ void scatterDoubleKernel(double* dst, const int64_t* idx, const doubl
   for (size_t j = globalThread(); j < n; j += gridThreads()) dst[idx[j]] = vals[j] * scale;
 }
 
+// The average's division, as the CPU's divideByRanks (core/average.cc): IEEE division (nvcc's
+// default -prec-div=true), half types widened to float32 and rounded back to nearest even.
+__global__ void divideFloatKernel(void* x, scclDataType_t dtype, size_t count, float divisor) {
+  for (size_t i = globalThread(); i < count; i += gridThreads()) {
+    const uint16_t* half = static_cast<const uint16_t*>(x);
+    const float v = dtype == scclFloat16    ? fp16ToFloat(half[i])
+                    : dtype == scclBfloat16 ? bf16ToFloat(half[i])
+                                            : static_cast<const float*>(x)[i];
+    storeFloat(x, dtype, i, v / divisor);
+  }
+}
+
+__global__ void divideDoubleKernel(double* x, size_t count, double divisor) {
+  for (size_t i = globalThread(); i < count; i += gridThreads()) x[i] = x[i] / divisor;
+}
+
 template <size_t kBytes>
 cudaError_t scatterWidth(void* dst, const int64_t* idx, const void* vals, size_t n,
                          cudaStream_t stream) {
@@ -148,6 +164,18 @@ cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* id
   if (dst_dtype == scclFloat32 && factor == 1.0f) return scatter(dst, 4, idx, vals, n, stream);
   scatterFloatKernel<<<gridFor(n), kThreads, 0, stream>>>(
       dst, dst_dtype, idx, static_cast<const float*>(vals), n, factor, factor != 1.0f);
+  return cudaGetLastError();
+}
+
+cudaError_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
+                          cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (dtype == scclFloat64) {
+    divideDoubleKernel<<<gridFor(count), kThreads, 0, stream>>>(static_cast<double*>(x), count,
+                                                                double(nranks));
+  } else {
+    divideFloatKernel<<<gridFor(count), kThreads, 0, stream>>>(x, dtype, count, float(nranks));
+  }
   return cudaGetLastError();
 }
 

@@ -1,5 +1,6 @@
 // Dense collectives over the communicator's transport (the baselines of every benchmark, and
-// building blocks for frameworks).
+// building blocks for frameworks), on host buffers, or on GPU buffers over a transport that
+// carries device memory (core/device_collectives.h).
 #include "api/api_guard.h"
 #include <cstring>
 
@@ -28,13 +29,15 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     SCCL_CHECK(sccl::requireRedOp(op));
     SCCL_REQUIRE_ARG(op != scclAvg || sccl::isFloatingType(datatype),
                      "scclAvg needs a floating-point type, not %s", sccl::dataTypeName(datatype));
-    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
-    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
+    bool on_device = false;
+    SCCL_CHECK(
+        sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, bytes, stream, &on_device));
     SCCL_CHECK(runOnTransport(comm, [&](sccl::Transport& t) {
       return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
     }));
-    if (op == scclAvg) return sccl::divideByRanks(recvbuf, count, datatype, comm->nranks);
-    return scclSuccess;
+    if (op != scclAvg) return scclSuccess;
+    if (on_device) return sccl::deviceDivideByRanks(recvbuf, count, datatype, comm->nranks, stream);
+    return sccl::divideByRanks(recvbuf, count, datatype, comm->nranks);
   });
 }
 
@@ -47,8 +50,9 @@ SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t s
     SCCL_REQUIRE_ARG(!__builtin_mul_overflow(bytes, static_cast<size_t>(comm->nranks), &total),
                      "sendcount %zu times %d ranks overflows the address space", sendcount,
                      comm->nranks);
-    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
-    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, total, "recvbuf", stream));
+    bool on_device = false;
+    SCCL_CHECK(
+        sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, total, stream, &on_device));
     return runOnTransport(comm,
                           [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); });
   });
@@ -63,9 +67,12 @@ SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t c
     SCCL_CHECK(sccl::requireByteSize(count, datatype, &bytes));
     SCCL_REQUIRE_ARG(root >= 0 && root < comm->nranks, "root %d out of range [0, %d)", root,
                      comm->nranks);
-    if (comm->rank == root) SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
-    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
-    if (comm->rank == root && bytes > 0 && sendbuf != recvbuf) std::memcpy(recvbuf, sendbuf, bytes);
+    const bool root_copies = comm->rank == root && bytes > 0 && sendbuf != recvbuf;
+    bool on_device = false;
+    SCCL_CHECK(sccl::requireCollectiveBuffers(comm, sendbuf, comm->rank == root ? bytes : 0,
+                                              recvbuf, bytes, stream, &on_device));
+    if (root_copies && on_device) SCCL_CHECK(sccl::deviceCopy(recvbuf, sendbuf, bytes, stream));
+    if (root_copies && !on_device) std::memcpy(recvbuf, sendbuf, bytes);
     return runOnTransport(comm,
                           [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); });
   });

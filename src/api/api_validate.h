@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/device_collectives.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/memory_space.h"
@@ -53,6 +54,28 @@ inline scclResult_t requireHostBuffer(const void* buffer, size_t bytes, const ch
   }
   SCCL_REQUIRE_ARG(stream == nullptr, "stream must be NULL for host buffers (%s)", what);
   return scclSuccess;
+}
+
+// The buffers of a dense collective: both host memory (stream NULL) or both GPU memory on a
+// transport that carries it (core/device_collectives.h: the caller's stream is then synchronised
+// first). A buffer of 0 bytes is neither. *on_device tells which.
+inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, size_t send_bytes,
+                                             const void* recv, size_t recv_bytes, void* stream,
+                                             bool* on_device) {
+  const bool send_device =
+      send_bytes > 0 && send != nullptr && memorySpaceOf(send) == MemorySpace::Device;
+  const bool recv_device =
+      recv_bytes > 0 && recv != nullptr && memorySpaceOf(recv) == MemorySpace::Device;
+  *on_device = send_device || recv_device;
+  if (!*on_device) {
+    SCCL_CHECK(requireHostBuffer(send, send_bytes, "sendbuf", stream));
+    return requireHostBuffer(recv, recv_bytes, "recvbuf", stream);
+  }
+  SCCL_REQUIRE_ARG((send_device || send_bytes == 0) && (recv_device || recv_bytes == 0),
+                   "sendbuf is %s memory but recvbuf is %s memory: both must be GPU memory or "
+                   "both host memory",
+                   send_device ? "GPU" : "host", recv_device ? "GPU" : "host");
+  return prepareDeviceCollective(comm, stream);
 }
 
 }  // namespace sccl

@@ -1,7 +1,7 @@
 // scclSparseAllreduce on device buffers: the sparsifier's residual in GPU memory, the kernels of
 // the CUDA backend on the caller's stream, the collectives on a transport that carries device
 // memory (NCCL). Implemented by cuda/device_sparse_allreduce.cc in builds with the CUDA kernels
-// and by cuda/device_sparse_allreduce_unavailable.cc (every call refused) in the others.
+// and by cuda/device_paths_unavailable.cc (every call refused) in the others.
 // Design and synchronisation points: docs/gpu.md.
 #pragma once
 

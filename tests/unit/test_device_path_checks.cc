@@ -1,14 +1,16 @@
-// The entry checks of scclSparseAllreduce on device buffers (core/sparsifier_device.h), which
-// run before anything touches a buffer, so they are testable without a GPU: a reduction without
-// a device path, a residual already in host memory and a transport that carries host memory only
-// are scclInvalidUsage naming what is missing; the communicator stays usable afterwards. (The
-// device path itself is the GPU suite's tests/gpu/test_gpu_sparse_allreduce.cc.)
+// The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
+// collectives: core/device_collectives.h), which run before anything touches a buffer, so they
+// are testable without a GPU: a reduction without a device path, a residual already in host
+// memory and a transport that carries host memory only are scclInvalidUsage naming what is
+// missing; the communicator stays usable afterwards. (The device paths themselves are the GPU
+// suite's tests/gpu/test_gpu_sparse_allreduce.cc and test_gpu_dense_collectives.cc.)
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
 #include "core/comm.h"
+#include "core/device_collectives.h"
 #include "core/sparsifier.h"
 #include "core/sparsifier_device.h"
 #include "sccl_build_config.h"
@@ -76,6 +78,29 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
 #endif
     log.checkResult(scclSparsifierDestroy(topk_sp), scclSuccess, "destroy topk");
     log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
+
+TEST_CASE("dense collectives on device buffers need a transport that carries device memory",
+          "[device_checks]") {
+  auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
+    log.checkResult(sccl::prepareDeviceCollective(comm, nullptr), scclInvalidUsage,
+                    "a device collective over the local transport");
+    const std::string text = scclGetLastError(nullptr);
+#if SCCL_BUILD_CUDA_KERNELS
+    log.check(mentions(text, "'local'") && mentions(text, "nccl"),
+              "the refusal names the transport: " + text);
+#else
+    log.check(mentions(text, "no CUDA kernels"), "the refusal names the build: " + text);
+#endif
+    scclResult_t async = scclSuccess;
+    scclCommGetAsyncError(comm, &async);
+    log.checkResult(async, scclSuccess, "the communicator's state after the refusal");
+    std::vector<float> value{float(rank + 1)}, sum(1);
+    log.checkResult(scclAllReduce(value.data(), sum.data(), 1, scclFloat32, scclSum, comm, nullptr),
+                    scclSuccess, "a host all-reduce after the refusal");
+    log.check(sum[0] == 3.0f, "host all-reduce result");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }

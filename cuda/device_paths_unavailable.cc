@@ -1,0 +1,44 @@
+// Device buffers in a build without the CUDA kernels: scclSparseAllreduce and the dense
+// collectives refuse them (core/sparsifier_device.h, core/device_collectives.h).
+#include "core/device_collectives.h"
+#include "core/error.h"
+#include "core/sparsifier_device.h"
+
+namespace sccl {
+
+struct DeviceSparsifierState {};
+
+void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) const {
+  delete state;
+}
+
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier&) {
+  return fail(scclInvalidUsage,
+              "sendbuf/recvbuf are GPU memory, but this build has no CUDA kernels (build with "
+              "nvcc: docs/gpu.md); its kernels work on host memory");
+}
+
+scclResult_t runDeviceSparseAllreduce(SparseCall&, void*) {
+  return fail(scclInternalError, "device sparse all-reduce called in a build without CUDA kernels");
+}
+
+scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {
+  *norm = 0;
+  return scclSuccess;
+}
+
+scclResult_t prepareDeviceCollective(scclComm*, void*) {
+  return fail(scclInvalidUsage,
+              "buffers are GPU memory, but this build has no CUDA kernels (build with nvcc: "
+              "docs/gpu.md); its collectives work on host memory");
+}
+
+scclResult_t deviceDivideByRanks(void*, size_t, scclDataType_t, int, void*) {
+  return fail(scclInternalError, "device division called in a build without CUDA kernels");
+}
+
+scclResult_t deviceCopy(void*, const void*, size_t, void*) {
+  return fail(scclInternalError, "device copy called in a build without CUDA kernels");
+}
+
+}  // namespace sccl
