@@ -172,8 +172,9 @@ SCCL_API scclResult_t scclCommTransportName(const scclComm_t comm, const char** 
  * ------------------------------------------------------------------------------------------- */
 /* recvbuf = sum (or average) over ranks of sendbuf, `count` elements; sendbuf == recvbuf allowed.
  * Every rank gets bitwise the same result: element-wise ((x_0 + x_1) + x_2) + ... in rank order;
- * float16 and bfloat16 are summed in float32 and rounded once. Host memory; stream must be NULL
- * in a build without CUDA. */
+ * float16 and bfloat16 are summed in float32 and rounded once. Buffers of a call are all host
+ * memory (stream NULL) or all GPU memory (stream: the caller's cudaStream_t, synchronised before
+ * the transport runs) on a transport that carries device memory (nccl; else scclInvalidUsage). */
 SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t count,
                                     scclDataType_t datatype, scclRedOp_t op, scclComm_t comm,
                                     void* stream);
