@@ -1,0 +1,136 @@
+// memory_floor_perf: the memory traffic that any error-feedback sparse all-reduce must pay on
+// this machine, measured, against the "read the gradient once" time the lower bound of the
+// performance issue counts (docs/results/performance.md).
+//
+// With k << count, a call of scclSparseAllreduce (any preset with error feedback) must at least
+// read the gradient, read the residual, write the new residual (residual + gradient, all
+// entries change) and write the dense output (zeros except k entries): four vector-lengths of
+// traffic per rank. Ranks on one machine share its memory bus. Per size, with -r ranks as
+// threads, each owning its arrays (first touched by its own thread), started together:
+//   read      one read of the gradient (the bound's t_read);
+//   ef_floor  res[i] = res[i] + g[i]; out[i] = 0 in one fused pass: the four streams above.
+// The time of a round is the slowest rank's; the table reports the median over -n rounds
+// (interleaved, so both rows see the same load), GB/s over all ranks, and ef_floor / read: the
+// factor by which the bound undercounts the data path's unavoidable traffic.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/machine.h"
+#include "common/options.h"
+#include "common/report.h"
+#include "common/team.h"
+#include "common/timing.h"
+
+namespace {
+
+using namespace sccl_perf;
+
+// One rank's vectors, allocated and first touched by the thread that uses them.
+struct RankArrays {
+  std::unique_ptr<float[]> grad, residual, out;
+};
+
+void touch(RankArrays& a, size_t count, int rank) {
+  a.grad.reset(new float[count]);
+  a.residual.reset(new float[count]);
+  a.out.reset(new float[count]);
+  for (size_t i = 0; i < count; ++i) {
+    a.grad[i] = float((i * 2654435761u + unsigned(rank)) % 1000) * 1e-3f;
+    a.residual[i] = 0;
+    a.out[i] = 0;
+  }
+}
+
+// One read of the gradient; the bits are OR-ed (vectorises without reassociating floats) and
+// kept, so the compiler cannot drop the loop.
+uint32_t readOnce(const float* g, size_t count) {
+  uint32_t acc = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, g + i, 4);
+    acc |= bits;
+  }
+  return acc;
+}
+
+// The four streams of an error-feedback call with nothing selected.
+void errorFeedbackFloor(const float* g, float* residual, float* out, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    residual[i] = residual[i] + g[i];
+    out[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PerfOptions options;
+  options.min_size = options.max_size = 25000000;
+  options.sizes_are_elements = true;
+  options.iters = 20;
+  options.warmup = 3;
+  int nranks = 4;
+  std::vector<ExtraFlag> extra = {
+      {'r', "ranks (threads, each with its own vectors; default 4)", [&](const char* value) {
+         nranks = std::atoi(value);
+         return nranks >= 1 && nranks <= 256;
+       }}};
+  int exit_code = 0;
+  if (!parseOptions(argc, argv,
+                    "memory traffic floor of an error-feedback sparse all-reduce against one read",
+                    extra, &options, &exit_code))
+    return exit_code;
+  KeyValues machine = machineDescription(options);
+  printKeyValues(stdout, machine);
+  std::printf(
+      "# ranks: %d threads; read = one pass over the gradient; ef_floor = read gradient "
+      "and residual, write residual and output\n",
+      nranks);
+  ResultTable table({{"count", "count", 10, -1},
+                     {"ranks", "ranks", 5, -1},
+                     {"op", "op", 8, 0},
+                     {"time(ms)", "time_ms", 9, 2},
+                     {"min(ms)", "min_ms", 9, 2},
+                     {"GB/s", "gbps", 7, 1},
+                     {"vs read", "vs_read", 7, 2}});
+  table.printHeader(stdout);
+  ThreadTeam team(nranks);
+  volatile uint32_t sink = 0;
+  for (size_t count : elementCounts(options)) {
+    std::vector<RankArrays> arrays(static_cast<size_t>(nranks));
+    team.run([&](int rank, int) { touch(arrays[size_t(rank)], count, rank); });
+    std::vector<uint32_t> bits(static_cast<size_t>(nranks));
+    auto read = [&] {
+      team.run([&](int rank, int) {
+        bits[size_t(rank)] = readOnce(arrays[size_t(rank)].grad.get(), count);
+      });
+      sink = sink | bits[0];
+    };
+    auto floor = [&] {
+      team.run([&](int rank, int) {
+        RankArrays& a = arrays[size_t(rank)];
+        errorFeedbackFloor(a.grad.get(), a.residual.get(), a.out.get(), count);
+      });
+    };
+    std::vector<Timing> t = timeInterleaved(options.warmup, options.iters, read, floor);
+    const double vector_bytes = double(count) * 4.0 * nranks;
+    table.addRow({double(count), double(nranks), "read", t[0].median_us / 1e3, t[0].min_us / 1e3,
+                  gigabytesPerSecond(vector_bytes, t[0].median_us), 1.0},
+                 stdout);
+    table.addRow(
+        {double(count), double(nranks), "ef_floor", t[1].median_us / 1e3, t[1].min_us / 1e3,
+         gigabytesPerSecond(4 * vector_bytes, t[1].median_us), t[1].median_us / t[0].median_us},
+        stdout);
+  }
+  if (!options.json_path.empty() &&
+      !table.writeJson(
+          options.json_path, "memory_floor_perf", machine,
+          {{"ranks", std::to_string(nranks)}, {"iters", std::to_string(options.iters)}}))
+    return 1;
+  return 0;
+}
