@@ -73,7 +73,6 @@ struct DeviceSparsifierState {
   uint32_t* bad = nullptr;
   uint64_t capacity = 0;
   std::vector<int64_t> headers;  // host copy of the n slot headers
-  void* last_stream = nullptr;   // the stream of the last call: its work writes the residual
 };
 
 void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) const {
@@ -187,7 +186,6 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   const cudaStream_t stream = asStream(stream_handle);
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createState(sp, &d));
-  d->last_stream = stream_handle;
   const KernelBackend& kernels = d->kernels;
   const int rank = sp.comm->rank;
   const size_t n = static_cast<size_t>(sp.comm->nranks);
@@ -294,9 +292,11 @@ scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {
   *norm = 0;
   if (sp.device == nullptr || sp.count == 0) return scclSuccess;
   AbsMoments moments;
-  // On the last call's stream (which may be non-blocking): after its writes to the residual.
+  // The last call's writes to the residual may be pending on the caller's stream, which may be
+  // non-blocking (unordered with the legacy stream) or destroyed by now: wait for the device.
+  SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "residual norm: the last call's work");
   SCCL_CHECK(sp.device->kernels.absMoments(sp.device->residual, sp.acc_dtype, 0, sp.count, 0.0,
-                                           false, &moments, sp.device->last_stream));
+                                           false, &moments, nullptr));
   *norm = std::sqrt(moments.sum_sq);
   return scclSuccess;
 }
