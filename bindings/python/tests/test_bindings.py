@@ -396,6 +396,27 @@ def test_cuda_tensor_is_refused_by_the_sparse_allreduce(comm):
     assert info.value.code == Result.INVALID_USAGE and info.value.message != ""
 
 
+def test_cuda_tensor_sync_free_over_nccl_equals_the_host_run():
+    """A CUDA tensor through micro_sync_free over the NCCL transport (one rank) gives bitwise the
+    CPU tensor's result on the in-process transport, on torch's current stream (docs/gpu.md)."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device in this torch")
+    if "nccl" not in sparsecoll.built_transports():
+        pytest.skip("this build of sparsecoll has no NCCL transport")
+    g = torch.Generator().manual_seed(5)
+    grads = [torch.randn(10007, generator=g) for _ in range(4)]
+    results = {}
+    for transport, device in (("local", "cpu"), ("nccl", "cuda")):
+        with Communicator.from_unique_id(sparsecoll.get_unique_id(), 0, 1,
+                                         transport=transport) as c:
+            s = Sparsifier(c, 10007, algorithm="micro_sync_free", density=0.01)
+            outs = [s.allreduce(x.to(device), op="sum").cpu() for x in grads]
+            results[device] = outs
+            s.destroy()
+    for cpu, gpu in zip(results["cpu"], results["cuda"]):
+        assert torch.equal(cpu, gpu)
+
+
 def test_missing_library_is_a_clear_import_error(tmp_path):
     env = dict(os.environ, SPARSECOLL_LIBRARY=str(tmp_path / "libsparsecoll.so"))
     run = subprocess.run([sys.executable, "-c", "import sparsecoll"], env=env,
