@@ -14,8 +14,9 @@
 //  5. the slot headers, 4 words per rank, are read back and checked on the host exactly as the
 //     host reduction checks them (algorithms/sync_free_slots.h): the counts feed the statistics,
 //     the non-finite policy and ExDyna's rebalancing;
-//  6. syncFreeGatherSlots checks every peer index against its rank's range on the device (a bad
-//     slot sets a device flag, read back before anything is written: scclRemoteError);
+//  6. syncFreeGatherSlots checks every peer index on the device (inside its rank's range,
+//     strictly ascending: the host reduction's checks; a bad slot sets a device flag, read back
+//     before anything is written: scclRemoteError);
 //  7. the transport all-reduces the n * capacity values in rank order;
 //  8. recvbuf = zeros, syncFreeWrite scatters the values (divided by n for scclAvg) and zeroes
 //     d_acc at the selected indices; d_acc becomes the residual;

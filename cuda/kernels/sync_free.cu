@@ -128,8 +128,10 @@ cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, size_t be
 }
 
 // Index j of rank r's slot, or -1 when it is padding or fails its checks (then *bad is set):
-// the claimed count within the capacity, the index inside the rank's range. The host reads
-// *bad after the call completes and reports scclRemoteError; the kernels never go out of bounds.
+// the claimed count within the capacity, the index inside the rank's range and above the slot's
+// previous index (strictly ascending, as the host reduction requires: a repeated index would
+// have two threads write one output entry). The host reads *bad after the call completes and
+// reports scclRemoteError; the kernels never go out of bounds.
 __device__ inline int64_t checkedIndex(const int64_t* gathered, const uint64_t* ranges, int r,
                                        size_t capacity, size_t j, uint32_t* bad) {
   const int64_t* slot = gathered + size_t(r) * (kHeaderWords + capacity);
@@ -140,7 +142,8 @@ __device__ inline int64_t checkedIndex(const int64_t* gathered, const uint64_t* 
   }
   if (j >= k) return -1;
   const int64_t i = slot[kHeaderWords + j];
-  if (i < int64_t(ranges[2 * r]) || i >= int64_t(ranges[2 * r + 1])) {
+  if (i < int64_t(ranges[2 * r]) || i >= int64_t(ranges[2 * r + 1]) ||
+      (j > 0 && i <= slot[kHeaderWords + j - 1])) {
     if (bad != nullptr) atomicOr(bad, 1u);
     return -1;
   }
