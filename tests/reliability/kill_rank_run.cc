@@ -14,7 +14,8 @@
 // must return, and its descriptors (/proc/self/fd) and threads (/proc/self/task) must be back
 // to what they were before it created anything. A 60 s watchdog in this process kills
 // everything and fails the run on a hang. Repeated TRIALS times with the victim rotating;
-// prints the worst detection time.
+// prints the worst detection time. A trial whose ranks fail before the kill (their communicator
+// creation timed out, say) did not test the kill: it is reported and run again, at most twice.
 //
 // Launch "mpi" (under mpirun, one process per rank): the victim SIGKILLs itself at the chosen
 // moment; Open MPI 4.1 without ULFM then ends the whole job (mpirun reports the death and
@@ -161,8 +162,8 @@ int runForkTrials(const std::string& transport, When when, int nranks, int trial
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (shared == MAP_FAILED) return 2;
   int64_t worst_ms = 0;
-  int failures = 0;
-  for (int trial = 0; trial < trials; ++trial) {
+  int failures = 0, repeated = 0, retries = 0;  // retries: of the current trial
+  for (int trial = 0; trial < trials;) {
     new (shared) Shared();
     const int victim = trial % nranks;
     scclUniqueId id;
@@ -175,15 +176,47 @@ int runForkTrials(const std::string& transport, When when, int nranks, int trial
       pids.push_back(pid);
     }
     // The moment: before (at once), during (ranks in their loop, then 100 ms more), after (the
-    // victim finished its rounds).
+    // victim finished its rounds). A rank that fails before the moment (a communicator creation
+    // that timed out, say) means the moment will never come: stop waiting.
+    auto someone_failed = [&] {
+      for (int r = 0; r < nranks; ++r)
+        if (shared->detect_ms[r].load() != 0) return true;
+      return false;
+    };
     int64_t start = nowMs();
     if (when == When::During) {
-      while (shared->ready.load() < nranks && nowMs() - start < 30000) usleep(1000);
+      while (shared->ready.load() < nranks && !someone_failed() && nowMs() - start < 30000)
+        usleep(1000);
       usleep(100000);
     } else if (when == When::After) {
-      while (shared->victim_done.load() == 0 && nowMs() - start < 30000) usleep(1000);
+      while (shared->victim_done.load() == 0 && !someone_failed() && nowMs() - start < 30000)
+        usleep(1000);
     }
+    // The trial tests the kill only if every rank reached the moment and none had failed yet;
+    // otherwise its outcome says nothing about detection: it is reported and run again (at most
+    // twice more), and counts as a failure after that.
+    const bool moment_reached =
+        !someone_failed() &&
+        (when == When::Before || (when == When::During && shared->ready.load() == nranks) ||
+         (when == When::After && shared->victim_done.load() == 1));
     shared->kill_ms = nowMs();
+    if (!moment_reached) {
+      for (pid_t pid : pids) kill(pid, SIGKILL);
+      for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+      std::printf("trial %d: the ranks failed before the kill (%d of %d had started their loop)",
+                  trial, shared->ready.load(), nranks);
+      if (retries < 2) {
+        std::printf("; run again\n");
+        ++repeated;
+        ++retries;
+        continue;
+      }
+      std::printf("; counted as a failure\n");
+      ++failures;
+      ++trial;
+      retries = 0;
+      continue;
+    }
     kill(pids[size_t(victim)], SIGKILL);
     // Watchdog: every survivor must have exited within 60 s of the kill.
     int alive = nranks;
@@ -224,15 +257,17 @@ int runForkTrials(const std::string& transport, When when, int nranks, int trial
     worst_ms = std::max(worst_ms, trial_worst);
     std::printf("trial %d: victim rank %d, survivors failed within %lld ms\n", trial, victim,
                 static_cast<long long>(trial_worst));
+    ++trial;
+    retries = 0;
   }
   std::printf(
       "kill_rank %s %s: %d trials, %d ranks, timeout %d ms, worst detection %lld ms, "
-      "%d failures\n",
+      "%d failures, %d trials run again (ranks failed before the kill)\n",
       transport.c_str(),
       when == When::Before   ? "before"
       : when == When::During ? "during"
                              : "after",
-      trials, nranks, timeout_ms, static_cast<long long>(worst_ms), failures);
+      trials, nranks, timeout_ms, static_cast<long long>(worst_ms), failures, repeated);
   return failures == 0 ? 0 : 1;
 }
 
