@@ -15,7 +15,8 @@
 // to what they were before it created anything. A 60 s watchdog in this process kills
 // everything and fails the run on a hang. Repeated TRIALS times with the victim rotating;
 // prints the worst detection time. A trial whose ranks fail before the kill (their communicator
-// creation timed out, say) did not test the kill: it is reported and run again, at most twice.
+// creation timed out, say) did not test the kill: it is reported and run again, at most twice,
+// provided every rank ended by itself within timeout + 5 s (else it is a hang: a failure).
 //
 // Launch "mpi" (under mpirun, one process per rank): the victim SIGKILLs itself at the chosen
 // moment; Open MPI 4.1 without ULFM then ends the whole job (mpirun reports the death and
@@ -78,6 +79,9 @@ When parseWhen(const char* text) {
 
 // Shared between the launcher and its rank processes (MAP_SHARED, set up before fork).
 struct Shared {
+  // The job's unique id, published by the launcher after the ranks were forked (id_ready = 1).
+  scclUniqueId id;
+  std::atomic<int> id_ready{0};
   std::atomic<int64_t> kill_ms{0};     // when the victim was killed
   std::atomic<int> ready{0};           // ranks inside their collective loop
   std::atomic<int> victim_done{0};     // the victim finished its collectives ("after")
@@ -166,15 +170,29 @@ int runForkTrials(const std::string& transport, When when, int nranks, int trial
   for (int trial = 0; trial < trials;) {
     new (shared) Shared();
     const int victim = trial % nranks;
-    scclUniqueId id;
-    if (scclGetUniqueId(&id) != scclSuccess) return 2;
+    // Fork first, then start the bootstrap root (scclGetUniqueId starts its thread): a process
+    // forked while another of its threads holds a lock inherits the lock held by nobody. Forked
+    // after the root had started, a rank sometimes deadlocked in ucp_init on UCX's memory-hook
+    // lock (ucm_event_enter_exclusive), found with gdb on a hung rank.
     std::fflush(stdout);
     std::vector<pid_t> pids;
     for (int r = 0; r < nranks; ++r) {
       pid_t pid = fork();
-      if (pid == 0) _exit(runRank(transport, id, r, nranks, victim, when, timeout_ms, shared));
+      if (pid == 0) {
+        const int64_t waiting_since = nowMs();
+        while (shared->id_ready.load(std::memory_order_acquire) == 0) {
+          if (nowMs() - waiting_since > 30000) _exit(3);
+          usleep(200);
+        }
+        _exit(runRank(transport, shared->id, r, nranks, victim, when, timeout_ms, shared));
+      }
       pids.push_back(pid);
     }
+    if (scclGetUniqueId(&shared->id) != scclSuccess) {
+      for (pid_t pid : pids) kill(pid, SIGKILL);
+      return 2;
+    }
+    shared->id_ready.store(1, std::memory_order_release);
     // The moment: before (at once), during (ranks in their loop, then 100 ms more), after (the
     // victim finished its rounds). A rank that fails before the moment (a communicator creation
     // that timed out, say) means the moment will never come: stop waiting.
@@ -201,8 +219,34 @@ int runForkTrials(const std::string& transport, When when, int nranks, int trial
          (when == When::After && shared->victim_done.load() == 1));
     shared->kill_ms = nowMs();
     if (!moment_reached) {
-      for (pid_t pid : pids) kill(pid, SIGKILL);
-      for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+      // Every rank must still end by itself (its error within the timeout): one that does not
+      // is a hang, a failure that no rerun excuses.
+      std::vector<bool> ended(size_t(nranks), false);
+      int running = nranks;
+      while (running > 0 && nowMs() - shared->kill_ms.load() < timeout_ms + 5000) {
+        for (int r = 0; r < nranks; ++r) {
+          if (!ended[size_t(r)] && waitpid(pids[size_t(r)], nullptr, WNOHANG) == pids[size_t(r)]) {
+            ended[size_t(r)] = true;
+            --running;
+          }
+        }
+        usleep(2000);
+      }
+      for (int r = 0; r < nranks; ++r) {
+        if (ended[size_t(r)]) continue;
+        kill(pids[size_t(r)], SIGKILL);
+        waitpid(pids[size_t(r)], nullptr, 0);
+      }
+      if (running > 0) {
+        std::printf(
+            "trial %d: %d rank(s) neither reached the moment nor ended within %d ms "
+            "(hung before the kill)\n",
+            trial, running, timeout_ms + 5000);
+        ++failures;
+        ++trial;
+        retries = 0;
+        continue;
+      }
       std::printf("trial %d: the ranks failed before the kill (%d of %d had started their loop)",
                   trial, shared->ready.load(), nranks);
       if (retries < 2) {
