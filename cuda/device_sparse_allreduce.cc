@@ -32,8 +32,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -45,7 +43,6 @@
 #include "core/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "core/log.h"
 #include "core/sparse_config.h"
 #include "core/sparsifier.h"
@@ -127,22 +124,11 @@ scclResult_t createState(scclSparsifier& sp, DeviceSparsifierState** out) {
 }
 
 // scclNonFinitePropagate on device buffers: recvbuf = NaN of the gradient type (the host
-// reduction's pattern), the step discarded.
+// reduction's pattern, algorithms/call_header.h), written from the host.
 scclResult_t fillDeviceNaN(const scclSparsifier& sp, void* recvbuf, cudaStream_t stream) {
   const size_t bytes = sp.count * dataTypeSize(sp.dtype);
   std::vector<unsigned char> pattern(bytes);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const double nan64 = std::numeric_limits<double>::quiet_NaN();
-  const uint16_t fp16 = floatToFp16(nan), bf16 = floatToBf16(nan);
-  for (size_t i = 0; i < sp.count; ++i) {
-    unsigned char* at = pattern.data() + i * dataTypeSize(sp.dtype);
-    switch (sp.dtype) {
-      case scclFloat64: std::memcpy(at, &nan64, 8); break;
-      case scclFloat16: std::memcpy(at, &fp16, 2); break;
-      case scclBfloat16: std::memcpy(at, &bf16, 2); break;
-      default: std::memcpy(at, &nan, 4); break;
-    }
-  }
+  fillWithNaN(pattern.data(), sp.count, sp.dtype);
   SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream),
                   "device sparse all-reduce: NaN output");
   SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: NaN output");
@@ -236,11 +222,8 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   call.k_local = sp.rank_counts[static_cast<size_t>(rank)];
   call.nonfinite_local = headers[static_cast<size_t>(rank)].nonfinite;
   if (anyNonFinite(headers)) {
-    if (sp.config.non_finite == scclNonFiniteError) return applyNonFinitePolicy(call, headers);
-    SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in a gradient; step discarded", rank);
-    SCCL_CHECK(fillDeviceNaN(sp, call.recvbuf, stream));
-    call.step_discarded = true;
-    return scclSuccess;
+    return applyNonFinitePolicy(call, headers,
+                                [&] { return fillDeviceNaN(sp, call.recvbuf, stream); });
   }
 
   // Step 6: every peer's indices checked against its range while the values are gathered.

@@ -56,7 +56,18 @@ bool anyNonFinite(const std::vector<CallHeader>& headers) {
                      [](const CallHeader& h) { return h.nonfinite > 0; });
 }
 
-scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers) {
+void fillWithNaN(void* out, size_t count, scclDataType_t dtype) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  switch (dtype) {
+    case scclFloat64: fillWith(out, count, std::numeric_limits<double>::quiet_NaN()); break;
+    case scclFloat16: fillWith(out, count, floatToFp16(nan)); break;
+    case scclBfloat16: fillWith(out, count, floatToBf16(nan)); break;
+    default: fillWith(out, count, nan); break;
+  }
+}
+
+scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers,
+                                  const std::function<scclResult_t()>& fill_output) {
   scclSparsifier& sp = *call.sp;
   size_t first = 0;
   while (first + 1 < headers.size() && headers[first].nonfinite == 0) ++first;
@@ -68,14 +79,10 @@ scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader
   }
   SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
             sp.comm->rank, first);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  switch (sp.dtype) {
-    case scclFloat64:
-      fillWith(call.recvbuf, sp.count, std::numeric_limits<double>::quiet_NaN());
-      break;
-    case scclFloat16: fillWith(call.recvbuf, sp.count, floatToFp16(nan)); break;
-    case scclBfloat16: fillWith(call.recvbuf, sp.count, floatToBf16(nan)); break;
-    default: fillWith(call.recvbuf, sp.count, nan); break;
+  if (fill_output) {
+    SCCL_CHECK(fill_output());
+  } else {
+    fillWithNaN(call.recvbuf, sp.count, sp.dtype);
   }
   call.step_discarded = true;
   return scclSuccess;

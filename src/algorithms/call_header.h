@@ -27,10 +27,16 @@ scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(
 // True when some rank reported NaN/Inf.
 bool anyNonFinite(const std::vector<CallHeader>& headers);
 
+// count quiet NaNs of the gradient type dtype at `out` (host memory): what recvbuf holds after a
+// step discarded under scclNonFinitePropagate.
+void fillWithNaN(void* out, size_t count, scclDataType_t dtype);
+
 // A step with NaN/Inf on some rank (every rank calls it with the same headers, so every rank
 // does the same): scclNonFiniteError returns scclInvalidArgument naming the first such rank,
 // with nothing changed; scclNonFinitePropagate fills recvbuf with NaN of the gradient type, marks
-// the step discarded (the residual stays as it was) and returns success.
-scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers);
+// the step discarded (the residual stays as it was) and returns success. fill_output writes those
+// NaNs where recvbuf is not host memory (the device path); null: fillWithNaN on call.recvbuf.
+scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers,
+                                  const std::function<scclResult_t()>& fill_output = nullptr);
 
 }  // namespace sccl
