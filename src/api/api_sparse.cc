@@ -1,7 +1,6 @@
 // Sparsifiers and the sparse all-reduce.
 #include "api/api_guard.h"
 #include "api/api_validate.h"
-#include "core/memory_space.h"
 #include "core/sparsifier.h"
 
 namespace sccl {
@@ -82,21 +81,10 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
                      sccl::dataTypeName(dtype), sccl::dataTypeName(sparsifier->dtype));
     SCCL_CHECK(sccl::requireRedOp(op));
     size_t bytes = count * sccl::dataTypeSize(dtype);
-    // GPU buffers (both, never one of them) run on the device path (core/sparsifier_device.h).
-    const bool send_device = bytes > 0 && sendbuf != nullptr &&
-                             sccl::memorySpaceOf(sendbuf) == sccl::MemorySpace::Device;
-    const bool recv_device = bytes > 0 && recvbuf != nullptr &&
-                             sccl::memorySpaceOf(recvbuf) == sccl::MemorySpace::Device;
-    if (send_device || recv_device) {
-      SCCL_REQUIRE_ARG(send_device && recv_device,
-                       "sendbuf is %s memory but recvbuf is %s memory: both must be GPU memory "
-                       "or both host memory",
-                       send_device ? "GPU" : "host", recv_device ? "GPU" : "host");
-      return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, true, stream);
-    }
-    SCCL_CHECK(sccl::requireHostBuffer(sendbuf, bytes, "sendbuf", stream));
-    SCCL_CHECK(sccl::requireHostBuffer(recvbuf, bytes, "recvbuf", stream));
-    return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op);
+    // GPU buffers run on the device path (core/sparsifier_device.h).
+    bool on_device = false;
+    SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));
+    return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);
   });
 }
 

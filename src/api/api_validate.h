@@ -56,12 +56,10 @@ inline scclResult_t requireHostBuffer(const void* buffer, size_t bytes, const ch
   return scclSuccess;
 }
 
-// The buffers of a dense collective: both host memory (stream NULL) or both GPU memory on a
-// transport that carries it (core/device_collectives.h: the caller's stream is then synchronised
-// first). A buffer of 0 bytes is neither. *on_device tells which.
-inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, size_t send_bytes,
-                                             const void* recv, size_t recv_bytes, void* stream,
-                                             bool* on_device) {
+// Where the buffers of a call live: both host memory (then stream must be NULL) or both GPU
+// memory (*on_device; one of each is scclInvalidArgument). A buffer of 0 bytes is neither.
+inline scclResult_t placeBuffers(const void* send, size_t send_bytes, const void* recv,
+                                 size_t recv_bytes, void* stream, bool* on_device) {
   const bool send_device =
       send_bytes > 0 && send != nullptr && memorySpaceOf(send) == MemorySpace::Device;
   const bool recv_device =
@@ -75,7 +73,16 @@ inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, s
                    "sendbuf is %s memory but recvbuf is %s memory: both must be GPU memory or "
                    "both host memory",
                    send_device ? "GPU" : "host", recv_device ? "GPU" : "host");
-  return prepareDeviceCollective(comm, stream);
+  return scclSuccess;
+}
+
+// The buffers of a dense collective (placeBuffers); GPU buffers also need a transport that
+// carries them (core/device_collectives.h: the caller's stream is then synchronised first).
+inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, size_t send_bytes,
+                                             const void* recv, size_t recv_bytes, void* stream,
+                                             bool* on_device) {
+  SCCL_CHECK(placeBuffers(send, send_bytes, recv, recv_bytes, stream, on_device));
+  return *on_device ? prepareDeviceCollective(comm, stream) : scclSuccess;
 }
 
 }  // namespace sccl

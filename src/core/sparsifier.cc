@@ -210,9 +210,11 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
     recordCall(*sp, call, microsecondsSince(start));
     return scclSuccess;
   }
-  SCCL_REQUIRE_ARG(sp->device == nullptr,
-                   "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU "
-                   "memory since its first call; scclSparsifierReset starts it again");
+  if (sp->device != nullptr) {  // the same code as the reverse case (checkDeviceSparseAllreduce)
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU memory "
+                "since its first call; scclSparsifierReset starts it again");
+  }
   call.acc = sp->acc.data();
   if (sp->reduction->needs_selection) {
     const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;
