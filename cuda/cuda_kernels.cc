@@ -280,16 +280,19 @@ scclResult_t CudaKernels::updateMarkedBlocks(void* x, scclDataType_t dtype, size
   return scclSuccess;
 }
 
-scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype, size_t begin,
-                                         size_t end, const double* threshold, size_t capacity,
+scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
+                                         const uint64_t* bounds, size_t items,
+                                         const double* threshold, size_t capacity,
                                          const uint64_t* nonfinite, uint64_t fingerprint,
-                                         uint64_t sequence, int64_t* slot, void* stream) const {
+                                         const uint64_t* sequence, int64_t* slot,
+                                         void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
-  SCCL_REQUIRE_ARG(capacity >= 1 && end >= begin, "syncFreeSelect: capacity %zu, range [%zu, %zu)",
-                   capacity, begin, end);
+  SCCL_REQUIRE_ARG(capacity >= 1 && bounds != nullptr && sequence != nullptr,
+                   "syncFreeSelect: capacity %zu, bounds %p, sequence %p", capacity,
+                   static_cast<const void*>(bounds), static_cast<const void*>(sequence));
   const cuda_dispatch::SlotHeader header{fingerprint, sequence};
   return withTemp("syncFreeSelect", [&](void* temp, size_t* bytes) {
-    return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, begin, end, threshold,
+    return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, bounds, items, threshold,
                                          capacity, nonfinite, header, slot, asStream(stream));
   });
 }
@@ -310,21 +313,21 @@ scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, v
                                         scclDataType_t acc_dtype, size_t count,
                                         const int64_t* gathered, const uint64_t* ranges, int nranks,
                                         size_t capacity, const void* values, uint32_t divisor,
-                                        void* stream) const {
+                                        const uint32_t* status, void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeWrite"));
   SCCL_CUDA_CHECK(
       cuda_dispatch::syncFreeWrite(recv, recv_dtype, acc, acc_dtype, count, gathered, ranges,
-                                   nranks, capacity, values, divisor, asStream(stream)),
+                                   nranks, capacity, values, divisor, status, asStream(stream)),
       "syncFreeWrite");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::syncFreeUpdateThreshold(const int64_t* gathered, int nranks,
                                                   size_t capacity, uint64_t k_target,
-                                                  const ScalingRule& rule, double* threshold,
-                                                  void* stream) const {
+                                                  const ScalingRule& rule, const uint32_t* status,
+                                                  double* threshold, void* stream) const {
   SCCL_CUDA_CHECK(cuda_dispatch::syncFreeUpdateThreshold(gathered, nranks, capacity, k_target, rule,
-                                                         threshold, asStream(stream)),
+                                                         status, threshold, asStream(stream)),
                   "syncFreeUpdateThreshold");
   return scclSuccess;
 }

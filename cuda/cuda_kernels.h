@@ -72,23 +72,28 @@ class CudaKernels final : public KernelBackend {
 
   // --- sync_free device steps (no synchronisation; sizes from the fixed capacity) ---
   // Slot: 4 + capacity int64 words (k, non-finite count, fingerprint, call number, indices).
-  scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, size_t begin, size_t end,
-                              const double* threshold, size_t capacity, const uint64_t* nonfinite,
-                              uint64_t fingerprint, uint64_t sequence, int64_t* slot,
-                              void* stream) const;
+  // bounds: this rank's range [bounds[0], bounds[1]), device memory, at most `items` long;
+  // sequence: the call number, device memory.
+  scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
+                              size_t items, const double* threshold, size_t capacity,
+                              const uint64_t* nonfinite, uint64_t fingerprint,
+                              const uint64_t* sequence, int64_t* slot, void* stream) const;
   // ranges: 2 * nranks words (begin, end of each rank's range), device memory; *bad (device)
   // becomes non-zero when a peer's slot fails its checks (its entries are then ignored).
   scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype, size_t count,
                                    const int64_t* gathered, const uint64_t* ranges, int nranks,
                                    size_t capacity, void* values, uint32_t* bad,
                                    void* stream) const;
+  // status (device, may be null): writes nothing unless *status is 0 (the call completes).
   scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc,
                              scclDataType_t acc_dtype, size_t count, const int64_t* gathered,
                              const uint64_t* ranges, int nranks, size_t capacity,
-                             const void* values, uint32_t divisor, void* stream) const;
+                             const void* values, uint32_t divisor, const uint32_t* status,
+                             void* stream) const;
   scclResult_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
                                        uint64_t k_target, const ScalingRule& rule,
-                                       double* threshold, void* stream) const;
+                                       const uint32_t* status, double* threshold,
+                                       void* stream) const;
 
  private:
   // CUB's two-phase protocol against the workspace: size, reserve, run.

@@ -12,7 +12,7 @@ void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) cons
   delete state;
 }
 
-scclResult_t checkDeviceSparseAllreduce(const scclSparsifier&) {
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier&, void*) {
   return fail(scclInvalidUsage,
               "sendbuf/recvbuf are GPU memory, but this build has no CUDA kernels (build with "
               "nvcc: docs/gpu.md); its kernels work on host memory");
@@ -20,6 +20,15 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier&) {
 
 scclResult_t runDeviceSparseAllreduce(SparseCall&, void*) {
   return fail(scclInternalError, "device sparse all-reduce called in a build without CUDA kernels");
+}
+
+scclResult_t deviceAsyncError(const scclSparsifier&, scclResult_t* result) {
+  *result = scclSuccess;  // no device call ever ran
+  return scclSuccess;
+}
+
+scclResult_t deviceRefreshStats(scclSparsifier&) {
+  return scclSuccess;
 }
 
 scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {

@@ -49,32 +49,17 @@
 #include "core/sparsifier_device.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_status.h"
+#include "cuda/device_sparsifier_state.h"
 #include "cuda/workspace.h"
 
 namespace sccl {
 
-struct DeviceSparsifierState {
-  CudaKernels kernels;
-  // Two buffers that trade the roles of residual and accumulator after each completed call.
-  CudaWorkspace buffer_a, buffer_b;
-  void* residual = nullptr;
-  void* acc = nullptr;
-  // slot (4 + capacity words), gathered slots (n of them), values (n * capacity), ranges (2 n
-  // words), the threshold, the non-finite count and the bad-slot flag.
-  CudaWorkspace slot_memory, gathered_memory, values_memory, small_memory;
-  int64_t* slot = nullptr;
-  int64_t* gathered = nullptr;
-  void* values = nullptr;
-  uint64_t* ranges = nullptr;
-  double* threshold = nullptr;
-  uint64_t* nonfinite = nullptr;
-  uint32_t* bad = nullptr;
-  uint64_t capacity = 0;
-  std::vector<int64_t> headers;  // host copy of the n slot headers
-};
-
 void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) const {
   delete state;
+}
+
+DeviceSparsifierState::~DeviceSparsifierState() {
+  if (fault_host != nullptr) (void)cudaFreeHost(fault_host);
 }
 
 namespace {
@@ -87,40 +72,6 @@ double microsecondsSince(Clock::time_point start) {
 
 cudaStream_t asStream(void* stream) {
   return static_cast<cudaStream_t>(stream);
-}
-
-// Device memory for every buffer of the call, allocated once per sparsifier (sizes are fixed).
-scclResult_t createState(scclSparsifier& sp, DeviceSparsifierState** out) {
-  auto state = std::make_unique<DeviceSparsifierState>();
-  const size_t n = static_cast<size_t>(sp.comm->nranks);
-  const size_t element = accElementSize(sp);
-  state->capacity =
-      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
-  const size_t slot_words = kSlotHeaderWords + state->capacity;
-  const size_t vector_bytes = std::max<size_t>(1, sp.count) * element;
-  SCCL_CHECK(state->buffer_a.reserve(vector_bytes, &state->residual));
-  SCCL_CHECK(state->buffer_b.reserve(vector_bytes, &state->acc));
-  void* memory = nullptr;
-  SCCL_CHECK(state->slot_memory.reserve(slot_words * sizeof(int64_t), &memory));
-  state->slot = static_cast<int64_t*>(memory);
-  SCCL_CHECK(state->gathered_memory.reserve(n * slot_words * sizeof(int64_t), &memory));
-  state->gathered = static_cast<int64_t*>(memory);
-  SCCL_CHECK(state->values_memory.reserve(n * state->capacity * element, &state->values));
-  // ranges, threshold, non-finite count and flag, each on its own 256-byte line.
-  SCCL_CHECK(state->small_memory.reserve(2 * n * sizeof(uint64_t) + 3 * 256, &memory));
-  char* small = static_cast<char*>(memory);
-  state->threshold = reinterpret_cast<double*>(small);
-  state->nonfinite = reinterpret_cast<uint64_t*>(small + 256);
-  state->bad = reinterpret_cast<uint32_t*>(small + 512);
-  state->ranges = reinterpret_cast<uint64_t*>(small + 768);
-  SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
-  SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
-  state->headers.resize(n * kSlotHeaderWords);
-  SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual and %zu-word slots in device memory",
-            static_cast<void*>(&sp), sp.comm->rank, slot_words);
-  sp.device.reset(state.release());
-  *out = sp.device.get();
-  return scclSuccess;
 }
 
 // scclNonFinitePropagate on device buffers: recvbuf = NaN of the gradient type (the host
@@ -137,7 +88,82 @@ scclResult_t fillDeviceNaN(const scclSparsifier& sp, void* recvbuf, cudaStream_t
 
 }  // namespace
 
-scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp) {
+// Device memory for every buffer of the call, allocated once per sparsifier (sizes are fixed).
+scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) {
+  auto state = std::make_unique<DeviceSparsifierState>();
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const size_t element = accElementSize(sp);
+  state->stream_ordered = sp.config.stream_ordered;
+  state->capacity =
+      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
+  const size_t slot_words = kSlotHeaderWords + state->capacity;
+  const size_t vector_bytes = std::max<size_t>(1, sp.count) * element;
+  SCCL_CHECK(state->buffer_a.reserve(vector_bytes, &state->residual));
+  SCCL_CHECK(state->buffer_b.reserve(vector_bytes, &state->acc));
+  void* memory = nullptr;
+  SCCL_CHECK(state->slot_memory.reserve(slot_words * sizeof(int64_t), &memory));
+  state->slot = static_cast<int64_t*>(memory);
+  SCCL_CHECK(state->gathered_memory.reserve(n * slot_words * sizeof(int64_t), &memory));
+  state->gathered = static_cast<int64_t*>(memory);
+  SCCL_CHECK(state->values_memory.reserve(n * state->capacity * element, &state->values));
+  // Six words, each on its own 256-byte line, then ranges and partitions (2 n words each).
+  constexpr size_t kLine = 256;
+  SCCL_CHECK(state->small_memory.reserve(6 * kLine + 4 * n * sizeof(uint64_t), &memory));
+  SCCL_CHECK(state->kernels.fillZero(memory, 6 * kLine + 4 * n * sizeof(uint64_t), nullptr));
+  char* small = static_cast<char*>(memory);
+  state->threshold = reinterpret_cast<double*>(small);
+  state->nonfinite = reinterpret_cast<uint64_t*>(small + kLine);
+  state->bad = reinterpret_cast<uint32_t*>(small + 2 * kLine);
+  state->sequence = reinterpret_cast<uint64_t*>(small + 3 * kLine);
+  state->status = reinterpret_cast<uint32_t*>(small + 4 * kLine);
+  state->totals = reinterpret_cast<cuda_dispatch::StreamOrderedTotals*>(small + 5 * kLine);
+  state->ranges = reinterpret_cast<uint64_t*>(small + 6 * kLine);
+  state->partitions = state->ranges + 2 * n;
+  if (state->stream_ordered) {
+    // The threshold, call number and partitions live on the device from here on.
+    std::vector<uint64_t> partitions(2 * n);
+    for (size_t p = 0; p < n; ++p) {
+      const IndexRange part = sp.search->partition(p);
+      partitions[2 * p] = part.begin;
+      partitions[2 * p + 1] = part.end;
+      state->select_items = std::max<size_t>(state->select_items, part.size());
+    }
+    const double threshold = sp.estimator->currentThreshold();
+    const uint64_t sequence = sp.iteration;
+    SCCL_CUDA_CHECK(cudaMemcpy(state->partitions, partitions.data(), 2 * n * sizeof(uint64_t),
+                               cudaMemcpyHostToDevice),
+                    "device sparsifier: partitions");
+    SCCL_CUDA_CHECK(
+        cudaMemcpy(state->threshold, &threshold, sizeof(double), cudaMemcpyHostToDevice),
+        "device sparsifier: threshold");
+    SCCL_CUDA_CHECK(
+        cudaMemcpy(state->sequence, &sequence, sizeof(uint64_t), cudaMemcpyHostToDevice),
+        "device sparsifier: call number");
+    SCCL_CHECK(state->reduce_scratch_memory.reserve(n * n * state->capacity * element,
+                                                    &state->reduce_scratch));
+    void* fault = nullptr;
+    SCCL_CUDA_CHECK(cudaHostAlloc(&fault, sizeof(uint64_t), cudaHostAllocMapped),
+                    "device sparsifier: fault word");
+    state->fault_host = static_cast<uint64_t*>(fault);
+    *state->fault_host = 0;
+    void* alias = nullptr;
+    SCCL_CUDA_CHECK(cudaHostGetDevicePointer(&alias, fault, 0),
+                    "device sparsifier: fault word's device address");
+    state->fault_device = static_cast<uint64_t*>(alias);
+  }
+  SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
+  state->headers.resize(n * kSlotHeaderWords);
+  SCCL_INFO(LogSubsys::Coll,
+            "sparsifier %p rank %d: residual and %zu-word slots in device memory%s",
+            static_cast<void*>(&sp), sp.comm->rank, slot_words,
+            state->stream_ordered ? " (stream-ordered)" : "");
+  sp.device.reset(state.release());
+  *out = sp.device.get();
+  return scclSuccess;
+}
+
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) {
   const std::string& reduction = sp.config.reduction;
   if (reduction != "sync_free") {
     return fail(scclInvalidUsage,
@@ -165,14 +191,16 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp) {
                 "(SCCL_TRANSPORT=nccl for device buffers)",
                 sp.comm->transport->name());
   }
+  if (sp.config.stream_ordered) SCCL_CHECK(checkStreamOrderedCall(sp, stream));
   return scclSuccess;
 }
 
 scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   scclSparsifier& sp = *call.sp;
   const cudaStream_t stream = asStream(stream_handle);
+  if (sp.config.stream_ordered) return runStreamOrderedSparseAllreduce(call, stream_handle);
   DeviceSparsifierState* d = sp.device.get();
-  if (d == nullptr) SCCL_CHECK(createState(sp, &d));
+  if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   const KernelBackend& kernels = d->kernels;
   const int rank = sp.comm->rank;
   const size_t n = static_cast<size_t>(sp.comm->nranks);
@@ -199,12 +227,28 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
                   sp.estimator->name());
     }
   }
+  // Every rank's range (this rank's bounds the selection, all of them check the peers' indices),
+  // the threshold and the call number, to the device.
+  std::vector<uint64_t> ranges(2 * n);
+  for (size_t r = 0; r < n; ++r) {
+    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
+    ranges[2 * r] = of.begin;
+    ranges[2 * r + 1] = of.end;
+  }
+  const uint64_t sequence = sp.iteration;
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(d->ranges, ranges.data(), ranges.size() * sizeof(uint64_t),
+                                  cudaMemcpyHostToDevice, stream),
+                  "device sparse all-reduce: ranges");
   SCCL_CUDA_CHECK(cudaMemcpyAsync(d->threshold, &call.threshold, sizeof(double),
                                   cudaMemcpyHostToDevice, stream),
                   "device sparse all-reduce: threshold");
-  SCCL_CHECK(d->kernels.syncFreeSelect(
-      d->acc, sp.acc_dtype, range.begin, range.end, d->threshold, capacity, d->nonfinite,
-      sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration, d->slot, stream));
+  SCCL_CUDA_CHECK(
+      cudaMemcpyAsync(d->sequence, &sequence, sizeof(uint64_t), cudaMemcpyHostToDevice, stream),
+      "device sparse all-reduce: call number");
+  SCCL_CHECK(d->kernels.syncFreeSelect(d->acc, sp.acc_dtype, d->ranges + 2 * size_t(rank),
+                                       range.size(), d->threshold, capacity, d->nonfinite,
+                                       sparseConfigFingerprint(sp.config, sp.count, sp.dtype),
+                                       d->sequence, d->slot, stream));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: selection");
   call.time_select_us += microsecondsSince(start);
 
@@ -227,15 +271,6 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   }
 
   // Step 6: every peer's indices checked against its range while the values are gathered.
-  std::vector<uint64_t> ranges(2 * n);
-  for (size_t r = 0; r < n; ++r) {
-    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
-    ranges[2 * r] = of.begin;
-    ranges[2 * r + 1] = of.end;
-  }
-  SCCL_CUDA_CHECK(cudaMemcpyAsync(d->ranges, ranges.data(), ranges.size() * sizeof(uint64_t),
-                                  cudaMemcpyHostToDevice, stream),
-                  "device sparse all-reduce: ranges");
   SCCL_CHECK(kernels.fillZero(d->bad, sizeof(uint32_t), stream));
   SCCL_CHECK(d->kernels.syncFreeGatherSlots(d->acc, sp.acc_dtype, sp.count, d->gathered, d->ranges,
                                             int(n), capacity, d->values, d->bad, stream));
@@ -260,7 +295,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), stream));
   SCCL_CHECK(d->kernels.syncFreeWrite(call.recvbuf, sp.dtype, d->acc, sp.acc_dtype, sp.count,
                                       d->gathered, d->ranges, int(n), capacity, d->values,
-                                      call.op == scclAvg ? uint32_t(n) : 1u, stream));
+                                      call.op == scclAvg ? uint32_t(n) : 1u, nullptr, stream));
   if (sp.config.error_feedback) std::swap(d->residual, d->acc);
   call.residual_updated = true;
 

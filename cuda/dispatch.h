@@ -87,28 +87,64 @@ cudaError_t reduceRankOrder(const void* gathered, size_t count, int nranks, sccl
 // --- kernels/sync_free.cu (the sync_free reduction's device steps; no host synchronisation) ---
 // A slot is 4 + capacity int64 words: k, non-finite count, fingerprint, call number, indices.
 struct SlotHeader {
-  uint64_t fingerprint, sequence;
+  uint64_t fingerprint;
+  const uint64_t* sequence;  // the call number, device memory
 };
-// Selects |acc| >= *threshold in [begin, end), keeps the `capacity` largest (ties: lowest
-// indices), writes them ascending into slot (padding -1) with the header; nonfinite may be null.
+// Selects |acc| >= *threshold in [bounds[0], bounds[1]) (device memory, at most `items` long),
+// keeps the `capacity` largest (ties: lowest indices), writes them ascending into slot (padding
+// -1) with the header; nonfinite may be null.
 cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, scclDataType_t dtype,
-                           size_t begin, size_t end, const double* threshold, size_t capacity,
-                           const uint64_t* nonfinite, SlotHeader header, int64_t* slot,
-                           cudaStream_t stream);
+                           const uint64_t* bounds, size_t items, const double* threshold,
+                           size_t capacity, const uint64_t* nonfinite, SlotHeader header,
+                           int64_t* slot, cudaStream_t stream);
 // values[r * capacity + j] = acc[index j of rank r] or 0 (padding, or an index that failed its
 // check, which sets *bad). count bounds every index; ranges[2r, 2r+1] is rank r's range.
 cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, size_t count,
                                 const int64_t* gathered, const uint64_t* ranges, int nranks,
                                 size_t capacity, void* values, uint32_t* bad, cudaStream_t stream);
 // recv[idx] = values (divided by divisor unless 1, converted to recv_dtype), acc[idx] = 0 at
-// every checked index of every slot; recv was zeroed by the caller.
+// every checked index of every slot; recv was zeroed by the caller. status (device, may be null):
+// nothing is written unless it is 0.
 cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc, scclDataType_t dtype,
                           size_t count, const int64_t* gathered, const uint64_t* ranges, int nranks,
                           size_t capacity, const void* values, uint32_t divisor,
-                          cudaStream_t stream);
-// *threshold = scaledThreshold(rule, *threshold, sum of the slots' k, k_target) (one thread).
+                          const uint32_t* status, cudaStream_t stream);
+// *threshold = scaledThreshold(rule, *threshold, sum of the slots' k, k_target) (one thread),
+// unless status (device, may be null) is non-zero.
 cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                    uint64_t k_target, ScalingRule rule, double* threshold,
-                                    cudaStream_t stream);
+                                    uint64_t k_target, ScalingRule rule, const uint32_t* status,
+                                    double* threshold, cudaStream_t stream);
+
+// --- kernels/sync_free_stream_ordered.cu (the host's decisions of a call, on the device) ---
+// status: 0 the call completes, 1 discarded (non-finite values, propagate), 2 failed; fault_word:
+// the sparsifier's sticky fault (algorithms/sync_free_async_fault.h), pinned host memory mapped
+// into the device.
+struct StreamOrderedTotals {
+  uint64_t completed = 0;            // calls that completed
+  uint64_t discarded = 0;            // calls discarded for non-finite values
+  double sum_abs_density_error = 0;  // over completed calls, |k'/k - 1|
+};
+// ranges[2r, 2r+1] = partitions[2p, 2p+1], p = cyclicPartition(r, *sequence, nranks).
+cudaError_t syncFreeCallRanges(const uint64_t* partitions, int nranks, const uint64_t* sequence,
+                               uint64_t* ranges, cudaStream_t stream);
+// *status from the gathered headers (checkSlotHeaderWords) and the non-finite policy; failed
+// when the fault word is already set.
+cudaError_t syncFreeCheckHeaders(const int64_t* gathered, int nranks, size_t capacity,
+                                 uint64_t fingerprint, const uint64_t* sequence,
+                                 const uint64_t* ranges, bool nonfinite_is_error, uint32_t* status,
+                                 uint64_t* fault_word, cudaStream_t stream);
+// A bad peer index found while gathering (*bad) fails the call.
+cudaError_t syncFreeSettle(const uint32_t* bad, const uint64_t* sequence, uint32_t* status,
+                           uint64_t* fault_word, cudaStream_t stream);
+// recv = 0 when the call completes, else NaN of dtype.
+cudaError_t syncFreeFillOutput(void* recv, scclDataType_t dtype, size_t count,
+                               const uint32_t* status, cudaStream_t stream);
+// residual = acc (bytes, a multiple of 4) when the call completes.
+cudaError_t syncFreeCommitResidual(void* residual, const void* acc, size_t bytes,
+                                   const uint32_t* status, cudaStream_t stream);
+// Counts the call in *totals and advances *sequence (every call, as the host's call number).
+cudaError_t syncFreeEndCall(const int64_t* gathered, int nranks, size_t capacity, uint64_t k_target,
+                            const uint32_t* status, StreamOrderedTotals* totals, uint64_t* sequence,
+                            cudaStream_t stream);
 
 }  // namespace sccl::cuda_dispatch

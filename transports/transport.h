@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "sparsecoll/sparsecoll.h"
+#include "transports/stream_collectives.h"
 #include "transports/window.h"
 
 namespace sccl {
@@ -69,6 +70,10 @@ class Transport {
   // One-sided windows (transports/window.h), where capabilities().one_sided: collective, every
   // rank passes the same `bytes` (> 0). Others return scclInvalidUsage.
   virtual scclResult_t createWindow(size_t bytes, std::unique_ptr<Window>* out);
+
+  // Collectives on the caller's CUDA stream (transports/stream_collectives.h) where the transport
+  // can order its work on one; null otherwise (every host transport).
+  virtual StreamCollectives* streamCollectives() { return nullptr; }
 
   // Marks the communication failed so that peers blocked with this rank are released (where the
   // engine allows it). Must not block. Destruction after abort must not block either.

@@ -12,9 +12,11 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
+#include "algorithms/sync_free_slot_check.h"
 #include "kernels/shared/magnitude_bits.h"
 
 namespace sccl::cuda_dispatch {
@@ -22,13 +24,25 @@ namespace {
 
 using namespace sccl::cuda_kernels;
 
-constexpr size_t kHeaderWords = 4;
+constexpr size_t kHeaderWords = kSlotHeaderWords;
+
+// The range [bounds[0], bounds[1]) is read on the device (the stream-ordered call computes it
+// there each call), so the selection runs over a fixed number of positions, `items` >= the
+// range's size: position j is index bounds[0] + j, and indices at or past bounds[1] never qualify
+// (and are never read).
+struct OffsetByBegin {
+  const uint64_t* bounds;
+  __device__ int64_t operator()(int64_t j) const { return int64_t(bounds[0]) + j; }
+};
 
 template <typename Bits>
-struct AtOrAboveDevice {
+struct AtOrAboveInRange {
   const Bits* x;
   const uint64_t* threshold_bits;
-  __device__ bool operator()(int64_t i) const { return magnitudeBits(x[i]) >= *threshold_bits; }
+  const uint64_t* bounds;
+  __device__ bool operator()(int64_t i) const {
+    return uint64_t(i) < bounds[1] && magnitudeBits(x[i]) >= *threshold_bits;
+  }
 };
 
 __global__ void thresholdToBits(const double* threshold, scclDataType_t dtype, uint64_t* bits) {
@@ -58,7 +72,7 @@ __global__ void writeSlot(const int64_t* sorted, const uint64_t* nfound, size_t 
     slot[0] = int64_t(n);
     slot[1] = nonfinite == nullptr ? 0 : int64_t(*nonfinite);
     slot[2] = int64_t(header.fingerprint);
-    slot[3] = int64_t(header.sequence);
+    slot[3] = int64_t(*header.sequence);
   }
 }
 
@@ -75,11 +89,11 @@ struct Carver {
 };
 
 template <typename Bits>
-cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, size_t begin, size_t end,
-                        const double* threshold, scclDataType_t dtype, size_t capacity,
-                        const uint64_t* nonfinite, SlotHeader header, int64_t* slot,
-                        cudaStream_t stream) {
-  const size_t range = end - begin;
+cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, const uint64_t* bounds,
+                        size_t items, const double* threshold, scclDataType_t dtype,
+                        size_t capacity, const uint64_t* nonfinite, SlotHeader header,
+                        int64_t* slot, cudaStream_t stream) {
+  const size_t range = items;
   Carver carve{static_cast<char*>(temp)};
   uint64_t* bits = carve.take<uint64_t>(1);
   uint64_t* nfound = carve.take<uint64_t>(1);
@@ -90,8 +104,9 @@ cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, size_t be
   int64_t* kept = carve.take<int64_t>(capacity);
   int64_t* kept_sorted = carve.take<int64_t>(capacity);
   size_t select_bytes = 0, rank_bytes = 0, order_bytes = 0;
-  thrust::counting_iterator<int64_t> first(static_cast<int64_t>(begin));
-  AtOrAboveDevice<Bits> above{x, bits};
+  const thrust::transform_iterator<OffsetByBegin, thrust::counting_iterator<int64_t>, int64_t>
+      first(thrust::counting_iterator<int64_t>(0), OffsetByBegin{bounds});
+  AtOrAboveInRange<Bits> above{x, bits, bounds};
   cudaError_t status = cub::DeviceSelect::If(nullptr, select_bytes, first, found, nfound,
                                              static_cast<int64_t>(range), above, stream);
   if (status == cudaSuccess)
@@ -164,7 +179,8 @@ __global__ void gatherSlots(const T* acc, const int64_t* gathered, const uint64_
 template <typename T>
 __global__ void writeSlots(void* recv, scclDataType_t recv_dtype, T* acc, const int64_t* gathered,
                            const uint64_t* ranges, int nranks, size_t capacity, const T* values,
-                           uint32_t divisor) {
+                           uint32_t divisor, const uint32_t* status) {
+  if (status != nullptr && *status != 0) return;  // a failed or discarded call writes nothing
   const size_t total = size_t(nranks) * capacity;
   for (size_t s = globalThread(); s < total; s += gridThreads()) {
     const int64_t i =
@@ -182,7 +198,9 @@ __global__ void writeSlots(void* recv, scclDataType_t recv_dtype, T* acc, const 
 }
 
 __global__ void updateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                uint64_t k_target, ScalingRule rule, double* threshold) {
+                                uint64_t k_target, ScalingRule rule, const uint32_t* status,
+                                double* threshold) {
+  if (status != nullptr && *status != 0) return;  // as the host: a discarded call is not observed
   uint64_t k_global = 0;
   for (int r = 0; r < nranks; ++r) {
     const uint64_t k = uint64_t(gathered[size_t(r) * (kHeaderWords + capacity)]);
@@ -194,14 +212,14 @@ __global__ void updateThreshold(const int64_t* gathered, int nranks, size_t capa
 }  // namespace
 
 cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, scclDataType_t dtype,
-                           size_t begin, size_t end, const double* threshold, size_t capacity,
-                           const uint64_t* nonfinite, SlotHeader header, int64_t* slot,
-                           cudaStream_t stream) {
+                           const uint64_t* bounds, size_t items, const double* threshold,
+                           size_t capacity, const uint64_t* nonfinite, SlotHeader header,
+                           int64_t* slot, cudaStream_t stream) {
   if (dtype == scclFloat64) {
-    return selectTyped(temp, temp_bytes, static_cast<const uint64_t*>(acc), begin, end, threshold,
-                       dtype, capacity, nonfinite, header, slot, stream);
+    return selectTyped(temp, temp_bytes, static_cast<const uint64_t*>(acc), bounds, items,
+                       threshold, dtype, capacity, nonfinite, header, slot, stream);
   }
-  return selectTyped(temp, temp_bytes, static_cast<const uint32_t*>(acc), begin, end, threshold,
+  return selectTyped(temp, temp_bytes, static_cast<const uint32_t*>(acc), bounds, items, threshold,
                      dtype, capacity, nonfinite, header, slot, stream);
 }
 
@@ -225,25 +243,26 @@ cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, size_t co
 cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc, scclDataType_t dtype,
                           size_t count, const int64_t* gathered, const uint64_t* ranges, int nranks,
                           size_t capacity, const void* values, uint32_t divisor,
-                          cudaStream_t stream) {
+                          const uint32_t* status, cudaStream_t stream) {
   (void)count;
   const size_t total = size_t(nranks) * capacity;
   if (dtype == scclFloat64) {
     writeSlots<<<gridFor(total), kThreads, 0, stream>>>(
         recv, recv_dtype, static_cast<double*>(acc), gathered, ranges, nranks, capacity,
-        static_cast<const double*>(values), divisor);
+        static_cast<const double*>(values), divisor, status);
   } else {
-    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(recv, recv_dtype, static_cast<float*>(acc),
-                                                        gathered, ranges, nranks, capacity,
-                                                        static_cast<const float*>(values), divisor);
+    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(
+        recv, recv_dtype, static_cast<float*>(acc), gathered, ranges, nranks, capacity,
+        static_cast<const float*>(values), divisor, status);
   }
   return cudaGetLastError();
 }
 
 cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                    uint64_t k_target, ScalingRule rule, double* threshold,
-                                    cudaStream_t stream) {
-  updateThreshold<<<1, 1, 0, stream>>>(gathered, nranks, capacity, k_target, rule, threshold);
+                                    uint64_t k_target, ScalingRule rule, const uint32_t* status,
+                                    double* threshold, cudaStream_t stream) {
+  updateThreshold<<<1, 1, 0, stream>>>(gathered, nranks, capacity, k_target, rule, status,
+                                       threshold);
   return cudaGetLastError();
 }
 

@@ -299,6 +299,17 @@ typedef struct {
    * "decode_error": in every block marked by any rank the residual becomes acc - decoded sum /
    * nranks, which feeds the decode error back and conserves the sum over ranks. */
   const char* sketchFeedback;
+  /* 1: on device buffers every step of scclSparseAllreduce is enqueued on `stream` and nothing
+   * waits for the GPU, so the call can be captured in a CUDA graph (docs/gpu.md). Needs the
+   * sync_free reduction with the micro search space (preset micro_sync_free) and the scaling or
+   * fixed estimator, a transport that orders collectives on a stream (nccl); the threshold and the
+   * call number then live on the device. Checks that fail while the call runs (a peer at another
+   * call, a bad peer slot, non-finite values under scclNonFiniteError) fill recvbuf with NaN,
+   * change nothing else and set the sparsifier's sticky asynchronous error
+   * (scclSparsifierGetAsyncError). The first device call allocates and must not be captured.
+   * 0 (default): the read-back path, which returns those errors from the call. Host buffers
+   * ignore it. */
+  int streamOrdered;
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
@@ -306,7 +317,7 @@ typedef struct {
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
         0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, "topk", 3, 0.5, \
-        0, "unselected"                                                                          \
+        0, "unselected", 0                                                                       \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
@@ -318,7 +329,7 @@ typedef struct {
  * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
  * "dgc_sample_ratio", "dgc_seed", "sketch_block_size", "sketch_block_selection" ("topk" |
  * "nonzero"), "sketch_rows", "sketch_lambda", "sketch_seed", "sketch_feedback" ("unselected" |
- * "decode_error"). An unknown key, a wrong type or an out-of-range value is
+ * "decode_error"), "stream_ordered" (true | false). An unknown key, a wrong type or an out-of-range value is
  * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
  * static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);
@@ -375,6 +386,15 @@ typedef struct {
 
 SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
                                              scclSparseStats_t* stats);
+/* *asyncError = the first error that a stream-ordered call (scclSparseConfig_t.streamOrdered)
+ * found while it ran on the GPU, or scclSuccess: scclInvalidUsage (a peer at another call or
+ * config), scclRemoteError (a peer's slot claims too many entries or holds a bad index),
+ * scclInvalidArgument (non-finite values under scclNonFiniteError); scclGetLastError then names
+ * the rank and the call. Never waits for the GPU: it sees the calls that have run so far
+ * (synchronise the stream to include the last one). Sticky until scclSparsifierReset; every call
+ * after it fills recvbuf with NaN and changes nothing. scclSuccess for other sparsifiers. */
+SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
+                                                  scclResult_t* asyncError);
 /* counts[r] = k_r of the last call for every rank r (nranks entries). */
 SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
                                                   int nranks);

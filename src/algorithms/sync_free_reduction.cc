@@ -126,31 +126,40 @@ scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t
                               size_t stride_words, std::vector<CallHeader>* headers) {
   scclSparsifier& sp = *call.sp;
   const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
-  headers->resize(static_cast<size_t>(sp.comm->nranks));
-  for (size_t r = 0; r < headers->size(); ++r) {
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  std::vector<uint64_t> ranges(2 * n);
+  for (size_t r = 0; r < n; ++r) {
+    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
+    ranges[2 * r] = of.begin;
+    ranges[2 * r + 1] = of.end;
+  }
+  const SlotHeaderVerdict verdict = checkSlotHeaderWords(words, stride_words, int(n), capacity,
+                                                         fingerprint, sp.iteration, ranges.data());
+  if (verdict.fault != SlotFault::None) {
+    const size_t r = static_cast<size_t>(verdict.rank);
     const int64_t* header = words + r * stride_words;
-    CallHeader& h = (*headers)[r];
-    h = CallHeader{uint64_t(header[0]), uint64_t(header[1]), uint64_t(header[2]),
-                   uint64_t(header[3])};
-    if (h.fingerprint != fingerprint || h.sequence != sp.iteration) {
+    if (verdict.fault == SlotFault::OtherCall) {
       return fail(scclInvalidUsage,
                   "sparse all-reduce (sync_free): rank %zu is at call %llu of a sparsifier with "
                   "fingerprint %016llx, rank %d at call %llu of %016llx (mismatched calls or "
                   "configs)",
-                  r, static_cast<unsigned long long>(h.sequence),
-                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  r, static_cast<unsigned long long>(header[3]),
+                  static_cast<unsigned long long>(header[2]), sp.comm->rank,
                   static_cast<unsigned long long>(sp.iteration),
                   static_cast<unsigned long long>(fingerprint));
     }
-    const uint64_t range = sp.search->rangeFor(static_cast<int>(r), sp.iteration).size();
-    if (h.k_local > std::min(capacity, range)) {
-      return fail(scclRemoteError,
-                  "rank %zu claims %llu selected entries; at most %llu allowed (capacity %llu)", r,
-                  static_cast<unsigned long long>(h.k_local),
-                  static_cast<unsigned long long>(std::min(capacity, range)),
-                  static_cast<unsigned long long>(capacity));
-    }
-    sp.rank_counts[r] = h.k_local;
+    const uint64_t limit = std::min<uint64_t>(capacity, ranges[2 * r + 1] - ranges[2 * r]);
+    return fail(scclRemoteError,
+                "rank %zu claims %llu selected entries; at most %llu allowed (capacity %llu)", r,
+                static_cast<unsigned long long>(header[0]), static_cast<unsigned long long>(limit),
+                static_cast<unsigned long long>(capacity));
+  }
+  headers->resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t* header = words + r * stride_words;
+    (*headers)[r] = CallHeader{uint64_t(header[0]), uint64_t(header[1]), uint64_t(header[2]),
+                               uint64_t(header[3])};
+    sp.rank_counts[r] = uint64_t(header[0]);
   }
   return scclSuccess;
 }

@@ -1,8 +1,7 @@
-// The slot of the sync_free reduction and the checks every rank applies to every peer's slot
-// header, shared by the host reduction (sync_free_reduction.cc) and the device one
-// (cuda/device_sparse_allreduce.cc), so both accept and reject exactly the same slots.
-// Slot: kSlotHeaderWords + capacity int64 words: k_r, non-finite count, config fingerprint, call
-// number, then k_r ascending indices padded with -1.
+// The host side of the sync_free slot-header check, shared by the host reduction
+// (sync_free_reduction.cc) and the device path that reads the headers back
+// (cuda/device_sparse_allreduce.cc): the checks themselves are sync_free_slot_check.h, which the
+// stream-ordered device path runs in a kernel, so every path accepts and rejects the same slots.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +10,9 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/call_header.h"
+#include "algorithms/sync_free_slot_check.h"
 
 namespace sccl {
-
-constexpr size_t kSlotHeaderWords = 4;  // k_r, non-finite count, fingerprint, call number
 
 // Reads the nranks slot headers at words + r * stride_words and checks them: another sparsifier
 // or call is scclInvalidUsage naming the rank; k_r above min(capacity, rank r's range) is

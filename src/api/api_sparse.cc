@@ -107,7 +107,22 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
     SCCL_REQUIRE_ARG(nranks == sparsifier->comm->nranks,
                      "nranks %d differs from the communicator's %d", nranks,
                      sparsifier->comm->nranks);
+    if (sparsifier->device != nullptr) SCCL_CHECK(sccl::deviceRefreshStats(*sparsifier));
     std::copy(sparsifier->rank_counts.begin(), sparsifier->rank_counts.end(), counts);
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
+                                                  scclResult_t* asyncError) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(asyncError != nullptr, "asyncError pointer is NULL");
+    SCCL_CHECK(sccl::deviceAsyncError(*sparsifier, asyncError));
+    if (*asyncError != scclSuccess) {  // the query succeeds; the fault's text is the comm's error
+      std::lock_guard<std::mutex> lock(sparsifier->comm->last_error_mutex);
+      sparsifier->comm->last_error = sccl::threadLastError();
+    }
     return scclSuccess;
   });
 }

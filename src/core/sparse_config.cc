@@ -115,6 +115,24 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
       c.sketchFeedback != nullptr && (std::strcmp(c.sketchFeedback, "unselected") == 0 ||
                                       std::strcmp(c.sketchFeedback, "decode_error") == 0),
       "sketchFeedback must be \"unselected\" or \"decode_error\"");
+  SCCL_REQUIRE_ARG(c.streamOrdered == 0 || c.streamOrdered == 1, "streamOrdered %d must be 0 or 1",
+                   c.streamOrdered);
+  return scclSuccess;
+}
+
+// The stream-ordered call computes ranges from fixed partitions and updates the threshold on the
+// device, so it runs the sync_free reduction over MiCRO's partitions with the scaling or fixed
+// estimator only (ExDyna's rebalancing and the estimators that fit the data run on the host).
+scclResult_t checkStreamOrdered(const ResolvedSparseConfig& c) {
+  if (!c.stream_ordered) return scclSuccess;
+  if (c.reduction != "sync_free" || c.search != "micro" ||
+      (c.estimator != "scaling" && c.estimator != "fixed")) {
+    return fail(scclInvalidArgument,
+                "streamOrdered needs the sync_free reduction, the micro search space and the "
+                "scaling or fixed estimator (preset micro_sync_free); this config has reduction "
+                "'%s', search '%s', estimator '%s'",
+                c.reduction.c_str(), c.search.c_str(), c.estimator.c_str());
+  }
   return scclSuccess;
 }
 
@@ -177,6 +195,8 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   resolved.sketch_lambda = config.sketchLambda;
   resolved.sketch_seed = config.sketchSeed;
   resolved.sketch_feedback = config.sketchFeedback;
+  resolved.stream_ordered = config.streamOrdered == 1;
+  SCCL_CHECK(checkStreamOrdered(resolved));
   *out = std::move(resolved);
   return scclSuccess;
 }
@@ -208,7 +228,8 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                               c.dgc_seed,
                               c.sketch_block_size,
                               c.sketch_rows,
-                              c.sketch_seed};
+                              c.sketch_seed,
+                              c.stream_ordered};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));
 }

@@ -46,6 +46,7 @@ struct ResolvedSparseConfig {
   double sketch_lambda = 0.5;
   int sketch_seed = 0;
   std::string sketch_feedback = "unselected";  // or "decode_error"
+  bool stream_ordered = false;                 // device calls enqueue everything, read nothing back
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.

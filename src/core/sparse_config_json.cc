@@ -69,6 +69,12 @@ scclResult_t applyErrorFeedback(const Json& value, scclSparseConfig_t& config) {
   return scclSuccess;
 }
 
+scclResult_t applyStreamOrdered(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_boolean()) return wrongType("stream_ordered", "true or false", value);
+  config.streamOrdered = value.get<bool>() ? 1 : 0;
+  return scclSuccess;
+}
+
 scclResult_t applyScalingRule(const Json& value, scclSparseConfig_t& config) {
   if (!value.is_string()) return wrongType("scaling_rule", "a string", value);
   std::string text = value.get<std::string>();
@@ -142,6 +148,7 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"reduction", registryName("reduction", reductionRegistry, &scclSparseConfig_t::reduction)},
       {"density", number("density", &scclSparseConfig_t::density)},
       {"error_feedback", applyErrorFeedback},
+      {"stream_ordered", applyStreamOrdered},
       {"non_finite", applyNonFinite},
       {"max_density_slack", number("max_density_slack", &scclSparseConfig_t::maxDensitySlack)},
       {"threshold", number("threshold", &scclSparseConfig_t::threshold)},
@@ -212,7 +219,8 @@ const char* jsonKeyForField(const std::string& message) {
       {"sketchRows", "sketch_rows"},
       {"sketchLambda", "sketch_lambda"},
       {"sketchSeed", "sketch_seed"},
-      {"sketchFeedback", "sketch_feedback"}};
+      {"sketchFeedback", "sketch_feedback"},
+      {"streamOrdered", "stream_ordered"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }

@@ -200,7 +200,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   call.recvbuf = recvbuf;
   call.op = op;
   if (on_device) {
-    SCCL_CHECK(checkDeviceSparseAllreduce(*sp));  // refused without side effects
+    SCCL_CHECK(checkDeviceSparseAllreduce(*sp, stream));  // refused without side effects
     SCCL_CHECK(commRecordFailure(sp->comm, runDeviceSparseAllreduce(call, stream)));
     if (call.step_discarded) {
       sp->stats.nonFinite = call.nonfinite_local;
@@ -241,6 +241,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
 
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
   if (sp->device != nullptr) {
+    SCCL_CHECK(deviceRefreshStats(*sp));
     SCCL_CHECK(deviceResidualNorm(*sp, &sp->stats.residualNorm));
   } else {
     AbsMoments moments;

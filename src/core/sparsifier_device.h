@@ -17,14 +17,24 @@ struct DeviceSparsifierStateDeleter {
   void operator()(DeviceSparsifierState* state) const;
 };
 
-// Whether this sparsifier can run on device buffers (its reduction and estimator, this build):
+// Whether this sparsifier can run on device buffers (its reduction and estimator, this build, the
+// transport; a stream-ordered sparsifier's first call must not be captured on `stream`):
 // scclInvalidUsage naming what is missing, with no side effect.
-scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp);
+scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream);
 
 // One call on device buffers (call.sendbuf, call.recvbuf), ordered on `stream`: accumulate,
 // select, exchange, write recvbuf, swap in the new residual (in device memory), record the
 // counts and bytes in `call`, let the estimator and search space observe the counts.
 scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream);
+
+// The sticky fault of a stream-ordered sparsifier (scclSparsifierGetAsyncError): *result is
+// scclSuccess, or the fault's code with its text set for scclGetLastError. Never waits.
+scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result);
+
+// A stream-ordered sparsifier's statistics and rank counts from the device (the host only
+// enqueued its calls): waits for the device, reads the last call's headers, the threshold and the
+// totals into sp.stats and sp.rank_counts. Nothing for other sparsifiers.
+scclResult_t deviceRefreshStats(scclSparsifier& sp);
 
 // L2 norm of the device residual (0 when the sparsifier has never run on the device).
 scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm);

@@ -69,6 +69,7 @@ class ScalingEstimator final : public ThresholdEstimator {
   // after a correction unless the bins' window did not reach far enough.
   void adoptThreshold(double used) override { delta_ = std::clamp(used, DBL_MIN, DBL_MAX); }
   void reset() override { delta_ = initial_; }
+  const ScalingRule* scalingRule() const override { return &rule_; }
 
  private:
   // Half a Newton step for an exponential tail (see the file header).

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
+#include "estimators/scaling_rule.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -82,6 +83,10 @@ class ThresholdEstimator {
   // the call (top-k, distribution fits) keep the default: not correctable, never adopted.
   virtual bool correctable() const { return false; }
   virtual void adoptThreshold(double /*used*/) {}
+  // The scaling rule, for estimators whose threshold update can run on the device from the
+  // gathered counts alone (scaling): the stream-ordered sync_free call updates its threshold in a
+  // kernel with it (cuda/device_sparse_allreduce_stream_ordered.cc). Others: null.
+  virtual const ScalingRule* scalingRule() const { return nullptr; }
 };
 
 struct EstimatorEntry {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "partition/cyclic_partition.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -77,12 +78,5 @@ const std::vector<SearchSpaceEntry>& searchSpaceRegistry();
 // only on success.
 scclResult_t makeSearchSpace(const std::string& name, const SearchSpaceParams& params,
                              std::unique_ptr<SearchSpace>* out);
-
-// Partition p of the cyclic assignment shared by MiCRO and ExDyna: rank r takes partition
-// (t % n + r) % n at iteration t, so every rank visits every partition once per n iterations.
-inline size_t cyclicPartition(int rank, uint64_t iteration, int nranks) {
-  const uint64_t n = static_cast<uint64_t>(nranks);
-  return static_cast<size_t>((iteration % n + static_cast<uint64_t>(rank)) % n);
-}
 
 }  // namespace sccl

@@ -32,6 +32,10 @@ class DeviceBuffer {
 
   T* get() { return data_; }
   const T* get() const { return data_; }
+  void write(const std::vector<T>& host) {
+    check(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+          "cudaMemcpy to device");
+  }
   std::vector<T> read() const {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     std::vector<T> host(n_);

@@ -53,6 +53,7 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
   DeviceBuffer<int64_t> gathered(nranks * slot);
   DeviceBuffer<float> values(nranks * capacity), summed(nranks * capacity);
   DeviceBuffer<uint32_t> bad(1);
+  DeviceBuffer<uint64_t> sequence(1);
   for (int t = 0; t < iterations; ++t) {
     std::vector<uint64_t> ranges;
     for (int r = 0; r < nranks; ++r) {
@@ -61,15 +62,18 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
       ranges.push_back(range.end);
     }
     DeviceBuffer<uint64_t> d_ranges(ranges);
+    const std::vector<uint64_t> call_number{uint64_t(t)};
+    sequence.write(call_number);
     for (int r = 0; r < nranks; ++r) {
       std::vector<float> grad(count);
       for (size_t i = 0; i < count; ++i) grad[i] = gradient(r, uint64_t(t), i);
       DeviceBuffer<float> d_grad(grad);
       REQUIRE(gpu.accumulate(acc[r]->get(), residual[r]->get(), scclFloat32, d_grad.get(),
                              scclFloat32, count, nullptr, nullptr) == scclSuccess);
-      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, ranges[2 * r], ranges[2 * r + 1],
-                                 threshold.get(), capacity, nullptr, 1, uint64_t(t),
-                                 gathered.get() + r * slot, nullptr) == scclSuccess);
+      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, d_ranges.get() + 2 * r,
+                                 ranges[2 * r + 1] - ranges[2 * r], threshold.get(), capacity,
+                                 nullptr, 1, sequence.get(), gathered.get() + r * slot,
+                                 nullptr) == scclSuccess);
     }
     // The all-reduce: rank-order sum of every rank's value slots.
     std::vector<float> sum(nranks * capacity, 0.0f);
@@ -85,11 +89,11 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
       REQUIRE(gpu.fillZero(recv[r]->get(), count * 4, nullptr) == scclSuccess);
       REQUIRE(gpu.syncFreeWrite(recv[r]->get(), scclFloat32, acc[r]->get(), scclFloat32, count,
                                 gathered.get(), d_ranges.get(), nranks, capacity, d_sum.get(), 1,
-                                nullptr) == scclSuccess);
+                                nullptr, nullptr) == scclSuccess);
       std::swap(acc[r], residual[r]);
     }
-    REQUIRE(gpu.syncFreeUpdateThreshold(gathered.get(), nranks, capacity, k, rule, threshold.get(),
-                                        nullptr) == scclSuccess);
+    REQUIRE(gpu.syncFreeUpdateThreshold(gathered.get(), nranks, capacity, k, rule, nullptr,
+                                        threshold.get(), nullptr) == scclSuccess);
     CHECK(bad.read()[0] == 0);
     for (int r = 0; r < nranks; ++r) {
       INFO("call " << t << " rank " << r);

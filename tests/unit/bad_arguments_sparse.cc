@@ -156,6 +156,13 @@ void addSparseCases(Matrix& m) {
   for (int n : {0, 1, kRanks + 1, -1, INT_MAX, INT_MIN})
     m.add(rc, "nranks " + std::to_string(n), scclInvalidArgument,
           [n](Ctx& c) { return scclSparsifierGetRankCounts(c.sp, c.counts.data(), n); });
+  const std::string ae = "scclSparsifierGetAsyncError";
+  m.handles(ae, Kind::Sparsifier, [](Ctx&, void* h) {
+    scclResult_t async = scclSuccess;
+    return scclSparsifierGetAsyncError(asSp(h), &async);
+  });
+  m.add(ae, "NULL asyncError", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierGetAsyncError(c.sp, nullptr); });
 }
 
 void addSketchCases(Matrix& m) {

@@ -42,13 +42,13 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     std::vector<float> grad(count), out(count);
     for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(3, rank, 0, i);
 
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*topk_sp), scclInvalidUsage, "topk");
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*topk_sp, nullptr), scclInvalidUsage, "topk");
     const std::string topk_text = scclGetLastError(nullptr);
 #if SCCL_BUILD_CUDA_KERNELS
     log.check(mentions(topk_text, "sync_free") && mentions(topk_text, "topk"),
               "the refusal names the reduction and what runs on the device: " + topk_text);
     // micro_sync_free has a device path, but the in-process transport carries host memory.
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp), scclInvalidUsage,
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp, nullptr), scclInvalidUsage,
                     "micro_sync_free over the local transport");
     const std::string transport_text = scclGetLastError(nullptr);
     log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl"),
@@ -70,7 +70,7 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
                     scclSuccess, "a host call after the refusal");
 #if SCCL_BUILD_CUDA_KERNELS
     // After a host call the residual lives in host memory: a device call is refused for that.
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp), scclInvalidUsage,
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp, nullptr), scclInvalidUsage,
                     "device call after a host call");
     const std::string host_text = scclGetLastError(nullptr);
     log.check(mentions(host_text, "host memory since its first call"),

@@ -92,13 +92,38 @@ scclResult_t NcclTransport::waitStream(const char* what) {
       broken_ = failure;
       return failure;
     }
-    const cudaError_t status = cudaStreamQuery(stream_);
+    // While NCCL still enqueues (ncclInProgress) the stream may look idle: its work is not on it.
+    const cudaError_t status =
+        async == ncclInProgress ? cudaErrorNotReady : cudaStreamQuery(stream_);
     if (status == cudaSuccess) return scclSuccess;
     if (status != cudaErrorNotReady) return failed(cudaFailure(status, what));
     if (Clock::now() > deadline) {
       abort();
       broken_ = scclTimeout;
       return fail(scclTimeout, "nccl transport: %s did not complete within %lld ms on rank %d",
+                  what, static_cast<long long>(timeout_ms_), rank_);
+    }
+    std::this_thread::yield();
+  }
+}
+
+scclResult_t NcclTransport::awaitEnqueued(const char* what) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  while (true) {
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t result = ncclCommGetAsyncError(comm_, &async);
+    if (result == ncclSuccess && async == ncclSuccess) return scclSuccess;
+    if (result == ncclSuccess && async != ncclInProgress) result = async;
+    if (result != ncclSuccess) {
+      scclResult_t failure = ncclFailure(result, comm_, what);
+      abort();
+      broken_ = failure;
+      return failure;
+    }
+    if (Clock::now() > deadline) {
+      abort();
+      broken_ = scclTimeout;
+      return fail(scclTimeout, "nccl transport: enqueuing %s took longer than %lld ms on rank %d",
                   what, static_cast<long long>(timeout_ms_), rank_);
     }
     std::this_thread::yield();
@@ -194,6 +219,7 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
   SCCL_CHECK(failed(gathered_.reserve(bytes * size_t(nranks_), &d_gathered)));
   SCCL_NCCL_ENQUEUE(ncclAllGather(d_send, d_gathered, bytes, ncclUint8, comm_, stream_),
                     "ncclAllGather (allReduce)");
+  SCCL_CHECK(awaitEnqueued("ncclAllGather (allReduce)"));  // the reduction must follow it
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, bytes, recv_staging_, false, &d_recv, &recv_staged));
@@ -265,6 +291,31 @@ scclResult_t NcclTransport::barrier() {
                                   comm_, stream_),
                     "ncclAllGather (barrier)");
   return waitStream("barrier");
+}
+
+scclResult_t NcclTransport::allGatherOnStream(const void* send, void* recv, size_t bytes_per_rank,
+                                              void* stream) {
+  if (broken_ != scclSuccess) return broken_;
+  SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
+  SCCL_NCCL_ENQUEUE(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, comm_,
+                                  static_cast<cudaStream_t>(stream)),
+                    "ncclAllGather (stream-ordered)");
+  return awaitEnqueued("ncclAllGather (stream-ordered)");
+}
+
+scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size_t count,
+                                              scclDataType_t dtype, void* gathered, void* stream) {
+  if (broken_ != scclSuccess) return broken_;
+  size_t bytes = 0;
+  SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, ReduceOp::Sum, &bytes));
+  SCCL_REQUIRE_ARG(gathered != nullptr || count == 0, "allReduceOnStream: gathered is NULL");
+  const cudaStream_t on = static_cast<cudaStream_t>(stream);
+  SCCL_NCCL_ENQUEUE(ncclAllGather(send, gathered, bytes, ncclUint8, comm_, on),
+                    "ncclAllGather (stream-ordered allReduce)");
+  SCCL_CHECK(awaitEnqueued("ncclAllGather (stream-ordered allReduce)"));
+  SCCL_CUDA_CHECK(cuda_dispatch::reduceRankOrder(gathered, count, nranks_, dtype, false, recv, on),
+                  "nccl transport: rank-order reduction (stream-ordered)");
+  return scclSuccess;
 }
 
 }  // namespace sccl

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/workspace.h"
+#include "transports/stream_collectives.h"
 #include "transports/transport.h"
 
 namespace sccl {
@@ -16,7 +17,7 @@ namespace sccl {
 // An NCCL failure as scclResult_t with NCCL's text (and the communicator's last error).
 scclResult_t ncclFailure(ncclResult_t result, ncclComm_t comm, const char* what);
 
-class NcclTransport final : public Transport {
+class NcclTransport final : public Transport, public StreamCollectives {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -39,8 +40,19 @@ class NcclTransport final : public Transport {
   scclResult_t barrier() override;
   void abort() override;
 
+  StreamCollectives* streamCollectives() override { return this; }
+  scclResult_t allGatherOnStream(const void* send, void* recv, size_t bytes_per_rank,
+                                 void* stream) override;
+  scclResult_t allReduceOnStream(const void* send, void* recv, size_t count, scclDataType_t dtype,
+                                 void* gathered, void* stream) override;
+
   // Grouped send to and receive from one peer (both complete before it returns).
   scclResult_t exchange(const void* send_buf, void* recv_buf, size_t bytes, int peer);
+
+  // Non-blocking communicator: a call that returned ncclInProgress is still being enqueued, and
+  // nothing else may go on its stream (or to the communicator) before it is. Polls
+  // ncclCommGetAsyncError until the enqueue is done (or fails, or the deadline passes).
+  scclResult_t awaitEnqueued(const char* what);
 
   // Polls ncclCommGetAsyncError and the stream until the work enqueued so far is complete, the
   // deadline passes (scclTimeout, communicator aborted) or NCCL reports an error.

@@ -82,6 +82,7 @@ class SparseConfig(ctypes.Structure):
         ("sketchLambda", _dbl),
         ("sketchSeed", _int),
         ("sketchFeedback", _str),
+        ("streamOrdered", _int),
     ]
 
 
@@ -90,7 +91,8 @@ def sparse_config_initializer():
     return SparseConfig(
         ctypes.sizeof(SparseConfig), SPARSE_CONFIG_MAGIC, HEADER_VERSION_CODE, b"exdyna", None,
         None, None, 0.01, 1, 0, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1, 0.25, b"proportional",
-        None, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, b"topk", 3, 0.5, 0, b"unselected")
+        None, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, b"topk", 3, 0.5, 0, b"unselected",
+        0)
 
 
 class SparseStats(ctypes.Structure):

@@ -110,6 +110,7 @@ _SIGNATURES = {
     "scclSparseAllreduce": (_I, [_P, _P, _S, _I, _I, _P, _COMM, _P]),
     "scclSparsifierGetStats": (_I, [_P, ctypes.POINTER(T.SparseStats)]),
     "scclSparsifierGetRankCounts": (_I, [_P, ctypes.POINTER(ctypes.c_uint64), _I]),
+    "scclSparsifierGetAsyncError": (_I, [_P, ctypes.POINTER(_I)]),
 }
 
 for _name, (_restype, _argtypes) in _SIGNATURES.items():

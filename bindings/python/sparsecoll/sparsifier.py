@@ -138,6 +138,14 @@ class Sparsifier:
         check(lib.scclSparsifierGetRankCounts(self.handle, counts, size), self.comm._handle)
         return list(counts)
 
+    def async_error(self):
+        """scclSparsifierGetAsyncError as a Result: the sticky fault of a stream-ordered
+        sparsifier (stream_ordered=True) found while its calls ran on the GPU; SUCCESS otherwise.
+        Never waits for the GPU."""
+        value = ctypes.c_int()
+        check(lib.scclSparsifierGetAsyncError(self.handle, ctypes.byref(value)), self.comm._handle)
+        return Result(value.value)
+
     def reset(self):
         """Clears residual, threshold and statistics (call on every rank at the same point)."""
         check(lib.scclSparsifierReset(self.handle), self.comm._handle)

@@ -1,0 +1,185 @@
+// The stream-ordered sync_free call (cuda/device_sparse_allreduce_stream_ordered.cc), one rank
+// per GPU over NCCL: eager calls and replays of a CUDA graph that captured one call give the host
+// run's outputs bit for bit, call after call (band scaling rule: the device threshold update is
+// plain multiplication, bitwise the host's); faults surface through
+// scclSparsifierGetAsyncError, fill recvbuf with NaN and stick until scclSparsifierReset; the
+// first call cannot be captured.
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "device_buffer.h"
+#include "gpu_ranks.h"
+#include "sccl_build_config.h"
+#include "support/sparse_runs.h"
+
+using namespace sccl_test;
+using sccl_gpu_test::check;
+using sccl_gpu_test::DeviceBuffer;
+
+#if SCCL_BUILD_WITH_NCCL
+namespace {
+
+constexpr size_t kCount = 30011;
+constexpr int kIterations = 7;
+
+float gradientOf(int r, uint64_t t, size_t i) {
+  return gradientValue(29, r, t, i) * (i < kCount / 7 ? 10.0f : 1.0f);
+}
+
+std::vector<float> hostGradient(int r, uint64_t t) {
+  std::vector<float> grad(kCount);
+  for (size_t i = 0; i < kCount; ++i) grad[i] = gradientOf(r, t, i);
+  return grad;
+}
+
+scclSparseConfig_t streamOrderedConfig() {
+  scclSparseConfig_t config = sparseConfig("micro_sync_free", 0.01);
+  config.scalingRule = "band";
+  config.streamOrdered = 1;
+  return config;
+}
+
+std::string lastError(scclComm_t comm) {
+  return scclGetLastError(comm);
+}
+
+bool allNaN(const std::vector<float>& values) {
+  for (float v : values)
+    if (!std::isnan(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the host run",
+          "[gpu][stream_ordered]") {
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  const scclSparseConfig_t config = streamOrderedConfig();
+  SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
+  REQUIRE_NO_RANK_FAILURES(host.failures);
+  auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+    scclSparsifier_t sp = nullptr;
+    if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
+      return "create: " + lastError(comm);
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    DeviceBuffer<float> send(kCount), out(kCount);
+    cudaGraphExec_t replay = nullptr;
+    for (int t = 0; t < kIterations; ++t) {
+      const std::string call = "call " + std::to_string(t);
+      std::vector<float> grad = hostGradient(r, uint64_t(t));
+      check(cudaMemcpyAsync(send.get(), grad.data(), kCount * 4, cudaMemcpyHostToDevice, stream),
+            "gradient to the device");
+      if (t < 2) {  // eager: the first call allocates, the second runs on warm state
+        if (scclSparseAllreduce(send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
+                                stream) != scclSuccess)
+          return call + ": " + lastError(comm);
+      } else {
+        if (replay == nullptr) {  // capture one call, then replay it for every later one
+          check(cudaStreamSynchronize(stream), "gradient copy");
+          cudaGraph_t graph = nullptr;
+          check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+          const scclResult_t captured = scclSparseAllreduce(send.get(), out.get(), kCount,
+                                                            scclFloat32, scclSum, sp, comm, stream);
+          check(cudaStreamEndCapture(stream, &graph), "end capture");
+          if (captured != scclSuccess) return "capture: " + lastError(comm);
+          check(cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate");
+          check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+        }
+        check(cudaGraphLaunch(replay, stream), "cudaGraphLaunch");
+      }
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      const RankIteration& want = host.calls[size_t(t)][size_t(r)];
+      std::vector<float> got = out.read();
+      if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
+        return call + ": output differs from the host run";
+      scclSparseStats_t stats{};
+      stats.size = sizeof(stats);
+      if (scclSparsifierGetStats(sp, &stats) != scclSuccess) return call + ": stats";
+      if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
+          stats.iteration != uint64_t(t) + 1)
+        return call + ": counts differ from the host run";
+      if (t + 1 < kIterations &&
+          stats.threshold != host.calls[size_t(t) + 1][size_t(r)].stats.threshold)
+        return call + ": the device threshold for the next call differs from the host's";
+    }
+    scclResult_t async = scclInternalError;
+    if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
+      return "asynchronous error after valid calls: " + lastError(comm);
+    cudaGraphExecDestroy(replay);
+    scclSparsifierDestroy(sp);
+    cudaStreamDestroy(stream);
+    return "";
+  });
+  for (const auto& f : failures) UNSCOPED_INFO(f);
+  CHECK(failures.empty());
+}
+
+TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
+          "[gpu][stream_ordered]") {
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  scclSparseConfig_t config = streamOrderedConfig();
+  config.nonFinite = scclNonFiniteError;
+  auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+    scclSparsifier_t sp = nullptr;
+    if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
+      return "create: " + lastError(comm);
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    DeviceBuffer<float> send(hostGradient(r, 0)), out(kCount);
+
+    // The first call allocates: refused while capturing, nothing changed.
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    const scclResult_t first =
+        scclSparseAllreduce(send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm, stream);
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (first != scclInvalidUsage) return "capturing the first call was not scclInvalidUsage";
+
+    auto callWith = [&](std::vector<float> grad) -> scclResult_t {
+      send.write(grad);
+      const scclResult_t result = scclSparseAllreduce(send.get(), out.get(), kCount, scclFloat32,
+                                                      scclSum, sp, comm, stream);
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      return result;
+    };
+    if (callWith(hostGradient(r, 0)) != scclSuccess) return "valid call: " + lastError(comm);
+    if (allNaN(out.read())) return "a valid call gave NaN";
+    // Rank 0 sends a NaN: every rank's call is enqueued, the fault comes asynchronously.
+    std::vector<float> poisoned = hostGradient(r, 1);
+    if (r == 0) poisoned[5] = std::numeric_limits<float>::quiet_NaN();
+    if (callWith(poisoned) != scclSuccess) return "the poisoned call was not enqueued";
+    scclResult_t async = scclSuccess;
+    if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess) return "async query failed";
+    if (async != scclInvalidArgument) return "non-finite values were not scclInvalidArgument";
+    if (lastError(comm).find("rank 0") == std::string::npos)
+      return "the fault does not name rank 0: " + lastError(comm);
+    if (!allNaN(out.read())) return "the faulty call's output is not NaN";
+    // Sticky: a valid call afterwards changes nothing and gives NaN.
+    if (callWith(hostGradient(r, 2)) != scclSuccess) return "call after the fault";
+    if (!allNaN(out.read())) return "a call after the fault did not give NaN";
+    // Reset clears the fault; the next (first) call runs again.
+    if (scclSparsifierReset(sp) != scclSuccess) return "reset: " + lastError(comm);
+    if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
+      return "the fault survived the reset";
+    if (callWith(hostGradient(r, 0)) != scclSuccess) return "call after reset";
+    if (allNaN(out.read())) return "the call after the reset gave NaN";
+    if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
+      return "a fault after the reset: " + lastError(comm);
+    scclSparsifierDestroy(sp);
+    cudaStreamDestroy(stream);
+    return "";
+  });
+  for (const auto& f : failures) UNSCOPED_INFO(f);
+  CHECK(failures.empty());
+}
+#endif
