@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/cuda_device.h"
 #include "common/timing.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 bool ok(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return true;
-  std::fprintf(stderr, "select_perf -g: %s: %s\n", what, cudaGetErrorString(status));
+  std::fprintf(stderr, "select_perf -g 1: %s\n", cudaErrorText(status, what).c_str());
   return false;
 }
 
@@ -26,25 +27,18 @@ bool ok(cudaError_t status, const char* what) {
 
 int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_count,
                     const std::vector<DeviceSelectCase>& cases) {
-  int devices = 0;
-  const cudaError_t found = cudaGetDeviceCount(&devices);
-  if (found != cudaSuccess || devices < 1) {
-    std::printf("SKIP: select_perf -g 1: no usable CUDA device (cudaGetDeviceCount: %s)\n",
-                cudaGetErrorName(found));
-    return 77;
-  }
+  if (usableCudaDevices("select_perf") == 0) return kSkipExitCode;
   const size_t width = dtypeSize(options.dtype);
   void *x = nullptr, *val = nullptr;
   int64_t* idx = nullptr;
   cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  CudaEventTimer timer;
   if (!ok(cudaMalloc(&x, max_count * width), "cudaMalloc") ||
       !ok(cudaMalloc(&val, max_count * width), "cudaMalloc") ||
       !ok(cudaMalloc(reinterpret_cast<void**>(&idx), max_count * 8), "cudaMalloc") ||
       !ok(cudaMemcpy(x, host_x, max_count * width, cudaMemcpyHostToDevice), "cudaMemcpy") ||
       !ok(cudaStreamCreate(&stream), "cudaStreamCreate") ||
-      !ok(cudaEventCreate(&start), "cudaEventCreate") ||
-      !ok(cudaEventCreate(&stop), "cudaEventCreate")) {
+      !ok(timer.create(), "cudaEventCreate")) {
     return 1;
   }
   int device = 0;
@@ -64,20 +58,18 @@ int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_c
     std::vector<double> times;
     size_t nselected = 0;
     for (int i = 0; i < options.warmup + options.iters; ++i) {
-      cudaEventRecord(start, stream);
+      if (!ok(timer.start(stream), "cudaEventRecord")) return 1;
       scclResult_t result =
           scclPartitionedSelect(x, c.count, options.dtype, 0, c.count, c.threshold, idx, val,
                                 c.count, &nselected, stream);
-      cudaEventRecord(stop, stream);
+      double us = 0;
+      const cudaError_t timed = timer.stop(stream, &us);
       if (result != scclSuccess) {
         std::fprintf(stderr, "scclPartitionedSelect (device): %s\n", scclGetLastError(nullptr));
         return 1;
       }
-      float ms = 0;
-      if (!ok(cudaEventSynchronize(stop), "cudaEventSynchronize") ||
-          !ok(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"))
-        return 1;
-      if (i >= options.warmup) times.push_back(double(ms) * 1000.0);
+      if (!ok(timed, "CUDA event timing")) return 1;
+      if (i >= options.warmup) times.push_back(us);
     }
     std::sort(times.begin(), times.end());
     const double median_us = times[times.size() / 2];
@@ -100,8 +92,6 @@ int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_c
     failed += wrong != 0;
   }
   std::printf("# wrong entries: %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
   cudaFree(x);
   cudaFree(val);

@@ -18,6 +18,10 @@
 // elements, the S2 Reducer's setting; sparse/inputs.h) or -I trace:DIR (real gradients of
 // data-parallel workers from trace files; sparse/trace_inputs.h).
 // The library's own statistics (scclSparseStats_t) give k', bytes, f(t) and the time split.
+// -g 1 (sparse/device_calls.h): one rank per GPU over the NCCL transport, the same host-generated
+// gradients copied to device buffers before each call (untimed), each call timed with CUDA events
+// on the rank's stream; rows: the dense all-reduce (scclAllReduce) and the presets with a device
+// path (micro_sync_free, exdyna_sync_free). The check pass copies the output back to the host.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +30,9 @@
 #include <string>
 #include <vector>
 
+#if SCCL_PERF_WITH_CUDA
+#include "common/cuda_device.h"
+#endif
 #include "common/machine.h"
 #include "common/options.h"
 #include "common/report.h"
@@ -34,6 +41,7 @@
 #include "common/watchdog.h"
 #include "sparse/bench.h"
 #include "sparse/check.h"
+#include "sparse/device_calls.h"
 #include "sparse/inputs.h"
 #include "sparse/launch.h"
 #include "sparse/peers.h"
@@ -87,20 +95,28 @@ struct RankState {
   ResultTable table;
   std::map<std::string, Totals> totals;
   uint64_t wrong = 0;
+  std::unique_ptr<DeviceCalls> device;  // -g 1; null on the host path
 
   RankState(const SparseOptions& o, const Rank& r, int threads)
       : options(o),
         rank(r),
         team(threads),
         pool(o.common.seed, r.rank, o.common.dtype, inputShape(o, r)),
-        table(tableColumns()) {}
+        table(tableColumns(algorithmWidth(o))) {}
 
-  static std::vector<Column> tableColumns() {
+  // 14, or the longest row name (the sync-free presets' are longer).
+  static int algorithmWidth(const SparseOptions& o) {
+    size_t width = 14;
+    for (const std::string& name : o.algorithms) width = std::max(width, name.size());
+    return int(width);
+  }
+
+  static std::vector<Column> tableColumns(int algorithm_width) {
     return {{"size(B)", "size_bytes", 11, -1},
             {"count", "count", 10, -1},
             {"type", "type", 8, 0},
             {"redop", "redop", 5, 0},
-            {"algorithm", "algorithm", 14, 0},
+            {"algorithm", "algorithm", algorithm_width, 0},
             {"density", "target_density", 7, 4},
             {"actual", "actual_density", 8, 5},
             {"warmup", "warmup_calls", 6, -1},
@@ -118,24 +134,40 @@ struct RankState {
   }
 };
 
-void callOnce(RankState& s, AlgorithmRun& run, size_t count) {
-  if (isPeer(run.name)) {
-    runPeer(run.name, s.pool.iteration(run.calls), s.recv.get(), count, s.options.common.dtype,
-            s.options.op);
-    ++run.calls;
-    return;
-  }
-  check(
-      scclSparseAllreduce(s.pool.iteration(run.calls), s.recv.get(), count, s.options.common.dtype,
-                          s.options.op, run.sp.get(), s.rank.comm, nullptr),
-      s.rank.comm, "scclSparseAllreduce");
+// True for rows that are a dense all-reduce outside scclSparseAllreduce: the peers, and on the
+// device path the dense row (scclAllReduce: the dense preset has no device path).
+bool isAllReduceRow(const RankState& s, const AlgorithmRun& run) {
+  return isPeer(run.name) || (s.device != nullptr && run.name == "dense");
+}
+
+// One call of the row on the gradient of its next iteration, after a barrier of all ranks when
+// `barrier_first`. Returns its time in microseconds: the wall clock around the call on the host
+// path; on the device path (-g 1) CUDA events around it on the rank's stream, the gradient having
+// been copied to the GPU before the barrier.
+double callOnce(RankState& s, AlgorithmRun& run, size_t count, bool barrier_first) {
+  const void* gradient = s.pool.iteration(run.calls);
   ++run.calls;
+  if (s.device != nullptr) {
+    s.device->upload(gradient);
+    if (barrier_first) s.rank.barrier();
+    return s.device->call(run.sp.get(), s.options.op, s.rank.comm);  // sp null: scclAllReduce
+  }
+  if (barrier_first) s.rank.barrier();
+  const double start = nowMicroseconds();
+  if (isPeer(run.name)) {
+    runPeer(run.name, gradient, s.recv.get(), count, s.options.common.dtype, s.options.op);
+  } else {
+    check(scclSparseAllreduce(gradient, s.recv.get(), count, s.options.common.dtype, s.options.op,
+                              run.sp.get(), s.rank.comm, nullptr),
+          s.rank.comm, "scclSparseAllreduce");
+  }
+  return nowMicroseconds() - start;
 }
 
 scclSparseStats_t statsOf(const RankState& s, const AlgorithmRun& run) {
   scclSparseStats_t stats{};
   stats.size = sizeof(stats);
-  if (isPeer(run.name)) {
+  if (isAllReduceRow(s, run)) {
     // A dense all-reduce: everything selected; the bandwidth-optimal bytes of a ring.
     const uint64_t bytes = uint64_t(run.count) * dtypeSize(s.options.common.dtype);
     const uint64_t n = uint64_t(s.rank.nranks);
@@ -173,7 +205,7 @@ void runUntilSettled(RankState& s, AlgorithmRun& run, size_t count,
   const uint64_t limit = uint64_t(std::max(o.sparse_warmup, o.warmup_limit));
   std::vector<double> k_global;
   while (run.calls < limit) {
-    callOnce(s, run, count);
+    callOnce(s, run, count, false);
     const scclSparseStats_t stats = statsOf(s, run);
     k_global.push_back(double(stats.kGlobal));
     if (run.calls >= uint64_t(o.sparse_warmup) && settled(k_global, double(stats.kTarget), band))
@@ -189,15 +221,16 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   watchdogKick("warm-up of " + run.name + ", " + std::to_string(count) + " elements, density " +
                std::to_string(density));
   const scclSparseConfig_t config = rowConfig(o, run.name, density);
-  if (isPeer(run.name)) {
-    if (!peerAvailable(run.name)) throw RankError(run.name + " is not available in this build");
-    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count);
+  if (isAllReduceRow(s, run)) {
+    if (isPeer(run.name) && !peerAvailable(run.name))
+      throw RankError(run.name + " is not available in this build");
+    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count, false);
     run.warmup_calls = run.calls;
     return;
   }
   run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
   if (run.name == "dense") {
-    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count);
+    while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count, false);
   } else {
     runUntilSettled(s, run, count, config);
   }
@@ -209,10 +242,7 @@ void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
     watchdogKick("timed round " + std::to_string(iter) + " at " + std::to_string(count) +
                  " elements");
     for (AlgorithmRun& run : runs) {
-      s.rank.barrier();
-      const double start = nowMicroseconds();
-      callOnce(s, run, count);
-      run.samples_us.push_back(nowMicroseconds() - start);
+      run.samples_us.push_back(callOnce(s, run, count, true));
       const scclSparseStats_t stats = statsOf(s, run);  // after the clock stopped
       run.density += stats.density;
       run.inflation += stats.gatherInflation;
@@ -278,6 +308,7 @@ void runBlock(RankState& s, size_t count, double density) {
   const SparseOptions& o = s.options;
   const double scale = gradientScale(count, density);
   s.pool.generate(s.team, count, scale, density);
+  if (s.device != nullptr) s.device->allocate(count, o.common.dtype);
   std::vector<AlgorithmRun> runs(o.algorithms.size());
   for (size_t a = 0; a < runs.size(); ++a) {
     runs[a].name = o.algorithms[a];
@@ -288,8 +319,9 @@ void runBlock(RankState& s, size_t count, double density) {
   for (const AlgorithmRun& run : runs) rows.push_back(combine(s, run));
   runs.clear();  // frees the residuals before the check pass creates its sparsifiers
   for (Row& row : rows) {
-    if (isPeer(row.name)) continue;  // another library's summation order: not modelled
-    const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get()};
+    if (isPeer(row.name)) continue;        // another library's summation order: not modelled
+    DeviceCalls* device = s.device.get();  // -g 1: the checked call runs on the GPU
+    const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get(), device};
     if (o.common.check) {
       row.wrong = checkFirstCall(c);
       s.wrong += row.wrong;
@@ -308,15 +340,17 @@ std::string joined(const std::vector<std::string>& items) {
   return text;
 }
 
-KeyValues settingsOf(const SparseOptions& o, const Rank& rank, const std::string& transport) {
+KeyValues settingsOf(const RankState& s, const std::string& transport) {
+  const SparseOptions& o = s.options;
+  const Rank& rank = s.rank;
   std::vector<std::string> densities;
   for (double d : o.common.densities) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", d);
     densities.push_back(text);
   }
-  const std::string how = transport == "local" ? " (threads of this process)" : " (processes)";
-  return {
+  const std::string how = rank.in_process ? " (threads of this process)" : " (processes)";
+  KeyValues settings = {
       {"transport", transport},
       {"ranks", std::to_string(rank.nranks) + how},
       {"operation", std::string("scclSparseAllreduce, ") + (o.op == scclAvg ? "avg" : "sum")},
@@ -343,6 +377,17 @@ KeyValues settingsOf(const SparseOptions& o, const Rank& rank, const std::string
       {"check",
        o.common.check ? "first call of fresh sparsifiers, bitwise (see the source)" : "off (-c 0)"},
   };
+  if (s.device != nullptr) {
+    settings.push_back({"buffers", "GPU memory: rank 0 on " + s.device->describe() +
+                                       ", rank r on GPU r mod the GPUs its process sees"});
+    settings.push_back({"timing",
+                        "CUDA events on each rank's non-blocking stream around the call; "
+                        "the gradient's copy to the GPU is not timed; dense is "
+                        "scclAllReduce of the device buffers"});
+    if (!o.skipped_on_device.empty())
+      settings.push_back({"not run (no device path)", joined(o.skipped_on_device)});
+  }
+  return settings;
 }
 
 void printLegend() {
@@ -365,10 +410,11 @@ void printFooter(RankState& s) {
     char error[32] = "";
     if (isSketchRow(name)) std::snprintf(error, sizeof(error), "  err %.4f", t.error / t.rows);
     std::printf(
-        "#   %-14s time %12.1f us  speedup %6.2f  actual/target %7.3f  f(t) %s  "
+        "#   %-*s time %12.1f us  speedup %6.2f  actual/target %7.3f  f(t) %s  "
         "sent %12.0f B%s\n",
-        name.c_str(), t.time_us / t.rows, t.speedup_rows ? t.speedup / t.speedup_rows : 0,
-        t.density_ratio / t.rows, inflation, t.sent / t.rows, error);
+        RankState::algorithmWidth(s.options), name.c_str(), t.time_us / t.rows,
+        t.speedup_rows ? t.speedup / t.speedup_rows : 0, t.density_ratio / t.rows, inflation,
+        t.sent / t.rows, error);
   }
   std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(s.wrong),
               s.wrong ? "FAILED" : "OK");
@@ -379,14 +425,24 @@ int runRank(const SparseOptions& o, const Rank& rank) {
   check(scclCommTransportName(rank.comm, &transport_name), rank.comm, "scclCommTransportName");
   const std::string transport = transport_name;
   // In-process ranks are threads already; a helper team each would only oversubscribe.
-  RankState s(o, rank, transport == "local" ? 1 : kernelThreads(o.common));
+  const bool threads = rank.in_process || transport == "local";
+  RankState s(o, rank, threads ? 1 : kernelThreads(o.common));
+#if SCCL_PERF_WITH_CUDA
+  if (o.common.device) s.device = openDeviceCalls();
+#endif
   const std::vector<size_t> counts = elementCounts(o.common);
   s.recv.reset(new unsigned char[counts.back() * dtypeSize(o.common.dtype)]);
   KeyValues machine, settings;
   if (rank.rank == 0) {
     machine = machineDescription(o.common);
-    settings = settingsOf(o, rank, transport);
-    std::printf("# sparse_allreduce_perf: sparse all-reduce of every preset vs dense\n");
+    settings = settingsOf(s, transport);
+    if (s.device != nullptr) {
+      std::printf(
+          "# sparse_allreduce_perf -g 1: sparse all-reduce of GPU buffers vs dense; times are "
+          "CUDA-event times\n");
+    } else {
+      std::printf("# sparse_allreduce_perf: sparse all-reduce of every preset vs dense\n");
+    }
     printKeyValues(stdout, machine);
     printKeyValues(stdout, settings);
     printLegend();
@@ -420,5 +476,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no element count in the size range\n");
     return 2;
   }
-  return launchRanks(options, [&](const Rank& rank) { return runRank(options, rank); });
+  const RankBody body = [&](const Rank& rank) { return runRank(options, rank); };
+  if (!options.common.device) return launchRanks(options, body);
+#if SCCL_PERF_WITH_CUDA
+  // -g 1: a machine without a usable GPU is a skip (exit 77), before anything else runs.
+  const int devices = usableCudaDevices("sparse_allreduce_perf");
+  if (devices == 0) return kSkipExitCode;
+  if (!planDeviceRun(devices, &options)) return 2;
+  const DeviceLaunch device{selectRankDevice};
+  return launchRanks(options, body, &device);
+#else
+  std::fprintf(stderr, "sparse_allreduce_perf: -g 1 needs a build with the CUDA kernels (nvcc)\n");
+  return 2;
+#endif
 }

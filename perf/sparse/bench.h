@@ -22,11 +22,21 @@ inline const std::vector<std::string>& allAlgorithms() {
   return names;
 }
 
+// The presets whose scclSparseAllreduce also runs on device buffers (the sync_free reduction,
+// docs/gpu.md). -a accepts them on the host path too; -g 1 runs only these and the dense
+// all-reduce (scclAllReduce), the library answers scclInvalidUsage to everything else.
+inline const std::vector<std::string>& syncFreeAlgorithms() {
+  static const std::vector<std::string> names = {"micro_sync_free", "exdyna_sync_free"};
+  return names;
+}
+
 struct SparseOptions {
   PerfOptions common;
   scclRedOp_t op = scclSum;                               // -o
   std::vector<std::string> algorithms = allAlgorithms();  // -a
+  bool algorithms_given = false;                          // -a was on the command line
   int local_ranks = 4;                                    // -r
+  bool ranks_given = false;                               // -r was on the command line
   bool force_mpi = false;                                 // -M 1
   std::string config_path;                                // -C
   // The sparse config every sparsifier starts from: the initializer, then the -C file. The
@@ -40,6 +50,8 @@ struct SparseOptions {
   std::shared_ptr<const TraceSet> traces;
   // -S: one extra s2 row per lambda, named "s2:<lambda>" (the sketch width sweep).
   std::vector<double> sketch_lambdas;
+  // -g 1: the requested rows without a device path, left out of the run (planDeviceRun).
+  std::vector<std::string> skipped_on_device;
 };
 
 // "s2:0.25" -> 0.25; false for any other name.
@@ -61,6 +73,7 @@ struct Rank {
   scclComm_t comm = nullptr;
   int rank = 0;
   int nranks = 1;
+  bool in_process = true;  // the ranks are threads of this process (else one per MPI process)
 
   // Every rank's `mine` (same length everywhere), rank after rank.
   std::vector<double> allGather(const std::vector<double>& mine) const;

@@ -8,6 +8,7 @@
 
 #include "common/data.h"
 #include "common/options.h"
+#include "sparse/device_calls.h"
 
 namespace sccl_perf {
 namespace {
@@ -32,13 +33,31 @@ struct CallFacts {
   uint64_t k_target = 0, k_global = 0, k_sum = 0;
 };
 
+// -g 1: the call on the device buffers (scclAllReduce when sp is null), output copied to c.recv.
+void runOnDevice(const CheckCase& c, scclSparsifier_t sp) {
+  c.device->upload(c.pool.iteration(0));
+  c.device->call(sp, c.options.op, c.rank.comm);
+  c.device->download(c.recv);
+}
+
 CallFacts runFirstCall(const CheckCase& c, const scclSparseConfig_t& config) {
   const scclDataType_t dtype = c.options.common.dtype;
   const scclComm_t comm = c.rank.comm;
+  if (c.device != nullptr && std::string(config.algorithm) == "dense") {
+    runOnDevice(c, nullptr);
+    CallFacts facts;  // the dense preset's: every rank selects every index
+    facts.k_target = facts.k_global = c.count;
+    facts.k_sum = uint64_t(c.count) * uint64_t(c.rank.nranks);
+    return facts;
+  }
   Sparsifier sp = createSparsifier(c.rank, c.count, dtype, config);
-  check(scclSparseAllreduce(c.pool.iteration(0), c.recv, c.count, dtype, c.options.op, sp.get(),
-                            comm, nullptr),
-        comm, "scclSparseAllreduce (check)");
+  if (c.device != nullptr) {
+    runOnDevice(c, sp.get());
+  } else {
+    check(scclSparseAllreduce(c.pool.iteration(0), c.recv, c.count, dtype, c.options.op, sp.get(),
+                              comm, nullptr),
+          comm, "scclSparseAllreduce (check)");
+  }
   scclSparseStats_t stats{};
   stats.size = sizeof(stats);
   check(scclSparsifierGetStats(sp.get(), &stats), comm, "scclSparsifierGetStats");
@@ -385,9 +404,11 @@ uint64_t checkFirstCall(const CheckCase& c) {
   const double k_global = static_cast<double>(facts.k_global);
   if (model == Model::kSubset) {
     wrong += static_cast<uint64_t>(std::max(0.0, total.nonzero - k_global));
-    // Exclusive partitions (ExDyna): k' is the sum of the k_i; selections that may overlap
-    // (whole-vector search, SIDCo): the union, at most the sum.
-    const bool exclusive = std::string(config.algorithm) == "exdyna";
+    // Exclusive partitions (ExDyna, the sync-free presets): k' is the sum of the k_i; selections
+    // that may overlap (whole-vector search, SIDCo): the union, at most the sum.
+    const std::string preset = config.algorithm;
+    const bool exclusive =
+        preset == "exdyna" || preset == "micro_sync_free" || preset == "exdyna_sync_free";
     if (isPlainPreset(config) &&
         (exclusive ? facts.k_sum != facts.k_global : facts.k_sum < facts.k_global))
       wrong += 1;

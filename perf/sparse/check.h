@@ -16,10 +16,15 @@
 //                   partition p at iteration 0 (count / n, one more for the first count % n)
 // The sum is float32 (float64 for double) in rank order, divided by n for avg, rounded once to
 // the dtype; dense float16/bfloat16 rounds the sum, then the average again (the dense path).
-// exdyna, and any preset whose axes the -C config overrides, get a weaker check: every non-zero
-// output is exactly the rank-order sum there, some rank's |g| reaches the threshold (fixed and
-// scaling estimators), and there are at most k' non-zeros (for exdyna, k' = sum of the k_i).
+// exdyna, the sync-free presets (micro_sync_free, exdyna_sync_free: MiCRO / ExDyna partitions
+// with a per-rank cap), and any preset whose axes the -C config overrides, get a weaker check:
+// every non-zero output is exactly the rank-order sum there, some rank's |g| reaches the threshold
+// (fixed and scaling estimators), and there are at most k' non-zeros (for the exclusive
+// partitions of exdyna and the sync-free presets, k' = sum of the k_i).
 // For the exact models the selected count must also equal k'. All counts are summed over ranks.
+// -g 1 (CheckCase::device set): the checked call runs on device buffers (the dense row as
+// scclAllReduce, whose facts are those of the dense preset: every index selected) and its output
+// is copied back to the host before the same comparisons.
 //   s2 (and the -S sweep rows)  rebuilt from the public building blocks: each rank marks its
 //                   blocks (top-K by L2 norm, or non-zero), scclCountSketchEncode of its
 //                   gradient, scclAllReduce of the tables (the same rank-order sum) and of the
@@ -36,6 +41,8 @@
 
 namespace sccl_perf {
 
+class DeviceCalls;
+
 struct CheckCase {
   const SparseOptions& options;
   const Rank& rank;
@@ -44,7 +51,8 @@ struct CheckCase {
   double scale;  // of the gradients (gradientScale)
   const std::string& algorithm;
   const GradientPool& pool;  // this rank's, generated for (count, scale)
-  void* recv;                // count elements of scratch
+  void* recv;                // count elements of scratch (host memory)
+  DeviceCalls* device;       // -g 1: the rank's device buffers; null on the host path
 };
 
 // Returns #wrong summed over ranks (the same on every rank).

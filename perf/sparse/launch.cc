@@ -3,6 +3,7 @@
 // (scclCommInitMpi over MPI_COMM_WORLD), so both figures come from the same code path.
 #include "sparse/launch.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
   while (std::getline(list, name, ',')) {
     bool known = isPeer(name);
     for (const std::string& preset : allAlgorithms()) known = known || preset == name;
+    for (const std::string& preset : syncFreeAlgorithms()) known = known || preset == name;
     if (!known) {
       std::fprintf(stderr, "unknown algorithm '%s'\n", name.c_str());
       return false;
@@ -103,15 +105,25 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
          return std::strcmp(t, "avg") == 0 || std::strcmp(t, "sum") == 0;
        }},
       {'a',
-       "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all]; the peer\n"
-       "            mpi_allreduce (MPI_Allreduce of the dense buffer, under mpirun) may be added",
-       [o](const char* t) { return parseAlgorithms(t, &o->algorithms); }},
+       "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all but the\n"
+       "            sync-free presets micro_sync_free,exdyna_sync_free, which may be added; -g 1:\n"
+       "            dense,micro_sync_free,exdyna_sync_free]; the peer mpi_allreduce\n"
+       "            (MPI_Allreduce of the dense buffer, under mpirun) may be added",
+       [o](const char* t) {
+         o->algorithms_given = true;
+         return parseAlgorithms(t, &o->algorithms);
+       }},
       {'W', "N      warm-up calls of each sparse algorithm, at least [30]",
        [o](const char* t) { return parseCount(t, 0, &o->sparse_warmup); }},
       {'L', "N      ... and up to N while k' still moves (see the header) [1000]",
        [o](const char* t) { return parseCount(t, 0, &o->warmup_limit); }},
-      {'r', "N      in-process ranks (threads, transport local) when not under mpirun [4]",
-       [o](const char* t) { return parseCount(t, 1, &o->local_ranks); }},
+      {'r',
+       "N      in-process ranks (threads, transport local) when not under mpirun [4; -g 1: one\n"
+       "            per GPU, transport nccl]",
+       [o](const char* t) {
+         o->ranks_given = true;
+         return parseCount(t, 1, &o->local_ranks);
+       }},
       {'M', "0|1    1: use MPI (scclCommInitMpi) even where no mpirun is detected [0]",
        [o](const char* t) {
          o->force_mpi = std::strcmp(t, "1") == 0;
@@ -157,17 +169,18 @@ int runGuarded(Rank& rank, const RankBody& body) {
   }
 }
 
-bool launchedByMpi(const SparseOptions& options) {
-  return options.force_mpi || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
-         std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr;
-}
-
-int runMpiRanks(const SparseOptions& options, const RankBody& body) {
+int runMpiRanks(const SparseOptions& options, const RankBody& body, const DeviceLaunch* device) {
 #ifdef SCCL_PERF_WITH_MPI
   MPI_Init(nullptr, nullptr);
   // No transport named: SCCL_TRANSPORT picks it (ucx, say), else scclCommInitMpi's "mpi".
-  scclConfig_t config = commConfig(options, nullptr);
+  scclConfig_t config = commConfig(options, device != nullptr ? "nccl" : nullptr);
   Rank rank;
+  rank.in_process = false;
+  if (device != nullptr) {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (!device->select_device(world_rank)) MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   scclResult_t result = scclCommInitMpi(&rank.comm, nullptr, &config);
   if (result != scclSuccess) {
     std::fprintf(stderr, "scclCommInitMpi: %s (%s)\n", scclGetErrorString(result),
@@ -185,6 +198,7 @@ int runMpiRanks(const SparseOptions& options, const RankBody& body) {
 #else
   (void)options;
   (void)body;
+  (void)device;
   std::fprintf(stderr,
                "started under mpirun, but this build has no MPI (SCCL_ENABLE_MPI=OFF); run "
                "without mpirun and use -r N in-process ranks\n");
@@ -192,14 +206,14 @@ int runMpiRanks(const SparseOptions& options, const RankBody& body) {
 #endif
 }
 
-int runLocalRanks(const SparseOptions& options, const RankBody& body) {
+int runLocalRanks(const SparseOptions& options, const RankBody& body, const DeviceLaunch* device) {
   scclUniqueId id;
   if (scclGetUniqueId(&id) != scclSuccess) {
     std::fprintf(stderr, "scclGetUniqueId: %s\n", scclGetLastError(nullptr));
     return 1;
   }
   const int n = options.local_ranks;
-  const scclConfig_t config = commConfig(options, "local");
+  const scclConfig_t config = commConfig(options, device != nullptr ? "nccl" : "local");
   std::vector<int> codes(static_cast<size_t>(n), 1);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -207,6 +221,7 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body) {
       Rank rank;
       rank.rank = r;
       rank.nranks = n;
+      if (device != nullptr && !device->select_device(r)) return;
       scclResult_t result = scclCommInitRankConfig(&rank.comm, n, id, r, &config);
       if (result != scclSuccess) {
         std::fprintf(stderr, "rank %d: scclCommInitRankConfig: %s\n", r, scclGetLastError(nullptr));
@@ -224,7 +239,52 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body) {
   return code;
 }
 
+bool runsOnDevice(const std::string& name) {
+  if (name == "dense") return true;  // as scclAllReduce of the device buffers
+  const std::vector<std::string>& sync_free = syncFreeAlgorithms();
+  return std::find(sync_free.begin(), sync_free.end(), name) != sync_free.end();
+}
+
 }  // namespace
+
+bool launchedByMpi(const SparseOptions& options) {
+  return options.force_mpi || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr;
+}
+
+bool planDeviceRun(int devices, SparseOptions* options) {
+  std::vector<std::string> requested = options->algorithms;
+  if (!options->algorithms_given) {
+    // Not the host default (every preset): six of its rows would only be skipped.
+    requested = {"dense"};
+    requested.insert(requested.end(), syncFreeAlgorithms().begin(), syncFreeAlgorithms().end());
+    double lambda = 0;
+    for (const std::string& name : options->algorithms) {
+      if (sketchSweepLambda(name, &lambda)) requested.push_back(name);  // -S asked for them
+    }
+  }
+  options->algorithms.clear();
+  options->skipped_on_device.clear();
+  for (const std::string& name : requested)
+    (runsOnDevice(name) ? options->algorithms : options->skipped_on_device).push_back(name);
+  if (options->algorithms.empty()) {
+    std::fprintf(stderr,
+                 "-g 1: none of the requested algorithms runs on device buffers (those that do: "
+                 "dense, micro_sync_free, exdyna_sync_free)\n");
+    return false;
+  }
+  if (launchedByMpi(*options)) return true;  // one process per rank, rank r on GPU r % devices
+  if (!options->ranks_given) {
+    options->local_ranks = devices;
+  } else if (options->local_ranks > devices) {
+    std::fprintf(stderr,
+                 "-g 1: -r %d in-process ranks, but %d GPU%s: the NCCL transport needs one GPU "
+                 "per rank\n",
+                 options->local_ranks, devices, devices == 1 ? "" : "s");
+    return false;
+  }
+  return true;
+}
 
 void check(scclResult_t result, scclComm_t comm, const char* what) {
   if (result == scclSuccess) return;
@@ -257,8 +317,11 @@ bool isSketchRow(const std::string& name) {
 scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
                              double density) {
   scclSparseConfig_t config = options.base_config;
-  // allAlgorithms() holds static strings, so the pointer outlives the config.
+  // The preset lists hold static strings, so the pointer outlives the config.
   for (const std::string& name : allAlgorithms()) {
+    if (name == algorithm) config.algorithm = name.c_str();
+  }
+  for (const std::string& name : syncFreeAlgorithms()) {
     if (name == algorithm) config.algorithm = name.c_str();
   }
   double lambda = 0;
@@ -316,7 +379,7 @@ bool parseSparseOptions(int argc, char** argv, SparseOptions* options, int* exit
   return true;
 }
 
-int launchRanks(const SparseOptions& options, const RankBody& body) {
+int launchRanks(const SparseOptions& options, const RankBody& body, const DeviceLaunch* device) {
   if (!launchedByMpi(options)) {
     for (const std::string& name : options.algorithms) {
       if (isPeer(name)) {
@@ -326,7 +389,8 @@ int launchRanks(const SparseOptions& options, const RankBody& body) {
       }
     }
   }
-  return launchedByMpi(options) ? runMpiRanks(options, body) : runLocalRanks(options, body);
+  return launchedByMpi(options) ? runMpiRanks(options, body, device)
+                                : runLocalRanks(options, body, device);
 }
 
 }  // namespace sccl_perf
