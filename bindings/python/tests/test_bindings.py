@@ -238,6 +238,22 @@ def test_sparsifier_config_errors_name_the_key(comm, tmp_path):
     assert "no_such_algorithm" in info.value.message
 
 
+def test_stream_ordered_sparsifier_on_host_buffers_has_no_async_error(comm):
+    # stream_ordered applies to device buffers (docs/gpu.md); on host buffers the call is the
+    # host run, and the asynchronous fault of a sparsifier that never ran on a GPU is SUCCESS.
+    count = 1000
+    plain = Sparsifier(comm, count, algorithm="micro_sync_free", density=0.01)
+    ordered = Sparsifier(comm, count, algorithm="micro_sync_free", density=0.01,
+                         stream_ordered=True)
+    assert ordered.async_error() == Result.SUCCESS
+    g = torch.linspace(-1, 1, count)
+    assert torch.equal(plain.allreduce(g.clone()), ordered.allreduce(g.clone()))
+    assert ordered.async_error() == Result.SUCCESS
+    with pytest.raises(SparsecollError) as info:  # needs MiCRO's fixed partitions
+        Sparsifier(comm, count, algorithm="exdyna_sync_free", stream_ordered=True)
+    assert info.value.code == Result.INVALID_ARGUMENT and "streamOrdered" in info.value.message
+
+
 def test_sparse_allreduce_single_rank_stats_reset_and_errors(comm):
     count = 1000
     s = Sparsifier(comm, count, algorithm="topk", density=0.01)
