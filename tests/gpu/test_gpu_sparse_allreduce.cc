@@ -11,32 +11,21 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "gpu_gradients.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
 #include "support/sparse_runs.h"
 
 using namespace sccl_test;
 using sccl_gpu_test::DeviceBuffer;
+using sccl_gpu_test::lastError;
 
 #if SCCL_BUILD_WITH_NCCL
 namespace {
 
 constexpr size_t kCount = 30011;
+const sccl_gpu_test::HeadHeavyGradient gradientOf{23, kCount, 5};
 constexpr int kIterations = 5;
-
-float gradientOf(int r, uint64_t t, size_t i) {
-  return gradientValue(23, r, t, i) * (i < kCount / 5 ? 10.0f : 1.0f);
-}
-
-std::vector<float> hostGradient(int r, uint64_t t) {
-  std::vector<float> grad(kCount);
-  for (size_t i = 0; i < kCount; ++i) grad[i] = gradientOf(r, t, i);
-  return grad;
-}
-
-std::string lastError(scclComm_t comm) {
-  return scclGetLastError(comm);
-}
 
 }  // namespace
 
@@ -58,7 +47,7 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
       cudaStream_t stream = nullptr;
       sccl_gpu_test::check(cudaStreamCreate(&stream), "cudaStreamCreate");
       for (int t = 0; t < kIterations; ++t) {
-        DeviceBuffer<float> grad(hostGradient(r, uint64_t(t)));
+        DeviceBuffer<float> grad(gradientOf.vector(r, uint64_t(t)));
         if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
                                 stream) != scclSuccess)
           return "call " + std::to_string(t) + ": " + lastError(comm);
@@ -75,7 +64,7 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
           return "call " + std::to_string(t) + ": statistics differ from the host run";
       }
       // Host buffers after device calls: the residual is in device memory.
-      std::vector<float> host_grad = hostGradient(r, 0), host_out(kCount);
+      std::vector<float> host_grad = gradientOf.vector(r, 0), host_out(kCount);
       if (scclSparseAllreduce(host_grad.data(), host_out.data(), kCount, scclFloat32, scclSum, sp,
                               comm, nullptr) != scclInvalidUsage)
         return "host buffers after device calls were not refused";
@@ -99,7 +88,7 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
     if (scclSparsifierCreate(&topk_sp, comm, kCount, scclFloat32, &topk) != scclSuccess ||
         scclSparsifierCreate(&sync_free_sp, comm, kCount, scclFloat32, &sync_free) != scclSuccess)
       return "create: " + lastError(comm);
-    DeviceBuffer<float> grad(hostGradient(r, 0)), out(kCount);
+    DeviceBuffer<float> grad(gradientOf.vector(r, 0)), out(kCount);
     std::vector<float> host_out(kCount);
     if (scclSparseAllreduce(grad.get(), host_out.data(), kCount, scclFloat32, scclSum, sync_free_sp,
                             comm, nullptr) != scclInvalidArgument)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "gpu_gradients.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
 #include "support/sparse_runs.h"
@@ -21,32 +22,20 @@
 using namespace sccl_test;
 using sccl_gpu_test::check;
 using sccl_gpu_test::DeviceBuffer;
+using sccl_gpu_test::lastError;
 
 #if SCCL_BUILD_WITH_NCCL
 namespace {
 
 constexpr size_t kCount = 30011;
+const sccl_gpu_test::HeadHeavyGradient gradientOf{29, kCount, 7};
 constexpr int kIterations = 7;
-
-float gradientOf(int r, uint64_t t, size_t i) {
-  return gradientValue(29, r, t, i) * (i < kCount / 7 ? 10.0f : 1.0f);
-}
-
-std::vector<float> hostGradient(int r, uint64_t t) {
-  std::vector<float> grad(kCount);
-  for (size_t i = 0; i < kCount; ++i) grad[i] = gradientOf(r, t, i);
-  return grad;
-}
 
 scclSparseConfig_t streamOrderedConfig() {
   scclSparseConfig_t config = sparseConfig("micro_sync_free", 0.01);
   config.scalingRule = "band";
   config.streamOrdered = 1;
   return config;
-}
-
-std::string lastError(scclComm_t comm) {
-  return scclGetLastError(comm);
 }
 
 bool allNaN(const std::vector<float>& values) {
@@ -74,7 +63,7 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
     cudaGraphExec_t replay = nullptr;
     for (int t = 0; t < kIterations; ++t) {
       const std::string call = "call " + std::to_string(t);
-      std::vector<float> grad = hostGradient(r, uint64_t(t));
+      std::vector<float> grad = gradientOf.vector(r, uint64_t(t));
       check(cudaMemcpyAsync(send.get(), grad.data(), kCount * 4, cudaMemcpyHostToDevice, stream),
             "gradient to the device");
       if (t < 2) {  // eager: the first call allocates, the second runs on warm state
@@ -134,7 +123,7 @@ TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
       return "create: " + lastError(comm);
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    DeviceBuffer<float> send(hostGradient(r, 0)), out(kCount);
+    DeviceBuffer<float> send(gradientOf.vector(r, 0)), out(kCount);
 
     // The first call allocates: refused while capturing, nothing changed.
     cudaGraph_t graph = nullptr;
@@ -152,10 +141,10 @@ TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
       check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       return result;
     };
-    if (callWith(hostGradient(r, 0)) != scclSuccess) return "valid call: " + lastError(comm);
+    if (callWith(gradientOf.vector(r, 0)) != scclSuccess) return "valid call: " + lastError(comm);
     if (allNaN(out.read())) return "a valid call gave NaN";
     // Rank 0 sends a NaN: every rank's call is enqueued, the fault comes asynchronously.
-    std::vector<float> poisoned = hostGradient(r, 1);
+    std::vector<float> poisoned = gradientOf.vector(r, 1);
     if (r == 0) poisoned[5] = std::numeric_limits<float>::quiet_NaN();
     if (callWith(poisoned) != scclSuccess) return "the poisoned call was not enqueued";
     scclResult_t async = scclSuccess;
@@ -165,13 +154,13 @@ TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
       return "the fault does not name rank 0: " + lastError(comm);
     if (!allNaN(out.read())) return "the faulty call's output is not NaN";
     // Sticky: a valid call afterwards changes nothing and gives NaN.
-    if (callWith(hostGradient(r, 2)) != scclSuccess) return "call after the fault";
+    if (callWith(gradientOf.vector(r, 2)) != scclSuccess) return "call after the fault";
     if (!allNaN(out.read())) return "a call after the fault did not give NaN";
     // Reset clears the fault; the next (first) call runs again.
     if (scclSparsifierReset(sp) != scclSuccess) return "reset: " + lastError(comm);
     if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
       return "the fault survived the reset";
-    if (callWith(hostGradient(r, 0)) != scclSuccess) return "call after reset";
+    if (callWith(gradientOf.vector(r, 0)) != scclSuccess) return "call after reset";
     if (allNaN(out.read())) return "the call after the reset gave NaN";
     if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
       return "a fault after the reset: " + lastError(comm);

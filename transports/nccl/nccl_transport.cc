@@ -81,6 +81,14 @@ void NcclTransport::abort() {
 }
 
 scclResult_t NcclTransport::waitStream(const char* what) {
+  return poll(what, true);
+}
+
+scclResult_t NcclTransport::awaitEnqueued(const char* what) {
+  return poll(what, false);
+}
+
+scclResult_t NcclTransport::poll(const char* what, bool until_stream_idle) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   while (true) {
     ncclResult_t async = ncclSuccess;
@@ -93,38 +101,18 @@ scclResult_t NcclTransport::waitStream(const char* what) {
       return failure;
     }
     // While NCCL still enqueues (ncclInProgress) the stream may look idle: its work is not on it.
-    const cudaError_t status =
-        async == ncclInProgress ? cudaErrorNotReady : cudaStreamQuery(stream_);
-    if (status == cudaSuccess) return scclSuccess;
-    if (status != cudaErrorNotReady) return failed(cudaFailure(status, what));
-    if (Clock::now() > deadline) {
-      abort();
-      broken_ = scclTimeout;
-      return fail(scclTimeout, "nccl transport: %s did not complete within %lld ms on rank %d",
-                  what, static_cast<long long>(timeout_ms_), rank_);
-    }
-    std::this_thread::yield();
-  }
-}
-
-scclResult_t NcclTransport::awaitEnqueued(const char* what) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
-  while (true) {
-    ncclResult_t async = ncclSuccess;
-    ncclResult_t result = ncclCommGetAsyncError(comm_, &async);
-    if (result == ncclSuccess && async == ncclSuccess) return scclSuccess;
-    if (result == ncclSuccess && async != ncclInProgress) result = async;
-    if (result != ncclSuccess) {
-      scclResult_t failure = ncclFailure(result, comm_, what);
-      abort();
-      broken_ = failure;
-      return failure;
+    if (async != ncclInProgress) {
+      if (!until_stream_idle) return scclSuccess;
+      const cudaError_t status = cudaStreamQuery(stream_);
+      if (status == cudaSuccess) return scclSuccess;
+      if (status != cudaErrorNotReady) return failed(cudaFailure(status, what));
     }
     if (Clock::now() > deadline) {
       abort();
       broken_ = scclTimeout;
-      return fail(scclTimeout, "nccl transport: enqueuing %s took longer than %lld ms on rank %d",
-                  what, static_cast<long long>(timeout_ms_), rank_);
+      return fail(scclTimeout, "nccl transport: %s did not %s within %lld ms on rank %d", what,
+                  until_stream_idle ? "complete" : "finish enqueuing",
+                  static_cast<long long>(timeout_ms_), rank_);
     }
     std::this_thread::yield();
   }

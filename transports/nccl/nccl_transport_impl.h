@@ -63,6 +63,8 @@ class NcclTransport final : public Transport, public StreamCollectives {
   scclResult_t deviceView(const void* host_or_device, size_t bytes, CudaWorkspace& staging,
                           bool copy_in, void** device, bool* staged);
   scclResult_t copyBack(void* host, const void* device, size_t bytes, bool staged);
+  // The wait of waitStream (until_stream_idle) and awaitEnqueued.
+  scclResult_t poll(const char* what, bool until_stream_idle);
   scclResult_t failed(scclResult_t result);
 
   ncclComm_t comm_;
