@@ -47,6 +47,7 @@
 #include "core/sparse_config.h"
 #include "core/sparsifier.h"
 #include "core/sparsifier_device.h"
+#include "partition/exdyna_partition.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_status.h"
 #include "cuda/device_sparsifier_state.h"
@@ -106,10 +107,12 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   SCCL_CHECK(state->gathered_memory.reserve(n * slot_words * sizeof(int64_t), &memory));
   state->gathered = static_cast<int64_t*>(memory);
   SCCL_CHECK(state->values_memory.reserve(n * state->capacity * element, &state->values));
-  // Six words, each on its own 256-byte line, then ranges and partitions (2 n words each).
+  // Six words, each on its own 256-byte line, then ranges and partitions (2 n words each) and
+  // ExDyna's arrays (4 n words).
   constexpr size_t kLine = 256;
-  SCCL_CHECK(state->small_memory.reserve(6 * kLine + 4 * n * sizeof(uint64_t), &memory));
-  SCCL_CHECK(state->kernels.fillZero(memory, 6 * kLine + 4 * n * sizeof(uint64_t), nullptr));
+  const size_t small_bytes = 6 * kLine + 8 * n * sizeof(uint64_t);
+  SCCL_CHECK(state->small_memory.reserve(small_bytes, &memory));
+  SCCL_CHECK(state->kernels.fillZero(memory, small_bytes, nullptr));
   char* small = static_cast<char*>(memory);
   state->threshold = reinterpret_cast<double*>(small);
   state->nonfinite = reinterpret_cast<uint64_t*>(small + kLine);
@@ -119,6 +122,7 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   state->totals = reinterpret_cast<cuda_dispatch::StreamOrderedTotals*>(small + 5 * kLine);
   state->ranges = reinterpret_cast<uint64_t*>(small + 6 * kLine);
   state->partitions = state->ranges + 2 * n;
+  state->exdyna_arrays = reinterpret_cast<int64_t*>(state->partitions + 2 * n);
   if (state->stream_ordered) {
     // The threshold, call number and partitions live on the device from here on.
     std::vector<uint64_t> partitions(2 * n);
@@ -127,6 +131,24 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
       partitions[2 * p] = part.begin;
       partitions[2 * p + 1] = part.end;
       state->select_items = std::max<size_t>(state->select_items, part.size());
+    }
+    if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(sp.search.get())) {
+      // The blocks move on the device; a partition can grow until every other one is down to
+      // its minimum, so the selection scans that many positions.
+      state->rebalances = true;
+      state->exdyna_rule = exdyna->rebalanceRule();
+      const ExDynaRebalanceRule& rule = state->exdyna_rule;
+      const uint64_t others = uint64_t(rule.min_blocks) * rule.block_size * (n - 1);
+      state->select_items =
+          std::max<size_t>(state->select_items, sp.count > others ? sp.count - others : sp.count);
+      std::vector<int64_t> arrays(4 * n, 0);
+      for (size_t p = 0; p < n; ++p) {
+        arrays[p] = exdyna->blocksIn(p);
+        arrays[n + p] = exdyna->firstBlock(p);
+      }
+      SCCL_CUDA_CHECK(cudaMemcpy(state->exdyna_arrays, arrays.data(), arrays.size() * 8,
+                                 cudaMemcpyHostToDevice),
+                      "device sparsifier: ExDyna's blocks");
     }
     const double threshold = sp.estimator->currentThreshold();
     const uint64_t sequence = sp.iteration;

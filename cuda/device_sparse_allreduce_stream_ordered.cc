@@ -1,4 +1,5 @@
-// The stream-ordered sync_free call (config streamOrdered, preset micro_sync_free): the device
+// The stream-ordered sync_free call (config streamOrdered, presets micro_sync_free and
+// exdyna_sync_free): the device
 // path of cuda/device_sparse_allreduce.cc with every host step moved to the device, so that a
 // call only enqueues work on the caller's stream, never waits for it, and can be captured in a
 // CUDA graph and replayed. The sync-free reduction of issue 11 ("the threshold update runs on the
@@ -6,8 +7,8 @@
 //
 // Steps of one call on rank r, all on `stream` (d_ = device memory):
 //  1. d_acc = d_residual + sendbuf, non-finite count into a device word;
-//  2. syncFreeCallRanges: every rank's range at this call from MiCRO's fixed partitions and the
-//     device call number (partition/cyclic_partition.h, the host's function);
+//  2. syncFreeCallRanges: every rank's range at this call from the partitions in device memory
+//     and the device call number (partition/cyclic_partition.h, the host's function);
 //  3. syncFreeSelect with the device threshold: the capped selection and the slot;
 //  4. all-gather of the slots on the stream (StreamCollectives: ncclAllGather);
 //  5. syncFreeCheckHeaders: the host's slot-header checks (algorithms/sync_free_slot_check.h) and
@@ -18,8 +19,10 @@
 //     sparsifier's scratch + the rank-order kernel: no allocation while capturing);
 //  8. recvbuf = 0 and the values scattered (divided by n for scclAvg) if the call completes,
 //     else recvbuf = NaN; d_acc zeroed where sent and copied into d_residual if it completes;
-//  9. the scaling rule on the gathered counts updates the device threshold (if it completes),
-//     the call is counted for the statistics and the call number advances.
+//  9. if the call completes, the scaling rule on the gathered counts updates the device
+//     threshold and (exdyna_sync_free) ExDyna's rebalancing moves the partition boundaries
+//     (partition/exdyna_rebalance.h, the host's pass); the call is counted for the statistics and
+//     the call number advances.
 // Bytes on the wire: the host sync_free reduction's (docs/algorithms/sync_free.md). Work added
 // against the read-back path: one copy of the accumulator into the residual per call (a graph
 // holds fixed pointers, so the two buffers cannot trade roles) and a few one-thread kernels.
@@ -153,6 +156,12 @@ scclResult_t runStreamOrderedSparseAllreduce(SparseCall& call, void* stream_hand
   if (const ScalingRule* rule = sp.estimator->scalingRule()) {
     SCCL_CHECK(d->kernels.syncFreeUpdateThreshold(d->gathered, n, capacity, sp.k_target, *rule,
                                                   d->status, d->threshold, stream));
+  }
+  if (d->rebalances) {
+    SCCL_CUDA_CHECK(
+        cuda_dispatch::syncFreeExDynaRebalance(d->exdyna_rule, d->gathered, capacity, d->sequence,
+                                               d->status, d->exdyna_arrays, d->partitions, stream),
+        what);
   }
   SCCL_CUDA_CHECK(cuda_dispatch::syncFreeEndCall(d->gathered, n, capacity, sp.k_target, d->status,
                                                  d->totals, d->sequence, stream),

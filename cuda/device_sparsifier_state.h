@@ -36,8 +36,9 @@ struct DeviceSparsifierState {
   int64_t* gathered = nullptr;
   void* values = nullptr;
   void* reduce_scratch = nullptr;
-  uint64_t* ranges = nullptr;      // 2 n words: each rank's range at this call
-  uint64_t* partitions = nullptr;  // 2 n words: the search space's partitions (stream-ordered)
+  uint64_t* ranges = nullptr;        // 2 n words: each rank's range at this call
+  uint64_t* partitions = nullptr;    // 2 n words: the search space's partitions (stream-ordered)
+  int64_t* exdyna_arrays = nullptr;  // 4 n words: ExDyna's blocks, first blocks, scratch
   double* threshold = nullptr;
   uint64_t* nonfinite = nullptr;
   uint32_t* bad = nullptr;
@@ -51,6 +52,8 @@ struct DeviceSparsifierState {
 
   uint64_t capacity = 0;
   size_t select_items = 0;  // positions the stream-ordered selection scans: the largest range
+  bool rebalances = false;  // exdyna: the partitions move on the device after each call
+  ExDynaRebalanceRule exdyna_rule;
   bool stream_ordered = false;
   std::vector<int64_t> headers;  // host copy of the n slot headers (read-back path)
 };

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "estimators/scaling_rule.h"
+#include "partition/exdyna_rebalance.h"
 #include "kernels/shared/sketch_element.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -142,6 +143,13 @@ cudaError_t syncFreeFillOutput(void* recv, scclDataType_t dtype, size_t count,
 // residual = acc (bytes, a multiple of 4) when the call completes.
 cudaError_t syncFreeCommitResidual(void* residual, const void* acc, size_t bytes,
                                    const uint32_t* status, cudaStream_t stream);
+// ExDyna's rebalancing (partition/exdyna_rebalance.h) on the gathered counts of a completed call,
+// then partitions[2p, 2p+1] rewritten from the blocks; arrays holds 4 * nranks words: blocks per
+// partition, first blocks, and two of scratch. One thread, before syncFreeEndCall.
+cudaError_t syncFreeExDynaRebalance(const ExDynaRebalanceRule& rule, const int64_t* gathered,
+                                    size_t capacity, const uint64_t* sequence,
+                                    const uint32_t* status, int64_t* arrays, uint64_t* partitions,
+                                    cudaStream_t stream);
 // Counts the call in *totals and advances *sequence (every call, as the host's call number).
 cudaError_t syncFreeEndCall(const int64_t* gathered, int nranks, size_t capacity, uint64_t k_target,
                             const uint32_t* status, StreamOrderedTotals* totals, uint64_t* sequence,

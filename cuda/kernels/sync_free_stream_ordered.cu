@@ -2,7 +2,8 @@
 // mode, cuda/device_sparse_allreduce_stream_ordered.cc): what the host does between the steps of
 // the read-back path (compute the ranges of the call, check the slot headers, apply the
 // non-finite policy, count the call) done on the device, one thread where the work is a handful
-// of words. Every decision of a call lands in one status word that the later kernels read:
+// of words, and ExDyna's rebalancing of the partitions. Every decision of a call lands in one
+// status word that the later kernels read:
 //   0 the call completes; 1 discarded (non-finite values, policy propagate): recvbuf = NaN,
 //   residual and threshold unchanged; 2 failed (a fault, now or in an earlier call, recorded in
 //   the pinned fault word that scclSparsifierGetAsyncError reads): recvbuf = NaN, nothing else
@@ -14,6 +15,7 @@
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
 #include "partition/cyclic_partition.h"
+#include "partition/exdyna_rebalance.h"
 
 namespace sccl::cuda_dispatch {
 namespace {
@@ -89,6 +91,25 @@ __global__ void commitResidual(uint32_t* residual, const uint32_t* acc, size_t w
   for (size_t i = globalThread(); i < words; i += gridThreads()) residual[i] = acc[i];
 }
 
+__global__ void exdynaRebalanceAfterCall(ExDynaRebalanceRule rule, const int64_t* gathered,
+                                         size_t capacity, const uint64_t* sequence,
+                                         const uint32_t* status, int64_t* arrays,
+                                         uint64_t* partitions) {
+  if (*status != kCompletes) return;  // as the host: only a completed call is observed
+  const size_t n = size_t(rule.nranks);
+  int64_t* blocks = arrays;
+  int64_t* first_block = arrays + n;
+  int64_t* ks = arrays + 2 * n;
+  uint64_t* counts = reinterpret_cast<uint64_t*>(arrays + 3 * n);
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t k = uint64_t(gathered[r * (kSlotHeaderWords + capacity)]);
+    counts[r] = k < capacity ? k : capacity;
+  }
+  exdynaRebalance(rule, counts, *sequence, blocks, first_block, ks);
+  for (size_t p = 0; p < n; ++p)
+    exdynaPartitionBounds(rule, blocks, first_block, p, &partitions[2 * p], &partitions[2 * p + 1]);
+}
+
 __global__ void endCall(const int64_t* gathered, int nranks, size_t capacity, uint64_t k_target,
                         const uint32_t* status, StreamOrderedTotals* totals, uint64_t* sequence) {
   if (*status == kCompletes) {
@@ -161,6 +182,15 @@ cudaError_t syncFreeCommitResidual(void* residual, const void* acc, size_t bytes
   if (words == 0) return cudaSuccess;
   commitResidual<<<gridFor(words), kThreads, 0, stream>>>(
       static_cast<uint32_t*>(residual), static_cast<const uint32_t*>(acc), words, status);
+  return cudaGetLastError();
+}
+
+cudaError_t syncFreeExDynaRebalance(const ExDynaRebalanceRule& rule, const int64_t* gathered,
+                                    size_t capacity, const uint64_t* sequence,
+                                    const uint32_t* status, int64_t* arrays, uint64_t* partitions,
+                                    cudaStream_t stream) {
+  exdynaRebalanceAfterCall<<<1, 1, 0, stream>>>(rule, gathered, capacity, sequence, status, arrays,
+                                                partitions);
   return cudaGetLastError();
 }
 

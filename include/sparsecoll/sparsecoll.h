@@ -301,9 +301,10 @@ typedef struct {
   const char* sketchFeedback;
   /* 1: on device buffers every step of scclSparseAllreduce is enqueued on `stream` and nothing
    * waits for the GPU, so the call can be captured in a CUDA graph (docs/gpu.md). Needs the
-   * sync_free reduction with the micro search space (preset micro_sync_free) and the scaling or
-   * fixed estimator, a transport that orders collectives on a stream (nccl); the threshold and the
-   * call number then live on the device. Checks that fail while the call runs (a peer at another
+   * sync_free reduction with the micro or exdyna search space (presets micro_sync_free,
+   * exdyna_sync_free) and the scaling or fixed estimator, a transport that orders collectives on
+   * a stream (nccl); the threshold, the call number and the partitions then live on the
+   * device. Checks that fail while the call runs (a peer at another
    * call, a bad peer slot, non-finite values under scclNonFiniteError) fill recvbuf with NaN,
    * change nothing else and set the sparsifier's sticky asynchronous error
    * (scclSparsifierGetAsyncError). The first device call allocates and must not be captured.

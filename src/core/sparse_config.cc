@@ -120,16 +120,17 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
   return scclSuccess;
 }
 
-// The stream-ordered call computes ranges from fixed partitions and updates the threshold on the
-// device, so it runs the sync_free reduction over MiCRO's partitions with the scaling or fixed
-// estimator only (ExDyna's rebalancing and the estimators that fit the data run on the host).
+// The stream-ordered call computes ranges, updates the threshold and moves ExDyna's partitions on
+// the device, so it runs the sync_free reduction over MiCRO's or ExDyna's partitions with the
+// scaling or fixed estimator only (the estimators that fit the call's data run on the host).
 scclResult_t checkStreamOrdered(const ResolvedSparseConfig& c) {
   if (!c.stream_ordered) return scclSuccess;
-  if (c.reduction != "sync_free" || c.search != "micro" ||
+  if (c.reduction != "sync_free" || (c.search != "micro" && c.search != "exdyna") ||
       (c.estimator != "scaling" && c.estimator != "fixed")) {
     return fail(scclInvalidArgument,
-                "streamOrdered needs the sync_free reduction, the micro search space and the "
-                "scaling or fixed estimator (preset micro_sync_free); this config has reduction "
+                "streamOrdered needs the sync_free reduction, the micro or exdyna search space "
+                "and the scaling or fixed estimator (presets micro_sync_free, exdyna_sync_free); "
+                "this config has reduction "
                 "'%s', search '%s', estimator '%s'",
                 c.reduction.c_str(), c.search.c_str(), c.estimator.c_str());
   }

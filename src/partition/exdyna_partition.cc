@@ -9,6 +9,7 @@
 //           donor would drop below min_blk; then adjust k_i, k_{i+1} by the expected selections
 //           of the moved blocks, int(move * sz_blk * k' / count), so later pairs see the move.
 //   Assign  At iteration t rank r takes partition (t % n + r) % n, as MiCRO.
+// The pass itself is partition/exdyna_rebalance.h (shared with the stream-ordered device call).
 // The pass shrinks the largest per-rank count m_t, and with it the padded index all-gather
 // (n * m_t indices instead of k'; f(t) = n * m_t / k' in the paper). Bytes on the wire:
 // docs/algorithms/exdyna.md.
@@ -84,6 +85,13 @@ void ExDynaSearchSpace::reset() {
   const double min_blocks = std::floor(static_cast<double>(layout_.block_count) *
                                        params_.min_blocks_factor / static_cast<double>(n));
   min_blocks_ = std::max<int64_t>(1, static_cast<int64_t>(min_blocks));
+  rule_.nranks = params_.nranks;
+  rule_.alpha = params_.rebalance_alpha;
+  rule_.move_blocks = params_.rebalance_move_blocks;
+  rule_.min_blocks = min_blocks_;
+  rule_.block_size = layout_.block_size;
+  rule_.remainder = layout_.remainder;
+  rule_.count = params_.count;
   const int64_t quotient = layout_.block_count / static_cast<int64_t>(n);
   const size_t extra = static_cast<size_t>(layout_.block_count % static_cast<int64_t>(n));
   blocks_.assign(n, quotient);
@@ -98,10 +106,8 @@ void ExDynaSearchSpace::reset() {
 
 IndexRange ExDynaSearchSpace::partition(size_t p) const {
   if (p >= blocks_.size()) return {};
-  const size_t size = layout_.block_size;
-  const size_t begin = static_cast<size_t>(first_block_[p]) * size;
-  size_t end = static_cast<size_t>(first_block_[p] + blocks_[p]) * size;
-  if (p + 1 == blocks_.size()) end += layout_.remainder;
+  uint64_t begin = 0, end = 0;
+  exdynaPartitionBounds(rule_, blocks_.data(), first_block_.data(), p, &begin, &end);
   return {begin, end};
 }
 
@@ -112,53 +118,12 @@ IndexRange ExDynaSearchSpace::rangeFor(int rank, uint64_t iteration) const {
 
 void ExDynaSearchSpace::observeCounts(const uint64_t* counts, uint64_t iteration) {
   last_moved_ = 0;
-  if (counts == nullptr || params_.nranks == 1) return;
-  // Rank r selected in partition (t % n + r) % n: bring the counts into partition order.
-  uint64_t total = 0;
-  for (int r = 0; r < params_.nranks; ++r) {
-    ks_[cyclicPartition(r, iteration, params_.nranks)] = static_cast<int64_t>(counts[r]);
-    total += counts[r];
-  }
-  if (total == 0 || params_.count == 0) return;  // nothing selected: no load to balance
-  rebalance(ks_, total);
+  if (counts == nullptr) return;
+  last_moved_ =
+      exdynaRebalance(rule_, counts, iteration, blocks_.data(), first_block_.data(), ks_.data());
   if (last_moved_ != 0) {
-    SCCL_TRACE(LogSubsys::Coll, "exdyna: iteration %llu k'=%llu, %lld blocks moved",
-               static_cast<unsigned long long>(iteration), static_cast<unsigned long long>(total),
-               static_cast<long long>(last_moved_));
-  }
-}
-
-void ExDynaSearchSpace::moveBoundary(size_t left, int64_t blocks) {
-  blocks_[left] -= blocks;
-  blocks_[left + 1] += blocks;
-  first_block_[left + 1] -= blocks;
-  last_moved_ += blocks < 0 ? -blocks : blocks;
-}
-
-void ExDynaSearchSpace::rebalance(std::vector<int64_t>& ks, uint64_t total) {
-  const size_t n = ks.size();
-  const double k_acc = static_cast<double>(total) / static_cast<double>(n);
-  const double alpha = params_.rebalance_alpha, inv_alpha = 1.0 / alpha;
-  const int64_t move = params_.rebalance_move_blocks;
-  // Expected selections in the moved blocks at the current density k' / count (exact: the
-  // product can exceed 64 bits for large vectors).
-  const unsigned __int128 moved_elements =
-      static_cast<unsigned __int128>(move) * layout_.block_size;
-  const int64_t k_move = static_cast<int64_t>(moved_elements * total / params_.count);
-  for (size_t i = 0; i + 1 < n; ++i) {
-    const double det = static_cast<double>(ks[i]) / k_acc;
-    const double det2 = static_cast<double>(ks[i + 1]) / k_acc;
-    if (det > alpha && det2 < inv_alpha) {
-      if (blocks_[i] - move < min_blocks_) continue;
-      moveBoundary(i, move);
-      ks[i] -= k_move;
-      ks[i + 1] += k_move;
-    } else if (det < inv_alpha && det2 > alpha) {
-      if (blocks_[i + 1] - move < min_blocks_) continue;
-      moveBoundary(i, -move);
-      ks[i] += k_move;
-      ks[i + 1] -= k_move;
-    }
+    SCCL_TRACE(LogSubsys::Coll, "exdyna: iteration %llu, %lld blocks moved",
+               static_cast<unsigned long long>(iteration), static_cast<long long>(last_moved_));
   }
 }
 

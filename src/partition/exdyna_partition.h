@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "partition/exdyna_rebalance.h"
 #include "partition/search_space.h"
 
 namespace sccl {
@@ -45,13 +46,13 @@ class ExDynaSearchSpace final : public SearchSpace {
   int64_t firstBlock(size_t p) const { return first_block_[p]; }
   // Blocks moved across partition boundaries by the last observeCounts() (0: balanced).
   int64_t lastBlocksMoved() const { return last_moved_; }
+  // The pass's constants (partition/exdyna_rebalance.h), for the device copy of the partitions.
+  const ExDynaRebalanceRule& rebalanceRule() const { return rule_; }
 
  private:
-  void rebalance(std::vector<int64_t>& ks, uint64_t total);
-  void moveBoundary(size_t left, int64_t blocks);  // > 0: left gives to left + 1; < 0: receives
-
   SearchSpaceParams params_;
   ExDynaBlockLayout layout_;
+  ExDynaRebalanceRule rule_;
   int64_t min_blocks_ = 1;
   std::vector<int64_t> blocks_;       // blk_part: blocks per partition
   std::vector<int64_t> first_block_;  // blk_pos: index of each partition's first block

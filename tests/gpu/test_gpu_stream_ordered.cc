@@ -1,6 +1,7 @@
 // The stream-ordered sync_free call (cuda/device_sparse_allreduce_stream_ordered.cc), one rank
 // per GPU over NCCL: eager calls and replays of a CUDA graph that captured one call give the host
-// run's outputs bit for bit, call after call (band scaling rule: the device threshold update is
+// run's outputs bit for bit, call after call, for micro_sync_free and exdyna_sync_free (whose
+// partitions move on the device as on the host; band scaling rule: the device threshold update is
 // plain multiplication, bitwise the host's); faults surface through
 // scclSparsifierGetAsyncError, fill recvbuf with NaN and stick until scclSparsifierReset; the
 // first call cannot be captured.
@@ -31,8 +32,8 @@ constexpr size_t kCount = 30011;
 const sccl_gpu_test::HeadHeavyGradient gradientOf{29, kCount, 7};
 constexpr int kIterations = 7;
 
-scclSparseConfig_t streamOrderedConfig() {
-  scclSparseConfig_t config = sparseConfig("micro_sync_free", 0.01);
+scclSparseConfig_t streamOrderedConfig(const char* preset) {
+  scclSparseConfig_t config = sparseConfig(preset, 0.01);
   config.scalingRule = "band";
   config.streamOrdered = 1;
   return config;
@@ -50,72 +51,76 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
           "[gpu][stream_ordered]") {
   const int nranks = sccl_gpu_test::gpuRankCount();
   REQUIRE(nranks >= 1);
-  const scclSparseConfig_t config = streamOrderedConfig();
-  SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
-  REQUIRE_NO_RANK_FAILURES(host.failures);
-  auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
-    scclSparsifier_t sp = nullptr;
-    if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
-      return "create: " + lastError(comm);
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    DeviceBuffer<float> send(kCount), out(kCount);
-    cudaGraphExec_t replay = nullptr;
-    for (int t = 0; t < kIterations; ++t) {
-      const std::string call = "call " + std::to_string(t);
-      std::vector<float> grad = gradientOf.vector(r, uint64_t(t));
-      check(cudaMemcpyAsync(send.get(), grad.data(), kCount * 4, cudaMemcpyHostToDevice, stream),
-            "gradient to the device");
-      if (t < 2) {  // eager: the first call allocates, the second runs on warm state
-        if (scclSparseAllreduce(send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
-                                stream) != scclSuccess)
-          return call + ": " + lastError(comm);
-      } else {
-        if (replay == nullptr) {  // capture one call, then replay it for every later one
-          check(cudaStreamSynchronize(stream), "gradient copy");
-          cudaGraph_t graph = nullptr;
-          check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-          const scclResult_t captured = scclSparseAllreduce(send.get(), out.get(), kCount,
-                                                            scclFloat32, scclSum, sp, comm, stream);
-          check(cudaStreamEndCapture(stream, &graph), "end capture");
-          if (captured != scclSuccess) return "capture: " + lastError(comm);
-          check(cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate");
-          check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    INFO(preset << " on " << nranks << " GPUs");
+    const scclSparseConfig_t config = streamOrderedConfig(preset);
+    SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+      scclSparsifier_t sp = nullptr;
+      if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
+        return "create: " + lastError(comm);
+      cudaStream_t stream = nullptr;
+      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      DeviceBuffer<float> send(kCount), out(kCount);
+      cudaGraphExec_t replay = nullptr;
+      for (int t = 0; t < kIterations; ++t) {
+        const std::string call = "call " + std::to_string(t);
+        std::vector<float> grad = gradientOf.vector(r, uint64_t(t));
+        check(cudaMemcpyAsync(send.get(), grad.data(), kCount * 4, cudaMemcpyHostToDevice, stream),
+              "gradient to the device");
+        if (t < 2) {  // eager: the first call allocates, the second runs on warm state
+          if (scclSparseAllreduce(send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
+                                  stream) != scclSuccess)
+            return call + ": " + lastError(comm);
+        } else {
+          if (replay == nullptr) {  // capture one call, then replay it for every later one
+            check(cudaStreamSynchronize(stream), "gradient copy");
+            cudaGraph_t graph = nullptr;
+            check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+                  "begin capture");
+            const scclResult_t captured = scclSparseAllreduce(
+                send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm, stream);
+            check(cudaStreamEndCapture(stream, &graph), "end capture");
+            if (captured != scclSuccess) return "capture: " + lastError(comm);
+            check(cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate");
+            check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+          }
+          check(cudaGraphLaunch(replay, stream), "cudaGraphLaunch");
         }
-        check(cudaGraphLaunch(replay, stream), "cudaGraphLaunch");
+        check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        const RankIteration& want = host.calls[size_t(t)][size_t(r)];
+        std::vector<float> got = out.read();
+        if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
+          return call + ": output differs from the host run";
+        scclSparseStats_t stats{};
+        stats.size = sizeof(stats);
+        if (scclSparsifierGetStats(sp, &stats) != scclSuccess) return call + ": stats";
+        if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
+            stats.iteration != uint64_t(t) + 1)
+          return call + ": counts differ from the host run";
+        if (t + 1 < kIterations &&
+            stats.threshold != host.calls[size_t(t) + 1][size_t(r)].stats.threshold)
+          return call + ": the device threshold for the next call differs from the host's";
       }
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      const RankIteration& want = host.calls[size_t(t)][size_t(r)];
-      std::vector<float> got = out.read();
-      if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
-        return call + ": output differs from the host run";
-      scclSparseStats_t stats{};
-      stats.size = sizeof(stats);
-      if (scclSparsifierGetStats(sp, &stats) != scclSuccess) return call + ": stats";
-      if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
-          stats.iteration != uint64_t(t) + 1)
-        return call + ": counts differ from the host run";
-      if (t + 1 < kIterations &&
-          stats.threshold != host.calls[size_t(t) + 1][size_t(r)].stats.threshold)
-        return call + ": the device threshold for the next call differs from the host's";
-    }
-    scclResult_t async = scclInternalError;
-    if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
-      return "asynchronous error after valid calls: " + lastError(comm);
-    cudaGraphExecDestroy(replay);
-    scclSparsifierDestroy(sp);
-    cudaStreamDestroy(stream);
-    return "";
-  });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+      scclResult_t async = scclInternalError;
+      if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
+        return "asynchronous error after valid calls: " + lastError(comm);
+      cudaGraphExecDestroy(replay);
+      scclSparsifierDestroy(sp);
+      cudaStreamDestroy(stream);
+      return "";
+    });
+    for (const auto& f : failures) UNSCOPED_INFO(f);
+    CHECK(failures.empty());
+  }
 }
 
 TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
           "[gpu][stream_ordered]") {
   const int nranks = sccl_gpu_test::gpuRankCount();
   REQUIRE(nranks >= 1);
-  scclSparseConfig_t config = streamOrderedConfig();
+  scclSparseConfig_t config = streamOrderedConfig("micro_sync_free");
   config.nonFinite = scclNonFiniteError;
   auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
     scclSparsifier_t sp = nullptr;

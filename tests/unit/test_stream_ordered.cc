@@ -88,7 +88,7 @@ TEST_CASE("async fault word round trips kind rank and call", "[stream_ordered]")
   }
 }
 
-TEST_CASE("stream ordered config key parses and needs micro sync free", "[stream_ordered]") {
+TEST_CASE("stream ordered config key parses and needs a sync free preset", "[stream_ordered]") {
   scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
   CHECK(config.streamOrdered == 0);
   REQUIRE(scclSparseConfigFromJson(R"({"algorithm": "micro_sync_free", "stream_ordered": true})",
@@ -99,7 +99,7 @@ TEST_CASE("stream ordered config key parses and needs micro sync free", "[stream
   CHECK(config.streamOrdered == 1);  // untouched by the failed parse
 
   auto failures = runLocalRanks(2, [&](int, scclComm_t comm, RankLog& log) {
-    for (const char* algorithm : {"exdyna_sync_free", "topk", "micro"}) {
+    for (const char* algorithm : {"topk", "micro", "exdyna", "s2"}) {
       scclSparseConfig_t other = sparseConfig(algorithm, 0.01);
       other.streamOrdered = 1;
       scclSparsifier_t sp = nullptr;
@@ -107,7 +107,7 @@ TEST_CASE("stream ordered config key parses and needs micro sync free", "[stream
                       scclInvalidArgument, std::string("streamOrdered with ") + algorithm);
       const std::string text = scclGetLastError(comm);
       log.check(text.find("streamOrdered") != std::string::npos &&
-                    text.find("micro_sync_free") != std::string::npos,
+                    text.find("exdyna_sync_free") != std::string::npos,
                 "the refusal names the flag and the preset: " + text);
     }
     scclSparseConfig_t sidco = sparseConfig("micro_sync_free", 0.01);
@@ -126,21 +126,26 @@ TEST_CASE("stream ordered config key parses and needs micro sync free", "[stream
 
 TEST_CASE("stream ordered flag leaves a host run bit for bit the same", "[stream_ordered]") {
   const size_t count = 20011;
-  GradientFn gradient = [](int r, uint64_t t, size_t i) { return gradientValue(31, r, t, i); };
-  scclSparseConfig_t plain = sparseConfig("micro_sync_free", 0.01);
-  scclSparseConfig_t ordered = plain;
-  ordered.streamOrdered = 1;
-  SparseRun a = runSparse(3, count, plain, 5, gradient);
-  SparseRun b = runSparse(3, count, ordered, 5, gradient);
-  REQUIRE_NO_RANK_FAILURES(a.failures);
-  REQUIRE_NO_RANK_FAILURES(b.failures);
-  for (size_t t = 0; t < 5; ++t) {
-    for (size_t r = 0; r < 3; ++r) {
-      INFO("call " << t << " rank " << r);
-      CHECK(std::memcmp(a.calls[t][r].output.data(), b.calls[t][r].output.data(), count * 4) == 0);
-      CHECK(std::memcmp(a.calls[t][r].residual.data(), b.calls[t][r].residual.data(), count * 4) ==
-            0);
-      CHECK(a.calls[t][r].stats.kGlobal == b.calls[t][r].stats.kGlobal);
+  GradientFn gradient = [](int r, uint64_t t, size_t i) {
+    return gradientValue(31, r, t, i) * (i < 3000 ? 8.0f : 1.0f);  // uneven: ExDyna rebalances
+  };
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    scclSparseConfig_t plain = sparseConfig(preset, 0.01);
+    scclSparseConfig_t ordered = plain;
+    ordered.streamOrdered = 1;
+    SparseRun a = runSparse(3, count, plain, 5, gradient);
+    SparseRun b = runSparse(3, count, ordered, 5, gradient);
+    REQUIRE_NO_RANK_FAILURES(a.failures);
+    REQUIRE_NO_RANK_FAILURES(b.failures);
+    for (size_t t = 0; t < 5; ++t) {
+      for (size_t r = 0; r < 3; ++r) {
+        INFO(preset << " call " << t << " rank " << r);
+        CHECK(std::memcmp(a.calls[t][r].output.data(), b.calls[t][r].output.data(), count * 4) ==
+              0);
+        CHECK(std::memcmp(a.calls[t][r].residual.data(), b.calls[t][r].residual.data(),
+                          count * 4) == 0);
+        CHECK(a.calls[t][r].stats.kGlobal == b.calls[t][r].stats.kGlobal);
+      }
     }
   }
 }
