@@ -22,9 +22,9 @@
 //     d_acc at the selected indices; d_acc becomes the residual;
 //  9. estimator and search space observe the counts on the host, as in the host reduction.
 // Synchronisation points per call: the caller's stream before each of the two collectives, the
-// header read-back and the flag read-back (docs/gpu.md). The fully device-resident sequence
-// (threshold update on the device, no read-back: CUDA-graph capture) uses the same device steps
-// with syncFreeUpdateThreshold; it needs a transport that enqueues on the caller's stream.
+// header read-back and the flag read-back (docs/gpu.md). With config streamOrdered the call runs
+// device_sparse_allreduce_stream_ordered.cc instead: the same device steps with the host's
+// checks and updates as kernels, nothing read back, capturable in a CUDA graph.
 // Differs from the host reduction only in where the steps run: the same slots, the same checks,
 // the same selection and scatter arithmetic (tests/gpu compare them bit for bit).
 #include <cuda_runtime_api.h>

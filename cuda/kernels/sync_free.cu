@@ -5,10 +5,11 @@
 //
 // Capped selection (bitwise the CPU's trimSelection: all entries above the cut-off, then the
 // lowest indices among those equal to it): compact the qualifying indices of the range
-// (DeviceSelect, threshold read from device memory), key each by its magnitude pattern + 1 (0
-// for the unused tail, so the sort needs no host count), stable radix sort descending (equal keys
-// keep ascending indices), take the first `capacity`, sort those ascending for the slot.
-// Temporary storage: about 32 bytes per element of the range plus 16 per capacity entry.
+// (DeviceSelect; threshold and range bounds read from device memory), key each by its magnitude
+// pattern + 1 (0 for the unused tail, so the sort needs no host count), stable radix sort
+// descending (equal keys keep ascending indices), take the first `capacity`, sort those ascending
+// for the slot. Temporary storage: about 32 bytes per element of the range plus 16 per capacity
+// entry.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
