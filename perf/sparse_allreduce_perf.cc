@@ -21,7 +21,12 @@
 // -g 1 (sparse/device_calls.h): one rank per GPU over the NCCL transport, the same host-generated
 // gradients copied to device buffers before each call (untimed), each call timed with CUDA events
 // on the rank's stream; rows: the dense all-reduce (scclAllReduce) and the presets with a device
-// path (micro_sync_free, exdyna_sync_free). The check pass copies the output back to the host.
+// path (micro_sync_free, exdyna_sync_free), and their graph replay rows micro_sync_free:graph and
+// exdyna_sync_free:graph: the preset stream-ordered (streamOrdered = 1), its first call eager, the
+// second captured in a CUDA graph, every later one a launch of that graph between the events, so
+// one run shows what capture buys against the eager read-back path. The host only enqueues a
+// stream-ordered call, so the library's time split of those rows is '-'. The check pass copies
+// the output back to the host.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -55,7 +60,9 @@ struct AlgorithmRun {
   std::string name;
   size_t count = 0;  // elements of the block
   Sparsifier sp{nullptr, &scclSparsifierDestroy};
-  uint64_t calls = 0;  // calls made so far: the gradient iteration of the next one
+  bool graph = false;         // -g 1 graph replay row: every call through DeviceCalls::replay
+  bool enqueue_only = false;  // -g 1 stream-ordered call: the library cannot time its parts
+  uint64_t calls = 0;         // calls made so far: the gradient iteration of the next one
   uint64_t warmup_calls = 0;
   std::vector<double> samples_us;
   double density = 0, inflation = 0, sent = 0, received = 0;
@@ -68,7 +75,8 @@ struct Row {
   uint64_t warmup_calls = 0, wrong = 0;
   double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
-  double decode_error = -1;  // sketch rows only
+  double decode_error = -1;   // sketch rows only
+  bool enqueue_only = false;  // select/comm/other print '-' (AlgorithmRun::enqueue_only)
 };
 
 // Per-algorithm sums for the footer.
@@ -142,14 +150,15 @@ bool isAllReduceRow(const RankState& s, const AlgorithmRun& run) {
 
 // One call of the row on the gradient of its next iteration, after a barrier of all ranks when
 // `barrier_first`. Returns its time in microseconds: the wall clock around the call on the host
-// path; on the device path (-g 1) CUDA events around it on the rank's stream, the gradient having
-// been copied to the GPU before the barrier.
+// path; on the device path (-g 1) CUDA events around it on the rank's stream (around the graph's
+// launch for a graph replay row), the gradient having been copied to the GPU before the barrier.
 double callOnce(RankState& s, AlgorithmRun& run, size_t count, bool barrier_first) {
   const void* gradient = s.pool.iteration(run.calls);
   ++run.calls;
   if (s.device != nullptr) {
     s.device->upload(gradient);
     if (barrier_first) s.rank.barrier();
+    if (run.graph) return s.device->replay(run.sp.get(), s.options.op, s.rank.comm);
     return s.device->call(run.sp.get(), s.options.op, s.rank.comm);  // sp null: scclAllReduce
   }
   if (barrier_first) s.rank.barrier();
@@ -221,6 +230,8 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   watchdogKick("warm-up of " + run.name + ", " + std::to_string(count) + " elements, density " +
                std::to_string(density));
   const scclSparseConfig_t config = rowConfig(o, run.name, density);
+  run.graph = s.device != nullptr && isGraphReplayRow(run.name);
+  run.enqueue_only = s.device != nullptr && config.streamOrdered != 0 && !isAllReduceRow(s, run);
   if (isAllReduceRow(s, run)) {
     if (isPeer(run.name) && !peerAvailable(run.name))
       throw RankError(run.name + " is not available in this build");
@@ -234,6 +245,8 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   } else {
     runUntilSettled(s, run, count, config);
   }
+  // A graph row's first call is eager and its second is captured: every timed call a replay.
+  while (run.graph && run.calls < 2) callOnce(s, run, count, false);
   run.warmup_calls = run.calls;
 }
 
@@ -264,6 +277,7 @@ Row combine(RankState& s, const AlgorithmRun& run) {
                         run.comm_us, run.other_us});
   Row row;
   row.name = run.name;
+  row.enqueue_only = run.enqueue_only;
   row.warmup_calls = run.warmup_calls;
   row.density = run.density / iters;
   row.inflation = run.inflation / iters;
@@ -285,13 +299,15 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   const bool is_dense = row.name == "dense" || isPeer(row.name);  // nothing is selected
   const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
   // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
+  auto split = [&](double us) { return row.enqueue_only ? Cell("-") : Cell(us); };
   s.table.addRow(
       {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.name,
        is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
        gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
        row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
-       row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), row.select_us, row.comm_us,
-       row.other_us, o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
+       row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), split(row.select_us),
+       split(row.comm_us), split(row.other_us),
+       o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
       stdout);
   Totals& t = s.totals[row.name];
   t.rows += 1;
@@ -317,6 +333,7 @@ void runBlock(RankState& s, size_t count, double density) {
   timedRounds(s, runs, count);
   std::vector<Row> rows;
   for (const AlgorithmRun& run : runs) rows.push_back(combine(s, run));
+  if (s.device != nullptr) s.device->releaseGraphs();  // before the sparsifiers they replay go
   runs.clear();  // frees the residuals before the check pass creates its sparsifiers
   for (Row& row : rows) {
     if (isPeer(row.name)) continue;        // another library's summation order: not modelled
@@ -386,17 +403,32 @@ KeyValues settingsOf(const RankState& s, const std::string& transport) {
                         "scclAllReduce of the device buffers"});
     if (!o.skipped_on_device.empty())
       settings.push_back({"not run (no device path)", joined(o.skipped_on_device)});
+    if (std::any_of(o.algorithms.begin(), o.algorithms.end(), isGraphReplayRow)) {
+      settings.push_back(
+          {"graph rows",
+           "<preset>:graph = the preset with streamOrdered = 1; its first call eager (allocates), "
+           "the second captured in a CUDA graph (capture untimed), every timed call a "
+           "cudaGraphLaunch between the events; the asynchronous error checked after each call"});
+    }
   }
+  if (!o.skipped_on_host.empty())
+    settings.push_back({"not run (graph replay needs -g 1)", joined(o.skipped_on_host)});
   return settings;
 }
 
-void printLegend() {
+void printLegend(bool device) {
   std::printf(
       "# time: median over the timed calls of each rank, max over ranks | algbw: count * "
       "sizeof(type) / time (GB/s, dense-equivalent) | speedup: dense time / time, same size\n"
       "# actual: k'/count (mean) | warmup: calls before timing | sent/recv: bytes per rank per "
       "call | f(t): n * max(k_i) / k' | err: sketch decode error ||out - sum|| / ||sum|| | "
       "select/comm/other: the library's split of a call (us)\n");
+  if (device) {
+    std::printf(
+        "# -g 1: select/comm/other '-': a stream-ordered call (the :graph rows) is only enqueued "
+        "by the host, which cannot time its parts; k', bytes and f(t) are the library's, read "
+        "from the device\n");
+  }
 }
 
 void printFooter(RankState& s) {
@@ -445,7 +477,7 @@ int runRank(const SparseOptions& o, const Rank& rank) {
     }
     printKeyValues(stdout, machine);
     printKeyValues(stdout, settings);
-    printLegend();
+    printLegend(s.device != nullptr);
     s.table.printHeader(stdout);
   }
   for (size_t count : counts) {
@@ -477,7 +509,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const RankBody body = [&](const Rank& rank) { return runRank(options, rank); };
-  if (!options.common.device) return launchRanks(options, body);
+  if (!options.common.device) {
+    if (!planHostRun(&options)) return 2;
+    return launchRanks(options, body);
+  }
 #if SCCL_PERF_WITH_CUDA
   // -g 1: a machine without a usable GPU is a skip (exit 77), before anything else runs.
   const int devices = usableCudaDevices("sparse_allreduce_perf");

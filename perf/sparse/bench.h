@@ -30,6 +30,18 @@ inline const std::vector<std::string>& syncFreeAlgorithms() {
   return names;
 }
 
+// -g 1 only: "<preset>:graph" for each sync-free preset, the preset with streamOrdered = 1 and
+// every call a replay of a CUDA graph of one captured call (DeviceCalls::replay), to set against
+// the preset's own row (the eager read-back path). Host buffers have no graph to replay.
+inline const std::vector<std::string>& graphReplayRows() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> rows;
+    for (const std::string& preset : syncFreeAlgorithms()) rows.push_back(preset + ":graph");
+    return rows;
+  }();
+  return names;
+}
+
 struct SparseOptions {
   PerfOptions common;
   scclRedOp_t op = scclSum;                               // -o
@@ -52,6 +64,8 @@ struct SparseOptions {
   std::vector<double> sketch_lambdas;
   // -g 1: the requested rows without a device path, left out of the run (planDeviceRun).
   std::vector<std::string> skipped_on_device;
+  // Host path: the requested graph replay rows, left out of the run (planHostRun).
+  std::vector<std::string> skipped_on_host;
 };
 
 // "s2:0.25" -> 0.25; false for any other name.
@@ -59,6 +73,9 @@ bool sketchSweepLambda(const std::string& name, double* lambda);
 
 // True for rows that run the sketch reduction (s2 and the -S sweep rows).
 bool isSketchRow(const std::string& name);
+
+// True for the graph replay rows (graphReplayRows).
+bool isGraphReplayRow(const std::string& name);
 
 // A failed sparsecoll call inside a rank; the launcher reports it and aborts the communicator
 // so that peers waiting in a collective are released instead of timing out.
@@ -91,7 +108,8 @@ inline Sparsifier createSparsifier(const Rank& rank, size_t count, scclDataType_
   return Sparsifier(created, &scclSparsifierDestroy);
 }
 
-// The config of one row: the base config with `algorithm` and `density` set.
+// The config of one row: the base config with `algorithm` and `density` set (a graph replay row:
+// its preset's, with streamOrdered = 1).
 scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
                              double density);
 

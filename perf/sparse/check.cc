@@ -51,6 +51,17 @@ CallFacts runFirstCall(const CheckCase& c, const scclSparseConfig_t& config) {
     return facts;
   }
   Sparsifier sp = createSparsifier(c.rank, c.count, dtype, config);
+  scclSparseStats_t stats{};
+  stats.size = sizeof(stats);
+  // A stream-ordered call on device buffers (the :graph rows) leaves in its statistics the
+  // threshold of the next call, updated on the device; the first call runs at the one a fresh
+  // sparsifier reports.
+  const bool next_threshold = c.device != nullptr && config.streamOrdered != 0;
+  double first_threshold = 0;
+  if (next_threshold) {
+    check(scclSparsifierGetStats(sp.get(), &stats), comm, "scclSparsifierGetStats");
+    first_threshold = stats.threshold;
+  }
   if (c.device != nullptr) {
     runOnDevice(c, sp.get());
   } else {
@@ -58,14 +69,12 @@ CallFacts runFirstCall(const CheckCase& c, const scclSparseConfig_t& config) {
                               comm, nullptr),
           comm, "scclSparseAllreduce (check)");
   }
-  scclSparseStats_t stats{};
-  stats.size = sizeof(stats);
   check(scclSparsifierGetStats(sp.get(), &stats), comm, "scclSparsifierGetStats");
   std::vector<uint64_t> counts(static_cast<size_t>(c.rank.nranks));
   check(scclSparsifierGetRankCounts(sp.get(), counts.data(), c.rank.nranks), comm,
         "scclSparsifierGetRankCounts");
   CallFacts facts;
-  facts.threshold = stats.threshold;
+  facts.threshold = next_threshold ? first_threshold : stats.threshold;
   facts.k_target = stats.kTarget;
   facts.k_global = stats.kGlobal;
   for (uint64_t k : counts) facts.k_sum += k;

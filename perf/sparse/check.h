@@ -24,7 +24,10 @@
 // For the exact models the selected count must also equal k'. All counts are summed over ranks.
 // -g 1 (CheckCase::device set): the checked call runs on device buffers (the dense row as
 // scclAllReduce, whose facts are those of the dense preset: every index selected) and its output
-// is copied back to the host before the same comparisons.
+// is copied back to the host before the same comparisons. A graph replay row (<preset>:graph) is
+// checked as its preset, with the row's config (streamOrdered = 1): the checked first call is
+// eager, as every stream-ordered sparsifier's first call must be, and its threshold is the one the
+// fresh sparsifier reports (after the call, the statistics hold the next call's).
 //   s2 (and the -S sweep rows)  rebuilt from the public building blocks: each rank marks its
 //                   blocks (top-K by L2 norm, or non-zero), scclCountSketchEncode of its
 //                   gradient, scclAllReduce of the tables (the same rank-order sum) and of the

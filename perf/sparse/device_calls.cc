@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <map>
 
 #include "common/cuda_device.h"
 #include "common/options.h"
@@ -15,12 +16,28 @@ void cudaCheck(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw RankError(cudaErrorText(status, what));
 }
 
+// A stream-ordered call returns once its work is enqueued; what went wrong while it ran is the
+// sparsifier's sticky asynchronous error. Read after the call's stop event was waited for, so it
+// includes this call. scclSuccess for the read-back path's sparsifiers.
+void checkAsyncError(scclSparsifier_t sp, scclComm_t comm) {
+  scclResult_t async = scclSuccess;
+  check(scclSparsifierGetAsyncError(sp, &async), comm, "scclSparsifierGetAsyncError");
+  check(async, comm, "scclSparseAllreduce (device buffers, asynchronous error)");
+}
+
+// replay()'s state of one sparsifier.
+struct GraphReplay {
+  bool warmed = false;             // its eager first call has run
+  cudaGraphExec_t exec = nullptr;  // the captured call, once captured
+};
+
 class CudaDeviceCalls final : public DeviceCalls {
  public:
   CudaDeviceCalls() = default;
   CudaDeviceCalls(const CudaDeviceCalls&) = delete;
   CudaDeviceCalls& operator=(const CudaDeviceCalls&) = delete;
   ~CudaDeviceCalls() override {
+    releaseGraphs();
     release();
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
@@ -38,6 +55,7 @@ class CudaDeviceCalls final : public DeviceCalls {
   }
 
   void allocate(size_t count, scclDataType_t dtype) override {
+    releaseGraphs();  // they hold the old buffers
     release();
     count_ = count;
     dtype_ = dtype;
@@ -65,7 +83,33 @@ class CudaDeviceCalls final : public DeviceCalls {
         result, comm,
         sp != nullptr ? "scclSparseAllreduce (device buffers)" : "scclAllReduce (device buffers)");
     cudaCheck(timed, "CUDA event timing");
+    if (sp != nullptr) checkAsyncError(sp, comm);
     return us;
+  }
+
+  double replay(scclSparsifier_t sp, scclRedOp_t op, scclComm_t comm) override {
+    GraphReplay& graph = graphs_[sp];
+    if (!graph.warmed) {  // the first device call allocates and synchronises: never captured
+      const double us = call(sp, op, comm);
+      graph.warmed = true;
+      return us;
+    }
+    if (graph.exec == nullptr) graph.exec = capture(sp, op, comm);
+    cudaCheck(timer_.start(stream_), "cudaEventRecord");
+    const cudaError_t launched = cudaGraphLaunch(graph.exec, stream_);
+    double us = 0;
+    const cudaError_t timed = timer_.stop(stream_, &us);  // waited for even after a failed launch
+    cudaCheck(launched, "cudaGraphLaunch");
+    cudaCheck(timed, "CUDA event timing");
+    checkAsyncError(sp, comm);
+    return us;
+  }
+
+  void releaseGraphs() override {
+    for (auto& entry : graphs_) {
+      if (entry.second.exec != nullptr) cudaGraphExecDestroy(entry.second.exec);
+    }
+    graphs_.clear();
   }
 
   void download(void* output) override {
@@ -79,6 +123,28 @@ class CudaDeviceCalls final : public DeviceCalls {
   }
 
  private:
+  // One scclSparseAllreduce of the block's buffers captured on the rank's stream (thread-local
+  // mode: the other ranks' threads capture their own streams meanwhile) and instantiated. The
+  // stream is idle here: upload() waited for the gradient's copy.
+  cudaGraphExec_t capture(scclSparsifier_t sp, scclRedOp_t op, scclComm_t comm) {
+    cudaCheck(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+              "cudaStreamBeginCapture");
+    const scclResult_t result =
+        scclSparseAllreduce(send_, recv_, count_, dtype_, op, sp, comm, stream_);
+    // The capture is ended even after a failed call, so that the stream leaves capture mode.
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if ((result != scclSuccess || ended != cudaSuccess) && graph != nullptr)
+      cudaGraphDestroy(graph);
+    check(result, comm, "scclSparseAllreduce (device buffers, captured in a CUDA graph)");
+    cudaCheck(ended, "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cudaCheck(instantiated, "cudaGraphInstantiate");
+    return exec;
+  }
+
   void release() {
     if (send_ != nullptr) cudaFree(send_);
     if (recv_ != nullptr) cudaFree(recv_);
@@ -93,6 +159,7 @@ class CudaDeviceCalls final : public DeviceCalls {
   void* recv_ = nullptr;
   size_t count_ = 0, bytes_ = 0;
   scclDataType_t dtype_ = scclFloat32;
+  std::map<scclSparsifier_t, GraphReplay> graphs_;  // replay()'s, until releaseGraphs()
 };
 
 }  // namespace

@@ -28,6 +28,7 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
     bool known = isPeer(name);
     for (const std::string& preset : allAlgorithms()) known = known || preset == name;
     for (const std::string& preset : syncFreeAlgorithms()) known = known || preset == name;
+    known = known || isGraphReplayRow(name);  // -g 1 runs them; the host path lists them as not run
     if (!known) {
       std::fprintf(stderr, "unknown algorithm '%s'\n", name.c_str());
       return false;
@@ -107,8 +108,10 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
       {'a',
        "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all but the\n"
        "            sync-free presets micro_sync_free,exdyna_sync_free, which may be added; -g 1:\n"
-       "            dense,micro_sync_free,exdyna_sync_free]; the peer mpi_allreduce\n"
-       "            (MPI_Allreduce of the dense buffer, under mpirun) may be added",
+       "            dense,micro_sync_free,exdyna_sync_free,micro_sync_free:graph,\n"
+       "            exdyna_sync_free:graph (-g 1 only: the preset stream-ordered, each call\n"
+       "            a CUDA graph replay)]; the peer mpi_allreduce (MPI_Allreduce of the dense\n"
+       "            buffer, under mpirun) may be added",
        [o](const char* t) {
          o->algorithms_given = true;
          return parseAlgorithms(t, &o->algorithms);
@@ -242,7 +245,8 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 bool runsOnDevice(const std::string& name) {
   if (name == "dense") return true;  // as scclAllReduce of the device buffers
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
-  return std::find(sync_free.begin(), sync_free.end(), name) != sync_free.end();
+  return std::find(sync_free.begin(), sync_free.end(), name) != sync_free.end() ||
+         isGraphReplayRow(name);
 }
 
 }  // namespace
@@ -258,6 +262,7 @@ bool planDeviceRun(int devices, SparseOptions* options) {
     // Not the host default (every preset): six of its rows would only be skipped.
     requested = {"dense"};
     requested.insert(requested.end(), syncFreeAlgorithms().begin(), syncFreeAlgorithms().end());
+    requested.insert(requested.end(), graphReplayRows().begin(), graphReplayRows().end());
     double lambda = 0;
     for (const std::string& name : options->algorithms) {
       if (sketchSweepLambda(name, &lambda)) requested.push_back(name);  // -S asked for them
@@ -270,7 +275,8 @@ bool planDeviceRun(int devices, SparseOptions* options) {
   if (options->algorithms.empty()) {
     std::fprintf(stderr,
                  "-g 1: none of the requested algorithms runs on device buffers (those that do: "
-                 "dense, micro_sync_free, exdyna_sync_free)\n");
+                 "dense, micro_sync_free, exdyna_sync_free, micro_sync_free:graph, "
+                 "exdyna_sync_free:graph)\n");
     return false;
   }
   if (launchedByMpi(*options)) return true;  // one process per rank, rank r on GPU r % devices
@@ -284,6 +290,19 @@ bool planDeviceRun(int devices, SparseOptions* options) {
     return false;
   }
   return true;
+}
+
+bool planHostRun(SparseOptions* options) {
+  std::vector<std::string> requested;
+  requested.swap(options->algorithms);
+  options->skipped_on_host.clear();
+  for (const std::string& name : requested)
+    (isGraphReplayRow(name) ? options->skipped_on_host : options->algorithms).push_back(name);
+  if (!options->algorithms.empty()) return true;
+  std::fprintf(stderr,
+               "none of the requested algorithms runs on host buffers: the :graph rows replay a "
+               "CUDA graph of device buffers (-g 1)\n");
+  return false;
 }
 
 void check(scclResult_t result, scclComm_t comm, const char* what) {
@@ -309,6 +328,11 @@ bool sketchSweepLambda(const std::string& name, double* lambda) {
   return true;
 }
 
+bool isGraphReplayRow(const std::string& name) {
+  const std::vector<std::string>& rows = graphReplayRows();
+  return std::find(rows.begin(), rows.end(), name) != rows.end();
+}
+
 bool isSketchRow(const std::string& name) {
   double lambda = 0;
   return name == "s2" || sketchSweepLambda(name, &lambda);
@@ -323,6 +347,10 @@ scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& al
   }
   for (const std::string& name : syncFreeAlgorithms()) {
     if (name == algorithm) config.algorithm = name.c_str();
+    if (name + ":graph" == algorithm) {  // graphReplayRows: a captured call must only enqueue
+      config.algorithm = name.c_str();
+      config.streamOrdered = 1;
+    }
   }
   double lambda = 0;
   if (sketchSweepLambda(algorithm, &lambda)) {

@@ -25,11 +25,16 @@ struct DeviceLaunch {
 // PMI_RANK set) or with -M 1.
 bool launchedByMpi(const SparseOptions& options);
 
-// -g 1, once a device count is known: the algorithms to run (by default dense, micro_sync_free
-// and exdyna_sync_free; requested rows without a device path go to options->skipped_on_device)
-// and, for in-process ranks, one rank per GPU (-r may ask for fewer, not more: NCCL takes one GPU
-// per rank). False, with the reason on stderr, when nothing can run.
+// -g 1, once a device count is known: the algorithms to run (by default dense, micro_sync_free,
+// exdyna_sync_free and their graph replay rows; requested rows without a device path go to
+// options->skipped_on_device) and, for in-process ranks, one rank per GPU (-r may ask for fewer,
+// not more: NCCL takes one GPU per rank). False, with the reason on stderr, when nothing can run.
 bool planDeviceRun(int devices, SparseOptions* options);
+
+// Without -g 1: the requested graph replay rows (isGraphReplayRow) go to
+// options->skipped_on_host, since host buffers have no graph to replay. False, with the reason on
+// stderr, when nothing is left to run.
+bool planHostRun(SparseOptions* options);
 
 // Under mpirun (launchedByMpi): MPI_Init, scclCommInitMpi, one rank per process. Otherwise
 // options.local_ranks threads of this process on the local transport. With `device`, the
