@@ -75,18 +75,6 @@ cudaStream_t asStream(void* stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
-// scclNonFinitePropagate on device buffers: recvbuf = NaN of the gradient type (the host
-// reduction's pattern, algorithms/call_header.h), written from the host.
-scclResult_t fillDeviceNaN(const scclSparsifier& sp, void* recvbuf, cudaStream_t stream) {
-  const size_t bytes = sp.count * dataTypeSize(sp.dtype);
-  std::vector<unsigned char> pattern(bytes);
-  fillWithNaN(pattern.data(), sp.count, sp.dtype);
-  SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream),
-                  "device sparse all-reduce: NaN output");
-  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: NaN output");
-  return scclSuccess;
-}
-
 }  // namespace
 
 // Device memory for every buffer of the call, allocated once per sparsifier (sizes are fixed).
@@ -102,6 +90,20 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   SCCL_CHECK(state->buffer_a.reserve(vector_bytes, &state->residual));
   SCCL_CHECK(state->buffer_b.reserve(vector_bytes, &state->acc));
   void* memory = nullptr;
+  // The slots, their words and the stream-ordered state belong to the sync_free reduction; the
+  // gather reduction needs the two vectors, the non-finite word and its staging buffers only.
+  constexpr size_t kLine = 256;
+  if (sp.config.reduction != "sync_free") {
+    SCCL_CHECK(state->small_memory.reserve(kLine, &memory));
+    state->nonfinite = static_cast<uint64_t*>(memory);
+    SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
+    SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
+    SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s)",
+              static_cast<void*>(&sp), sp.comm->rank, sp.config.reduction.c_str());
+    sp.device.reset(state.release());
+    *out = sp.device.get();
+    return scclSuccess;
+  }
   SCCL_CHECK(state->slot_memory.reserve(slot_words * sizeof(int64_t), &memory));
   state->slot = static_cast<int64_t*>(memory);
   SCCL_CHECK(state->gathered_memory.reserve(n * slot_words * sizeof(int64_t), &memory));
@@ -109,7 +111,6 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   SCCL_CHECK(state->values_memory.reserve(n * state->capacity * element, &state->values));
   // Six words, each on its own 256-byte line, then ranges and partitions (2 n words each) and
   // ExDyna's arrays (4 n words).
-  constexpr size_t kLine = 256;
   const size_t small_bytes = 6 * kLine + 8 * n * sizeof(uint64_t);
   SCCL_CHECK(state->small_memory.reserve(small_bytes, &memory));
   SCCL_CHECK(state->kernels.fillZero(memory, small_bytes, nullptr));
@@ -187,14 +188,20 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
 
 scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) {
   const std::string& reduction = sp.config.reduction;
-  if (reduction != "sync_free") {
+  if (reduction != "sync_free" && reduction != "gather") {
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are GPU memory: on device buffers scclSparseAllreduce runs the "
-                "sync_free reduction (presets micro_sync_free, exdyna_sync_free); algorithm '%s' "
+                "gather reduction (micro, exdyna, topk, cltk, hard_threshold, sidco) and the "
+                "sync_free reduction (micro_sync_free, exdyna_sync_free); algorithm '%s' "
                 "(reduction '%s') runs on host buffers only (docs/gpu.md)",
                 sp.config.algorithm.c_str(), reduction.c_str());
   }
-  if (!sp.estimator->correctable() && sp.config.estimator != "fixed") {
+  if (reduction == "gather" && sp.config.estimator == "dgc") {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are GPU memory, but estimator 'dgc' samples the accumulator "
+                "into host arrays; it runs on host buffers only (docs/gpu.md)");
+  }
+  if (reduction == "sync_free" && !sp.estimator->correctable() && sp.config.estimator != "fixed") {
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are GPU memory: the sync_free reduction on the device takes its "
                 "threshold from the scaling or fixed estimator, not '%s' (which reads the data "
@@ -221,6 +228,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   scclSparsifier& sp = *call.sp;
   const cudaStream_t stream = asStream(stream_handle);
   if (sp.config.stream_ordered) return runStreamOrderedSparseAllreduce(call, stream_handle);
+  if (sp.config.reduction == "gather") return runDeviceGatherCall(call, stream_handle);
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   const KernelBackend& kernels = d->kernels;
@@ -288,8 +296,8 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   call.k_local = sp.rank_counts[static_cast<size_t>(rank)];
   call.nonfinite_local = headers[static_cast<size_t>(rank)].nonfinite;
   if (anyNonFinite(headers)) {
-    return applyNonFinitePolicy(call, headers,
-                                [&] { return fillDeviceNaN(sp, call.recvbuf, stream); });
+    return applyNonFinitePolicy(
+        call, headers, [&] { return fillDeviceNaN(call.recvbuf, sp.count, sp.dtype, stream); });
   }
 
   // Step 6: every peer's indices checked against its range while the values are gathered.

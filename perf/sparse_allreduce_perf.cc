@@ -21,12 +21,12 @@
 // -g 1 (sparse/device_calls.h): one rank per GPU over the NCCL transport, the same host-generated
 // gradients copied to device buffers before each call (untimed), each call timed with CUDA events
 // on the rank's stream; rows: the dense all-reduce (scclAllReduce) and the presets with a device
-// path (micro_sync_free, exdyna_sync_free), and their graph replay rows micro_sync_free:graph and
-// exdyna_sync_free:graph: the preset stream-ordered (streamOrdered = 1), its first call eager, the
-// second captured in a CUDA graph, every later one a launch of that graph between the events, so
-// one run shows what capture buys against the eager read-back path. The host only enqueues a
-// stream-ordered call, so the library's time split of those rows is '-'. The check pass copies
-// the output back to the host.
+// path (the gather presets but s2, micro_sync_free, exdyna_sync_free), and the graph replay rows
+// micro_sync_free:graph and exdyna_sync_free:graph: the preset stream-ordered (streamOrdered = 1),
+// its first call eager, the second captured in a CUDA graph, every later one a launch of that graph
+// between the events, so one run shows what capture buys against the eager read-back path. The host
+// only enqueues a stream-ordered call, so the library's time split of those rows is '-'. The check
+// pass copies the output back to the host.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

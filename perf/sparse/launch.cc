@@ -108,7 +108,8 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
       {'a',
        "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all but the\n"
        "            sync-free presets micro_sync_free,exdyna_sync_free, which may be added; -g 1:\n"
-       "            dense,micro_sync_free,exdyna_sync_free,micro_sync_free:graph,\n"
+       "            dense,topk,cltk,hard_threshold,micro,exdyna,sidco,micro_sync_free,\n"
+       "            exdyna_sync_free,micro_sync_free:graph,\n"
        "            exdyna_sync_free:graph (-g 1 only: the preset stream-ordered, each call\n"
        "            a CUDA graph replay)]; the peer mpi_allreduce (MPI_Allreduce of the dense\n"
        "            buffer, under mpirun) may be added",
@@ -245,8 +246,9 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 bool runsOnDevice(const std::string& name) {
   if (name == "dense") return true;  // as scclAllReduce of the device buffers
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
+  const std::vector<std::string>& gather = gatherAlgorithmsOnDevice();
   return std::find(sync_free.begin(), sync_free.end(), name) != sync_free.end() ||
-         isGraphReplayRow(name);
+         std::find(gather.begin(), gather.end(), name) != gather.end() || isGraphReplayRow(name);
 }
 
 }  // namespace
@@ -259,8 +261,10 @@ bool launchedByMpi(const SparseOptions& options) {
 bool planDeviceRun(int devices, SparseOptions* options) {
   std::vector<std::string> requested = options->algorithms;
   if (!options->algorithms_given) {
-    // Not the host default (every preset): six of its rows would only be skipped.
+    // Not the host default (every preset): s2 would only be skipped.
     requested = {"dense"};
+    requested.insert(requested.end(), gatherAlgorithmsOnDevice().begin(),
+                     gatherAlgorithmsOnDevice().end());
     requested.insert(requested.end(), syncFreeAlgorithms().begin(), syncFreeAlgorithms().end());
     requested.insert(requested.end(), graphReplayRows().begin(), graphReplayRows().end());
     double lambda = 0;
@@ -275,8 +279,8 @@ bool planDeviceRun(int devices, SparseOptions* options) {
   if (options->algorithms.empty()) {
     std::fprintf(stderr,
                  "-g 1: none of the requested algorithms runs on device buffers (those that do: "
-                 "dense, micro_sync_free, exdyna_sync_free, micro_sync_free:graph, "
-                 "exdyna_sync_free:graph)\n");
+                 "dense, topk, cltk, hard_threshold, micro, exdyna, sidco, micro_sync_free, "
+                 "exdyna_sync_free, micro_sync_free:graph, exdyna_sync_free:graph)\n");
     return false;
   }
   if (launchedByMpi(*options)) return true;  // one process per rank, rank r on GPU r % devices

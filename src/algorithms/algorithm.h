@@ -16,13 +16,22 @@ struct scclSparsifier;
 
 namespace sccl {
 
+class KernelBackend;
+class DeviceStaging;
+
 // One call's arguments and outcome, shared by the sparsifier and the reduction.
 struct SparseCall {
   scclSparsifier* sp = nullptr;
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;
   scclRedOp_t op = scclSum;
-  void* acc = nullptr;           // residual + gradient (float32, or float64 for float64 data)
+  void* acc = nullptr;  // residual + gradient (float32, or float64 for float64 data)
+  // Where acc lives: null kernels and device on host buffers (the CPU kernels read the host
+  // arrays); on device buffers the CUDA backend, the caller's stream and the device staging of
+  // the index and value arrays (algorithms/device_staging.h).
+  const KernelBackend* kernels = nullptr;
+  DeviceStaging* device = nullptr;
+  void* stream = nullptr;
   uint64_t nonfinite_local = 0;  // non-finite values in acc on this rank
   // Set by the reduction.
   bool residual_updated = false;  // acc now holds the new residual (else the residual is kept)

@@ -39,7 +39,9 @@
 #include <limits>
 #include <vector>
 
+#include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
+#include "algorithms/threshold_query.h"
 #include "core/error.h"
 #include "core/sparsifier.h"
 #include "kernels/kernels.h"
@@ -116,8 +118,17 @@ scclResult_t correctThreshold(SparseCall& call, IndexRange range, double* thresh
   std::vector<uint64_t> counts(w.bins + 1, 0);
   auto start = std::chrono::steady_clock::now();
   if (range.size() > 0) {
-    SCCL_CHECK(cpuKernels().absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end, w.base,
-                                            w.shift, w.bins, counts.data(), nullptr));
+    uint64_t* bins = counts.data();  // on device buffers the kernel counts into device memory
+    if (call.device != nullptr) {
+      void* buffer = nullptr;
+      SCCL_CHECK(
+          call.device->buffer(DeviceStaging::kCounts, counts.size() * sizeof(uint64_t), &buffer));
+      bins = static_cast<uint64_t*>(buffer);
+    }
+    SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end,
+                                                 w.base, w.shift, w.bins, bins, call.stream));
+    if (call.device != nullptr)
+      SCCL_CHECK(call.device->toHost(counts.data(), bins, counts.size() * sizeof(uint64_t)));
   }
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

@@ -18,6 +18,9 @@
 //  6. estimator and search space observe (k', k_i): identical on every rank.
 // Bytes per rank (int64 indices, float32 values): header 32 (n-1) in; indices: max_k*8 out,
 // (n-1)*max_k*8 in (padded), or k*8 broadcast; values 2 (n-1)/n k' 4 each way.
+// On device buffers (cuda/device_gather_call.cc) the same code runs with the CUDA kernels: the
+// selection's indices come to the host for the exchange and the checks, the global indices go
+// back, values stay on the device (algorithms/device_staging.h).
 // Differences from the reference code: n = 1 works; padding is -1 and never read; a rank that
 // selects nothing sends nothing (the reference forces one index); the in-band threshold rule
 // (see estimators/scaling_estimator.cc); NaN/Inf never stay in a residual.
@@ -29,6 +32,7 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/density_correction.h"
+#include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
@@ -44,42 +48,66 @@ namespace sccl {
 namespace {
 
 // Step 1: this rank's selection into sp.local_indices; returns its size. With a corrected
-// threshold already in call.threshold the estimator is not asked again.
+// threshold already in call.threshold the estimator is not asked again. On device buffers the
+// kernels select into a device buffer and the indices come to the host (8 bytes each: the one
+// device-to-host transfer of the call besides the count), the values too when a trim needs them.
 scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, size_t* selected) {
   scclSparsifier& sp = *call.sp;
-  const KernelBackend& kernels = cpuKernels();
+  const KernelBackend& kernels = callKernels(call);
   const ThresholdQuery query = selectionQuery(call, range);
   if (!corrected) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
   // Size the index buffer for what is likely, not for the whole range (which would cost 8 bytes
   // per element): the selection reports the exact count on overflow, so one retry suffices.
   size_t capacity = std::min<size_t>(
       range.size(), std::max<size_t>({4096, 2 * query.k_target_local, 2 * sp.stats.kLocal}));
-  if (sp.local_indices.size() < capacity) sp.local_indices.resize(capacity);
   size_t n = 0;
-  SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
-                                 sp.local_indices.data(), nullptr, sp.local_indices.size(), &n,
-                                 nullptr));
-  if (n > sp.local_indices.size()) {
-    sp.local_indices.resize(n);
-    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
-                                   sp.local_indices.data(), nullptr, n, &n, nullptr));
-  }
-  if (sp.estimator->exactCount()) {
-    n = trimSelection(call.acc, sp.acc_dtype, sp.local_indices.data(), n, query.k_target_local,
-                      call.threshold);
-  }
+  int64_t* idx = nullptr;  // where the kernels write: the host array, or its device buffer
+  auto select = [&](size_t room) -> scclResult_t {
+    if (sp.local_indices.size() < room) sp.local_indices.resize(room);
+    idx = sp.local_indices.data();
+    if (call.device != nullptr) {
+      void* buffer = nullptr;
+      SCCL_CHECK(
+          call.device->buffer(DeviceStaging::kLocalIndices, room * sizeof(int64_t), &buffer));
+      idx = static_cast<int64_t*>(buffer);
+    }
+    return kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold, idx,
+                               nullptr, room, &n, call.stream);
+  };
+  SCCL_CHECK(select(std::max(capacity, sp.local_indices.size())));
+  if (n > sp.local_indices.size()) SCCL_CHECK(select(n));
+  if (call.device != nullptr)
+    SCCL_CHECK(call.device->toHost(sp.local_indices.data(), idx, n * sizeof(int64_t)));
+
+  size_t cap = n;  // max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest
   if (sp.config.max_density_slack >= 0) {
     double per_rank = double(sp.k_target) / double(sp.comm->nranks);
     // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
-    size_t cap = size_t(
+    cap = size_t(
         std::min(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)), double(sp.count)));
     cap = std::max<size_t>(cap, 1);
+  }
+  const bool exact = sp.estimator->exactCount() && n > query.k_target_local;
+  if (exact || n > cap) {
+    // Both trims read the selected values, aligned with the indices (on the host).
+    const size_t element = accElementSize(sp);
+    sp.values.resize(n * element);
+    void* values = sp.values.data();
+    if (call.device != nullptr)
+      SCCL_CHECK(call.device->buffer(DeviceStaging::kValues, n * element, &values));
+    SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, n, values, call.stream));
+    if (call.device != nullptr)
+      SCCL_CHECK(call.device->toHost(sp.values.data(), values, n * element));
+    if (exact) {
+      n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n,
+                               query.k_target_local, call.threshold);
+    }
     if (n > cap) {
-      sp.values.resize(n * accElementSize(sp));
       double cutoff = 0;
-      SCCL_CHECK(cutoffAmongSelected(call.acc, sp.acc_dtype, sp.local_indices.data(), n, cap,
-                                     sp.values.data(), &cutoff));
-      n = trimSelection(call.acc, sp.acc_dtype, sp.local_indices.data(), n, cap, cutoff);
+      SCCL_CHECK(
+          cpuKernels().kthLargestAbs(sp.values.data(), sp.acc_dtype, 0, n, cap, &cutoff, nullptr));
+      n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n, cap,
+                               cutoff);
     }
   }
   *selected = n;
@@ -123,26 +151,42 @@ scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
                                &sp.global_indices);
 }
 
-// Steps 4 and 5.
+// Steps 4 and 5. On device buffers the global indices go to the device (8 bytes each) and the
+// values stay there.
 scclResult_t reduceValuesAndWrite(SparseCall& call) {
   scclSparsifier& sp = *call.sp;
-  const KernelBackend& kernels = cpuKernels();
+  const KernelBackend& kernels = callKernels(call);
   const size_t k = sp.global_indices.size();
+  const size_t element = accElementSize(sp);
+  sp.values.resize(std::max<size_t>(1, k) * element);
   const int64_t* idx = sp.global_indices.data();
-  sp.values.resize(std::max<size_t>(1, k) * accElementSize(sp));
-  SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, k, sp.values.data(), nullptr));
-  if (k > 0) {
-    SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-      return t.allReduce(sp.values.data(), sp.values.data(), k, sp.acc_dtype, ReduceOp::Sum);
-    }));
-    countAllReduce(call, k * accElementSize(sp));
+  void* values = sp.values.data();
+  if (call.device != nullptr) {
+    void* buffer = nullptr;
+    SCCL_CHECK(call.device->buffer(DeviceStaging::kGlobalIndices,
+                                   std::max<size_t>(1, k) * sizeof(int64_t), &buffer));
+    SCCL_CHECK(call.device->toDevice(buffer, sp.global_indices.data(), k * sizeof(int64_t)));
+    idx = static_cast<const int64_t*>(buffer);
+    SCCL_CHECK(
+        call.device->buffer(DeviceStaging::kValues, std::max<size_t>(1, k) * element, &values));
   }
-  if (call.op == scclAvg)
-    SCCL_CHECK(divideByRanks(sp.values.data(), k, sp.acc_dtype, sp.comm->nranks));
-  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), nullptr));
-  SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, sp.values.data(), sp.acc_dtype, k,
-                                   1.0, nullptr));
-  SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, k, nullptr));
+  SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, k, values, call.stream));
+  if (k > 0) {
+    if (call.device != nullptr) SCCL_CHECK(call.device->synchronize());
+    SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+      return t.allReduce(values, values, k, sp.acc_dtype, ReduceOp::Sum);
+    }));
+    countAllReduce(call, k * element);
+  }
+  if (call.op == scclAvg) {
+    SCCL_CHECK(call.device != nullptr
+                   ? call.device->divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks)
+                   : divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks));
+  }
+  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), call.stream));
+  SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, values, sp.acc_dtype, k, 1.0,
+                                   call.stream));
+  SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, k, call.stream));
   call.residual_updated = true;
   return scclSuccess;
 }
@@ -179,7 +223,11 @@ scclResult_t runGatherReduction(SparseCall& call) {
                    : sp.count;
       },
       &headers));
-  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
+  if (anyNonFinite(headers)) {
+    if (call.device == nullptr) return applyNonFinitePolicy(call, headers);
+    return applyNonFinitePolicy(
+        call, headers, [&] { return call.device->fillNaN(call.recvbuf, sp.count, sp.dtype); });
+  }
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;

@@ -8,19 +8,37 @@
 namespace sccl {
 namespace {
 
-template <typename T>
-size_t trimTyped(const T* acc, int64_t* idx, size_t n, size_t keep, T cutoff) {
+// value(j) = |x| of entry j; keep(j, k) moves entry j to position k.
+template <typename T, typename Value, typename Move>
+size_t trimWith(size_t n, size_t keep, T cutoff, Value value, Move move) {
   size_t above = 0;
-  for (size_t j = 0; j < n; ++j) above += std::fabs(acc[idx[j]]) > cutoff;
+  for (size_t j = 0; j < n; ++j) above += value(j) > cutoff;
   size_t equal_quota = keep > above ? keep - above : 0;
   size_t kept = 0;
   for (size_t j = 0; j < n; ++j) {
-    T magnitude = std::fabs(acc[idx[j]]);
+    T magnitude = value(j);
     bool take = magnitude > cutoff || (magnitude == cutoff && equal_quota > 0);
     if (magnitude == cutoff && take) --equal_quota;
-    if (take) idx[kept++] = idx[j];
+    if (take) move(j, kept++);
   }
   return kept;
+}
+
+template <typename T>
+size_t trimTyped(const T* acc, int64_t* idx, size_t n, size_t keep, T cutoff) {
+  return trimWith<T>(
+      n, keep, cutoff, [&](size_t j) { return std::fabs(acc[idx[j]]); },
+      [&](size_t from, size_t to) { idx[to] = idx[from]; });
+}
+
+template <typename T>
+size_t trimAlignedTyped(T* values, int64_t* idx, size_t n, size_t keep, T cutoff) {
+  return trimWith<T>(
+      n, keep, cutoff, [&](size_t j) { return std::fabs(values[j]); },
+      [&](size_t from, size_t to) {
+        idx[to] = idx[from];
+        values[to] = values[from];
+      });
 }
 
 }  // namespace
@@ -32,6 +50,15 @@ size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, si
     return trimTyped(static_cast<const double*>(acc), idx, n, keep, cutoff);
   }
   return trimTyped(static_cast<const float*>(acc), idx, n, keep, static_cast<float>(cutoff));
+}
+
+size_t trimAlignedSelection(void* values, scclDataType_t dtype, int64_t* idx, size_t n, size_t keep,
+                            double cutoff) {
+  if (n <= keep) return n;
+  if (dtype == scclFloat64) {
+    return trimAlignedTyped(static_cast<double*>(values), idx, n, keep, cutoff);
+  }
+  return trimAlignedTyped(static_cast<float*>(values), idx, n, keep, static_cast<float>(cutoff));
 }
 
 scclResult_t cutoffAmongSelected(const void* acc, scclDataType_t acc_dtype, const int64_t* idx,

@@ -23,11 +23,18 @@ inline uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
   return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
 }
 
-// The query for a selection over `range` of the call's accumulator, on the CPU kernels.
+// The kernels a call's accumulator is read with: the CPU's on host buffers, the CUDA backend's
+// on device buffers.
+inline const KernelBackend& callKernels(const SparseCall& call) {
+  return call.kernels != nullptr ? *call.kernels : cpuKernels();
+}
+
+// The query for a selection over `range` of the call's accumulator, on the call's kernels.
 inline ThresholdQuery selectionQuery(const SparseCall& call, IndexRange range) {
   const scclSparsifier& sp = *call.sp;
   ThresholdQuery query;
-  query.kernels = &cpuKernels();
+  query.kernels = &callKernels(call);
+  query.stream = call.stream;
   query.acc = call.acc;
   query.acc_dtype = sp.acc_dtype;
   query.range = range;

@@ -1,9 +1,10 @@
 // The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
 // collectives: core/device_collectives.h), which run before anything touches a buffer, so they
-// are testable without a GPU: a reduction without a device path, a residual already in host
-// memory and a transport that carries host memory only are scclInvalidUsage naming what is
-// missing; the communicator stays usable afterwards. (The device paths themselves are the GPU
-// suite's tests/gpu/test_gpu_sparse_allreduce.cc and test_gpu_dense_collectives.cc.)
+// are testable without a GPU: a reduction without a device path (sketch), an estimator that
+// samples into host arrays (dgc), a residual already in host memory and a transport that carries
+// host memory only are scclInvalidUsage naming what is missing; the communicator stays usable
+// afterwards. (The device paths themselves are the GPU suite's
+// tests/gpu/test_gpu_sparse_allreduce.cc and test_gpu_dense_collectives.cc.)
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -31,22 +32,31 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
           "[sparse][device_checks]") {
   const size_t count = 4096;
   auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
-    scclSparseConfig_t topk = sparseConfig("topk", 0.01);
+    scclSparseConfig_t s2 = sparseConfig("s2", 0.01);
+    scclSparseConfig_t dgc = sparseConfig("topk", 0.01);
+    dgc.estimator = "dgc";
     scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
-    scclSparsifier_t topk_sp = nullptr, sync_free_sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&topk_sp, comm, count, scclFloat32, &topk),
-                         scclSuccess, "create topk") ||
+    scclSparsifier_t s2_sp = nullptr, dgc_sp = nullptr, sync_free_sp = nullptr;
+    if (!log.checkResult(scclSparsifierCreate(&s2_sp, comm, count, scclFloat32, &s2), scclSuccess,
+                         "create s2") ||
+        !log.checkResult(scclSparsifierCreate(&dgc_sp, comm, count, scclFloat32, &dgc), scclSuccess,
+                         "create topk with dgc") ||
         !log.checkResult(scclSparsifierCreate(&sync_free_sp, comm, count, scclFloat32, &sync_free),
                          scclSuccess, "create micro_sync_free"))
       return;
     std::vector<float> grad(count), out(count);
     for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(3, rank, 0, i);
 
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*topk_sp, nullptr), scclInvalidUsage, "topk");
-    const std::string topk_text = scclGetLastError(nullptr);
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*s2_sp, nullptr), scclInvalidUsage, "s2");
+    const std::string s2_text = scclGetLastError(nullptr);
 #if SCCL_BUILD_CUDA_KERNELS
-    log.check(mentions(topk_text, "sync_free") && mentions(topk_text, "topk"),
-              "the refusal names the reduction and what runs on the device: " + topk_text);
+    log.check(mentions(s2_text, "sketch") && mentions(s2_text, "gather") &&
+                  mentions(s2_text, "sync_free"),
+              "the refusal names the reduction and what runs on the device: " + s2_text);
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*dgc_sp, nullptr), scclInvalidUsage,
+                    "the dgc estimator");
+    const std::string dgc_text = scclGetLastError(nullptr);
+    log.check(mentions(dgc_text, "dgc"), "the refusal names the estimator: " + dgc_text);
     // micro_sync_free has a device path, but the in-process transport carries host memory.
     log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp, nullptr), scclInvalidUsage,
                     "micro_sync_free over the local transport");
@@ -54,7 +64,7 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl"),
               "the refusal names the transport: " + transport_text);
 #else
-    log.check(mentions(topk_text, "no CUDA kernels"), "the refusal names the build: " + topk_text);
+    log.check(mentions(s2_text, "no CUDA kernels"), "the refusal names the build: " + s2_text);
 #endif
     // The device branch of the call: refused as an invalid usage, no state changed, the
     // communicator healthy, and a host call afterwards runs as call 0.
@@ -76,7 +86,8 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(host_text, "host memory since its first call"),
               "the refusal says where the residual is: " + host_text);
 #endif
-    log.checkResult(scclSparsifierDestroy(topk_sp), scclSuccess, "destroy topk");
+    log.checkResult(scclSparsifierDestroy(s2_sp), scclSuccess, "destroy s2");
+    log.checkResult(scclSparsifierDestroy(dgc_sp), scclSuccess, "destroy topk with dgc");
     log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
   });
   REQUIRE_NO_RANK_FAILURES(failures);

@@ -1,0 +1,57 @@
+// CudaDeviceStaging: see device_staging_cuda.h.
+#include "cuda/device_staging_cuda.h"
+
+#include <vector>
+
+#include "algorithms/call_header.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "cuda/cuda_status.h"
+
+namespace sccl {
+
+scclResult_t fillDeviceNaN(void* recvbuf, size_t count, scclDataType_t dtype, cudaStream_t stream) {
+  const size_t bytes = count * dataTypeSize(dtype);
+  std::vector<unsigned char> pattern(bytes);
+  fillWithNaN(pattern.data(), count, dtype);
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream),
+                  "device sparse all-reduce: NaN output");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: NaN output");
+  return scclSuccess;
+}
+
+scclResult_t CudaDeviceStaging::buffer(Buffer which, size_t bytes, void** out) {
+  return buffers_[which].reserve(bytes, out);
+}
+
+scclResult_t CudaDeviceStaging::toHost(void* host, const void* device, size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_),
+                  "device staging: copy to the host");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream_), "device staging: copy to the host");
+  return scclSuccess;
+}
+
+scclResult_t CudaDeviceStaging::toDevice(void* device, const void* host, size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  // From pageable memory the call returns once the bytes are staged: the host array may change.
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_),
+                  "device staging: copy to the device");
+  return scclSuccess;
+}
+
+scclResult_t CudaDeviceStaging::synchronize() {
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream_), "device staging: the call's kernels");
+  return scclSuccess;
+}
+
+scclResult_t CudaDeviceStaging::fillNaN(void* recvbuf, size_t count, scclDataType_t dtype) {
+  return fillDeviceNaN(recvbuf, count, dtype, stream_);
+}
+
+scclResult_t CudaDeviceStaging::divideByRanks(void* x, size_t count, scclDataType_t dtype,
+                                              int nranks) {
+  return kernels_.divideByRanks(x, dtype, count, nranks, stream_);
+}
+
+}  // namespace sccl

@@ -1,0 +1,34 @@
+// What a reduction needs, besides the kernels, when the accumulator lives in GPU memory: device
+// buffers for the index, value and count arrays its kernels read and write, copies between those
+// and the host arrays the exchange and the checks use, a wait before a collective, the NaN output
+// of the non-finite policy, and scclAvg's division. The gather reduction is written once: on
+// host buffers SparseCall::device is null and its kernels read the host arrays themselves (the
+// host reduction exactly as before); on device buffers cuda/device_gather_call.cc provides this.
+#pragma once
+
+#include <cstddef>
+
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+class DeviceStaging {
+ public:
+  enum Buffer { kLocalIndices, kGlobalIndices, kValues, kCounts, kBufferCount };
+
+  virtual ~DeviceStaging() = default;
+  // Device buffer `which`, at least `bytes` long (grows only; the contents do not survive growth).
+  virtual scclResult_t buffer(Buffer which, size_t bytes, void** out) = 0;
+  // Copies on the call's stream; toHost waits for it (the host reads the result next).
+  virtual scclResult_t toHost(void* host, const void* device, size_t bytes) = 0;
+  virtual scclResult_t toDevice(void* device, const void* host, size_t bytes) = 0;
+  // Waits for the work enqueued on the call's stream, before a transport (whose operations run
+  // on their own stream) reads what the kernels wrote.
+  virtual scclResult_t synchronize() = 0;
+  // recvbuf = NaN of dtype (the host reduction's pattern).
+  virtual scclResult_t fillNaN(void* recvbuf, size_t count, scclDataType_t dtype) = 0;
+  // x = x / nranks, bitwise the host's divideByRanks (core/average.h).
+  virtual scclResult_t divideByRanks(void* x, size_t count, scclDataType_t dtype, int nranks) = 0;
+};
+
+}  // namespace sccl

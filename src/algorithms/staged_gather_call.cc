@@ -1,0 +1,29 @@
+// runStagedGatherCall: see staged_gather_call.h.
+#include "algorithms/staged_gather_call.h"
+
+#include <utility>
+
+#include "core/error.h"
+#include "core/sparsifier.h"
+
+namespace sccl {
+
+scclResult_t runStagedGatherCall(SparseCall& call, const KernelBackend& kernels,
+                                 DeviceStaging& staging, StagedVectors& vectors, void* stream) {
+  scclSparsifier& sp = *call.sp;
+  SCCL_CHECK(kernels.fillZero(vectors.nonfinite, sizeof(uint64_t), stream));
+  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
+                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, vectors.nonfinite,
+                                stream));
+  SCCL_CHECK(staging.toHost(&call.nonfinite_local, vectors.nonfinite, sizeof(uint64_t)));
+  call.acc = vectors.acc;
+  call.kernels = &kernels;
+  call.device = &staging;
+  call.stream = stream;
+  SCCL_CHECK(sp.reduction->run(call));
+  if (call.step_discarded) return scclSuccess;  // the residual stays as it was
+  if (call.residual_updated && sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
+  return scclSuccess;
+}
+
+}  // namespace sccl

@@ -1,0 +1,28 @@
+// One call of the gather reduction (gather_reduction.cc) on an accumulator that lives with
+// `kernels` rather than in the sparsifier's host buffers: accumulate, run the reduction with the
+// call's arrays staged through `staging`, swap residual and accumulator when the step completes.
+// The CUDA path (cuda/device_gather_call.cc) runs it with the CUDA backend and device buffers;
+// the unit tests run it with the CPU kernels and a staging that keeps separate copies, which
+// checks every copy the reduction makes against the plain host run, bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/device_staging.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+
+// Residual, accumulator and the non-finite word in the kernels' memory. residual and acc trade
+// roles after a completed call (error feedback on).
+struct StagedVectors {
+  void* residual = nullptr;
+  void* acc = nullptr;
+  uint64_t* nonfinite = nullptr;
+};
+
+scclResult_t runStagedGatherCall(SparseCall& call, const KernelBackend& kernels,
+                                 DeviceStaging& staging, StagedVectors& vectors, void* stream);
+
+}  // namespace sccl
