@@ -1,13 +1,16 @@
-// Gradients of the GPU suite's sparse all-reduce tests: support/sparse_runs.h's gradientValue
-// with the first count / head_divisor entries ten times larger (so that the selection is not
-// uniform over the partitions), as a function for the host run and as a vector for a device copy.
+// Gradients of the GPU suite's sparse all-reduce tests, and their comparison with the host run:
+// support/sparse_runs.h's gradientValue with the first count / head_divisor entries ten times
+// larger (so that the selection is not uniform over the partitions), as a function for the host run
+// and as a vector for a device copy.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "device_buffer.h"
 #include "sparsecoll/sparsecoll.h"
 #include "support/sparse_runs.h"
 
@@ -31,6 +34,23 @@ struct HeadHeavyGradient {
 
 inline std::string lastError(scclComm_t comm) {
   return scclGetLastError(comm);
+}
+
+// After a device call and its stream: "" when recvbuf (read back) and the sparsifier's counts
+// equal the host run's call `want` bit for bit, else what differs; *stats gets the statistics.
+inline std::string differenceFromHost(const DeviceBuffer<float>& recvbuf, scclSparsifier_t sp,
+                                      const sccl_test::RankIteration& want,
+                                      scclSparseStats_t* stats) {
+  const std::vector<float> got = recvbuf.read();
+  if (got.size() != want.output.size() ||
+      std::memcmp(got.data(), want.output.data(), got.size() * sizeof(float)) != 0)
+    return "output differs from the host run";
+  *stats = scclSparseStats_t{};
+  stats->size = sizeof(*stats);
+  if (scclSparsifierGetStats(sp, stats) != scclSuccess) return "scclSparsifierGetStats failed";
+  if (stats->kGlobal != want.stats.kGlobal || stats->kLocal != want.stats.kLocal)
+    return "counts differ from the host run";
+  return "";
 }
 
 }  // namespace sccl_gpu_test

@@ -57,14 +57,10 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
           return "call " + std::to_string(t) + ": " + lastError(comm);
         sccl_gpu_test::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
         const RankIteration& want = host.calls[size_t(t)][size_t(r)];
-        std::vector<float> got = out.read();
-        if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
-          return "call " + std::to_string(t) + ": output differs from the host run";
-        scclSparseStats_t stats{};
-        stats.size = sizeof(stats);
-        scclSparsifierGetStats(sp, &stats);
-        if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
-            stats.threshold != want.stats.threshold || stats.bytesSent != want.stats.bytesSent)
+        scclSparseStats_t stats;
+        const std::string difference = sccl_gpu_test::differenceFromHost(out, sp, want, &stats);
+        if (!difference.empty()) return "call " + std::to_string(t) + ": " + difference;
+        if (stats.threshold != want.stats.threshold || stats.bytesSent != want.stats.bytesSent)
           return "call " + std::to_string(t) + ": statistics differ from the host run";
       }
       // Host buffers after device calls: the residual is in device memory.

@@ -89,16 +89,11 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
           check(cudaGraphLaunch(replay, stream), "cudaGraphLaunch");
         }
         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        const RankIteration& want = host.calls[size_t(t)][size_t(r)];
-        std::vector<float> got = out.read();
-        if (std::memcmp(got.data(), want.output.data(), kCount * 4) != 0)
-          return call + ": output differs from the host run";
-        scclSparseStats_t stats{};
-        stats.size = sizeof(stats);
-        if (scclSparsifierGetStats(sp, &stats) != scclSuccess) return call + ": stats";
-        if (stats.kGlobal != want.stats.kGlobal || stats.kLocal != want.stats.kLocal ||
-            stats.iteration != uint64_t(t) + 1)
-          return call + ": counts differ from the host run";
+        scclSparseStats_t stats;
+        const std::string difference =
+            sccl_gpu_test::differenceFromHost(out, sp, host.calls[size_t(t)][size_t(r)], &stats);
+        if (!difference.empty()) return call + ": " + difference;
+        if (stats.iteration != uint64_t(t) + 1) return call + ": the device counted another call";
         if (t + 1 < kIterations &&
             stats.threshold != host.calls[size_t(t) + 1][size_t(r)].stats.threshold)
           return call + ": the device threshold for the next call differs from the host's";
