@@ -188,12 +188,12 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
 
 scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) {
   const std::string& reduction = sp.config.reduction;
-  if (reduction != "sync_free" && reduction != "gather") {
+  if (reduction != "sync_free" && reduction != "gather" && reduction != "sketch") {
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are GPU memory: on device buffers scclSparseAllreduce runs the "
-                "gather reduction (micro, exdyna, topk, cltk, hard_threshold, sidco) and the "
-                "sync_free reduction (micro_sync_free, exdyna_sync_free); algorithm '%s' "
-                "(reduction '%s') runs on host buffers only (docs/gpu.md)",
+                "gather reduction (micro, exdyna, topk, cltk, hard_threshold, sidco), the sketch "
+                "reduction (s2) and the sync_free reduction (micro_sync_free, exdyna_sync_free); "
+                "algorithm '%s' (reduction '%s') runs on host buffers only (docs/gpu.md)",
                 sp.config.algorithm.c_str(), reduction.c_str());
   }
   if (reduction == "gather" && sp.config.estimator == "dgc") {
@@ -228,7 +228,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   scclSparsifier& sp = *call.sp;
   const cudaStream_t stream = asStream(stream_handle);
   if (sp.config.stream_ordered) return runStreamOrderedSparseAllreduce(call, stream_handle);
-  if (sp.config.reduction == "gather") return runDeviceGatherCall(call, stream_handle);
+  if (sp.config.reduction != "sync_free") return runDeviceStagedCall(call, stream_handle);
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   const KernelBackend& kernels = d->kernels;

@@ -1,6 +1,6 @@
 // The device half of a sparsifier (core/sparsifier_device.h), shared by the device paths: the
-// gather reduction (device_gather_call.cc) and the two of the sync_free call, the read-back path
-// (device_sparse_allreduce.cc) and the stream-ordered one
+// gather and sketch reductions (device_staged_call.cc) and the two of the sync_free call, the
+// read-back path (device_sparse_allreduce.cc) and the stream-ordered one
 // (device_sparse_allreduce_stream_ordered.cc). Allocated once, at the sparsifier's first call on
 // device buffers: every size follows from the fixed capacity, so a training loop's steady state
 // (and a captured CUDA graph) allocates nothing.
@@ -25,7 +25,7 @@ struct DeviceSparsifierState {
   DeviceSparsifierState& operator=(const DeviceSparsifierState&) = delete;
 
   CudaKernels kernels;
-  CudaDeviceStaging staging{kernels};  // the gather reduction's device arrays
+  CudaDeviceStaging staging{kernels};  // the gather and sketch reductions' device arrays
   // Two buffers for residual and accumulator. The read-back path swaps their roles after each
   // completed call; the stream-ordered path keeps them fixed (a graph holds fixed pointers) and
   // copies the accumulator into the residual when a call completes.
@@ -69,10 +69,10 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out);
 // transport with collectives on a stream, and a first call that is not being captured.
 scclResult_t checkStreamOrderedCall(const scclSparsifier& sp, void* stream);
 
-// One call of the gather reduction (MiCRO, ExDyna, Top-k, CLT-k, hard threshold, SIDCo, ...) on
-// device buffers: accumulate on the device, then algorithms/gather_reduction.cc itself with the
-// CUDA kernels and the device staging of its arrays (cuda/device_gather_call.cc).
-scclResult_t runDeviceGatherCall(SparseCall& call, void* stream);
+// One call of the gather reduction (MiCRO, ExDyna, Top-k, CLT-k, hard threshold, SIDCo, ...) or
+// the sketch reduction (S2) on device buffers: accumulate on the device, then the reduction itself
+// with the CUDA kernels and the device staging of its arrays (cuda/device_staged_call.cc).
+scclResult_t runDeviceStagedCall(SparseCall& call, void* stream);
 
 // One stream-ordered call (config stream_ordered): every step enqueued on `stream`, nothing read
 // back, so the call can be captured in a CUDA graph; faults go to the sticky fault word.

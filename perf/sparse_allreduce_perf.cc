@@ -21,7 +21,7 @@
 // -g 1 (sparse/device_calls.h): one rank per GPU over the NCCL transport, the same host-generated
 // gradients copied to device buffers before each call (untimed), each call timed with CUDA events
 // on the rank's stream; rows: the dense all-reduce (scclAllReduce) and the presets with a device
-// path (the gather presets but s2, micro_sync_free, exdyna_sync_free), and the graph replay rows
+// path (every preset, micro_sync_free, exdyna_sync_free), and the graph replay rows
 // micro_sync_free:graph and exdyna_sync_free:graph: the preset stream-ordered (streamOrdered = 1),
 // its first call eager, the second captured in a CUDA graph, every later one a launch of that graph
 // between the events, so one run shows what capture buys against the eager read-back path. The host

@@ -351,8 +351,8 @@ SCCL_API scclResult_t scclSparsifierReset(scclSparsifier_t sparsifier);
  * dense layout (zeros where nothing was selected), sum or average over ranks, bitwise identical
  * on every rank. sendbuf == recvbuf allowed. count and dtype must be the sparsifier's, comm the
  * one it was created on. Unsent values stay in the residual (error feedback). Buffers: host
- * memory with stream NULL, or both GPU memory with the caller's cudaStream_t, for the gather and
- * sync_free reductions over the nccl transport (others: scclInvalidUsage; docs/gpu.md). */
+ * memory with stream NULL, or both GPU memory with the caller's cudaStream_t, for the gather, sketch
+ * and sync_free reductions over the nccl transport (others: scclInvalidUsage; docs/gpu.md). */
 SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
                                           scclDataType_t dtype, scclRedOp_t op,
                                           scclSparsifier_t sparsifier, scclComm_t comm,

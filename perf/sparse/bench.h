@@ -22,16 +22,16 @@ inline const std::vector<std::string>& allAlgorithms() {
   return names;
 }
 
-// The default presets whose scclSparseAllreduce also runs on device buffers (the gather
-// reduction, docs/gpu.md); s2 (the sketch reduction) does not.
-inline const std::vector<std::string>& gatherAlgorithmsOnDevice() {
-  static const std::vector<std::string> names = {"topk",  "cltk",   "hard_threshold",
-                                                 "micro", "exdyna", "sidco"};
+// The default presets whose scclSparseAllreduce also runs on device buffers (the gather and
+// sketch reductions, docs/gpu.md): all but dense, which -g 1 runs as scclAllReduce.
+inline const std::vector<std::string>& presetsOnDevice() {
+  static const std::vector<std::string> names = {
+      "topk", "cltk", "hard_threshold", "micro", "exdyna", "sidco", "s2"};
   return names;
 }
 
 // The sync-free presets, which run on device buffers too (docs/gpu.md). -a accepts them on the
-// host path too; -g 1 runs these, gatherAlgorithmsOnDevice() and the dense all-reduce
+// host path too; -g 1 runs these, presetsOnDevice() and the dense all-reduce
 // (scclAllReduce); the library answers scclInvalidUsage to everything else.
 inline const std::vector<std::string>& syncFreeAlgorithms() {
   static const std::vector<std::string> names = {"micro_sync_free", "exdyna_sync_free"};

@@ -108,7 +108,7 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
       {'a',
        "LIST   algorithms: dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2 [all but the\n"
        "            sync-free presets micro_sync_free,exdyna_sync_free, which may be added; -g 1:\n"
-       "            dense,topk,cltk,hard_threshold,micro,exdyna,sidco,micro_sync_free,\n"
+       "            dense,topk,cltk,hard_threshold,micro,exdyna,sidco,s2,micro_sync_free,\n"
        "            exdyna_sync_free,micro_sync_free:graph,\n"
        "            exdyna_sync_free:graph (-g 1 only: the preset stream-ordered, each call\n"
        "            a CUDA graph replay)]; the peer mpi_allreduce (MPI_Allreduce of the dense\n"
@@ -246,9 +246,11 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 bool runsOnDevice(const std::string& name) {
   if (name == "dense") return true;  // as scclAllReduce of the device buffers
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
-  const std::vector<std::string>& gather = gatherAlgorithmsOnDevice();
+  const std::vector<std::string>& presets = presetsOnDevice();
+  double lambda = 0;  // the -S sweep rows s2:<lambda> are S2 too
   return std::find(sync_free.begin(), sync_free.end(), name) != sync_free.end() ||
-         std::find(gather.begin(), gather.end(), name) != gather.end() || isGraphReplayRow(name);
+         std::find(presets.begin(), presets.end(), name) != presets.end() ||
+         sketchSweepLambda(name, &lambda) || isGraphReplayRow(name);
 }
 
 }  // namespace
@@ -261,10 +263,9 @@ bool launchedByMpi(const SparseOptions& options) {
 bool planDeviceRun(int devices, SparseOptions* options) {
   std::vector<std::string> requested = options->algorithms;
   if (!options->algorithms_given) {
-    // Not the host default (every preset): s2 would only be skipped.
+    // The host default (every preset) and the sync-free presets with their graph replay rows.
     requested = {"dense"};
-    requested.insert(requested.end(), gatherAlgorithmsOnDevice().begin(),
-                     gatherAlgorithmsOnDevice().end());
+    requested.insert(requested.end(), presetsOnDevice().begin(), presetsOnDevice().end());
     requested.insert(requested.end(), syncFreeAlgorithms().begin(), syncFreeAlgorithms().end());
     requested.insert(requested.end(), graphReplayRows().begin(), graphReplayRows().end());
     double lambda = 0;
@@ -279,7 +280,7 @@ bool planDeviceRun(int devices, SparseOptions* options) {
   if (options->algorithms.empty()) {
     std::fprintf(stderr,
                  "-g 1: none of the requested algorithms runs on device buffers (those that do: "
-                 "dense, topk, cltk, hard_threshold, micro, exdyna, sidco, micro_sync_free, "
+                 "dense, topk, cltk, hard_threshold, micro, exdyna, sidco, s2, micro_sync_free, "
                  "exdyna_sync_free, micro_sync_free:graph, exdyna_sync_free:graph)\n");
     return false;
   }

@@ -1,9 +1,10 @@
 // What a reduction needs, besides the kernels, when the accumulator lives in GPU memory: device
 // buffers for the index, value and count arrays its kernels read and write, copies between those
 // and the host arrays the exchange and the checks use, a wait before a collective, the NaN output
-// of the non-finite policy, and scclAvg's division. The gather reduction is written once: on
-// host buffers SparseCall::device is null and its kernels read the host arrays themselves (the
-// host reduction exactly as before); on device buffers cuda/device_gather_call.cc provides this.
+// of the non-finite policy, and scclAvg's division. The gather and sketch reductions are written
+// once: on host buffers SparseCall::device is null and their kernels read the host arrays
+// themselves (the host reductions exactly as before); on device buffers
+// cuda/device_staging_cuda.cc provides this (algorithms/staged_call.h runs such a call).
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,18 @@ namespace sccl {
 
 class DeviceStaging {
  public:
-  enum Buffer { kLocalIndices, kGlobalIndices, kValues, kCounts, kBufferCount };
+  enum Buffer {
+    kLocalIndices,   // gather: this rank's selection
+    kGlobalIndices,  // gather: the k' indices of every rank
+    kValues,         // gather: values at those indices
+    kCounts,         // density correction: bin counts
+    kBlockNorms,     // sketch: squared norm of every block
+    kLocalBitmap,    // sketch: this rank's marked blocks
+    kGlobalBitmap,   // sketch: the union
+    kTable,          // sketch: the count sketch
+    kDecoded,        // sketch, "decode_error": the decoded sum / n
+    kBufferCount
+  };
 
   virtual ~DeviceStaging() = default;
   // Device buffer `which`, at least `bytes` long (grows only; the contents do not survive growth).

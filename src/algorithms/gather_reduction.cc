@@ -18,7 +18,7 @@
 //  6. estimator and search space observe (k', k_i): identical on every rank.
 // Bytes per rank (int64 indices, float32 values): header 32 (n-1) in; indices: max_k*8 out,
 // (n-1)*max_k*8 in (padded), or k*8 broadcast; values 2 (n-1)/n k' 4 each way.
-// On device buffers (cuda/device_gather_call.cc) the same code runs with the CUDA kernels: the
+// On device buffers (cuda/device_staged_call.cc) the same code runs with the CUDA kernels: the
 // selection's indices come to the host for the exchange and the checks, the global indices go
 // back, values stay on the device (algorithms/device_staging.h).
 // Differences from the reference code: n = 1 works; padding is -1 and never read; a rank that

@@ -46,6 +46,9 @@
 // 2 (n-1)/n ceil(count / B) each way. Independent of the overlap between ranks, unlike the
 // all-gather of (index, value) pairs whose index traffic grows with n max(k_i).
 //
+// On device buffers (cuda/device_staged_call.cc) the same code runs with the CUDA kernels: the
+// norms or the marked blocks come to the host for the selection and the header, the bitmaps go
+// back, the table is encoded, all-reduced and decoded on the device (algorithms/device_staging.h).
 // Differences from the reference code: the decoded gradient is written to recvbuf (the
 // reference assigns it to a local and drops it); the table is zeroed every call (the reference
 // table is a running sum with reuse_sketch); every sparsifier owns its sketch (the reference
@@ -61,8 +64,10 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/count_sketch.h"
+#include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
+#include "algorithms/threshold_query.h"
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -86,6 +91,24 @@ struct SketchState final : ReductionState {
   AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
 };
 
+// The array the kernels use for `host` (bytes long): the host array itself on host buffers; on
+// device buffers the staging's device buffer `which`, filled from `host` when `upload`.
+scclResult_t kernelArray(SparseCall& call, DeviceStaging::Buffer which, void* host, size_t bytes,
+                         bool upload, void** out) {
+  if (call.device == nullptr) {
+    *out = host;
+    return scclSuccess;
+  }
+  SCCL_CHECK(call.device->buffer(which, std::max<size_t>(1, bytes), out));
+  if (upload) SCCL_CHECK(call.device->toDevice(*out, host, bytes));
+  return scclSuccess;
+}
+
+// After the kernels wrote `kernel` (from kernelArray): its bytes into `host` on device buffers.
+scclResult_t hostArray(SparseCall& call, void* host, const void* kernel, size_t bytes) {
+  return call.device == nullptr ? scclSuccess : call.device->toHost(host, kernel, bytes);
+}
+
 // Elements in the marked blocks.
 uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bitmap) {
   const size_t blocks = shape.blocks();
@@ -97,11 +120,15 @@ uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bi
 }
 
 // Step 1, "topk": the K non-zero blocks of largest norm; *cutoff_norm = the K-th norm.
-scclResult_t selectTopBlocks(SketchState& st, const void* acc, scclDataType_t acc_dtype,
-                             double* cutoff_norm) {
+scclResult_t selectTopBlocks(SparseCall& call, SketchState& st, double* cutoff_norm) {
   const size_t blocks = st.shape.blocks();
-  SCCL_CHECK(cpuKernels().blockSquaredNorms(acc, acc_dtype, st.shape.count, st.shape.block,
-                                            st.norms.data(), nullptr));
+  void* norms = nullptr;
+  SCCL_CHECK(kernelArray(call, DeviceStaging::kBlockNorms, st.norms.data(), blocks * sizeof(double),
+                         false, &norms));
+  SCCL_CHECK(callKernels(call).blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count,
+                                                 st.shape.block, static_cast<double*>(norms),
+                                                 call.stream));
+  SCCL_CHECK(hostArray(call, st.norms.data(), norms, blocks * sizeof(double)));
   st.order.clear();
   for (size_t b = 0; b < blocks; ++b) {
     double& sq = st.norms[b];
@@ -123,20 +150,25 @@ scclResult_t selectTopBlocks(SketchState& st, const void* acc, scclDataType_t ac
   return scclSuccess;
 }
 
-// Steps 3 and 4.
-scclResult_t reduceSketch(SparseCall& call, SketchState& st) {
+// Steps 3 and 4; *table and *global are where the kernels find the reduced table and the union.
+scclResult_t reduceSketch(SparseCall& call, SketchState& st, void** table, uint8_t** global) {
   scclSparsifier& sp = *call.sp;
-  const KernelBackend& kernels = cpuKernels();
+  const KernelBackend& kernels = callKernels(call);
   const size_t table_elements = size_t(st.shape.rows) * st.shape.width;
-  SCCL_CHECK(kernels.fillZero(st.table.data(), st.table.size(), nullptr));
-  SCCL_CHECK(kernels.sketchEncode(call.acc, sp.acc_dtype, st.shape, st.local.data(),
-                                  st.table.data(), nullptr));
+  const size_t table_bytes = table_elements * accElementSize(sp);
+  const size_t blocks = st.shape.blocks();
+  void* local = nullptr;
+  SCCL_CHECK(kernelArray(call, DeviceStaging::kTable, st.table.data(), table_bytes, false, table));
+  SCCL_CHECK(kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), blocks, true, &local));
+  SCCL_CHECK(kernels.fillZero(*table, table_bytes, call.stream));
+  SCCL_CHECK(kernels.sketchEncode(call.acc, sp.acc_dtype, st.shape,
+                                  static_cast<const uint8_t*>(local), *table, call.stream));
+  if (call.device != nullptr) SCCL_CHECK(call.device->synchronize());
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allReduce(st.table.data(), st.table.data(), table_elements, sp.acc_dtype,
-                       ReduceOp::Sum);
+    return t.allReduce(*table, *table, table_elements, sp.acc_dtype, ReduceOp::Sum);
   }));
   countAllReduce(call, table_elements * accElementSize(sp));
-  const size_t blocks = st.shape.blocks();
+  *global = st.global.data();
   if (blocks == 0) return scclSuccess;
   std::copy(st.local.begin(), st.local.end(), st.global.begin());
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
@@ -151,6 +183,10 @@ scclResult_t reduceSketch(SparseCall& call, SketchState& st) {
                   b, unsigned(st.global[b]));
     }
   }
+  void* union_bitmap = nullptr;
+  SCCL_CHECK(kernelArray(call, DeviceStaging::kGlobalBitmap, st.global.data(), blocks, true,
+                         &union_bitmap));
+  *global = static_cast<uint8_t*>(union_bitmap);
   return scclSuccess;
 }
 
@@ -206,14 +242,19 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
 scclResult_t runSketchReduction(SparseCall& call) {
   scclSparsifier& sp = *call.sp;
   SketchState& st = static_cast<SketchState&>(*sp.reduction_state);
-  const KernelBackend& kernels = cpuKernels();
+  const KernelBackend& kernels = callKernels(call);
   auto start = std::chrono::steady_clock::now();
   if (st.select_nonzero) {
+    void* marked = nullptr;
+    const size_t blocks = st.shape.blocks();
+    SCCL_CHECK(
+        kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false, &marked));
     SCCL_CHECK(kernels.markNonzeroBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
-                                         st.local.data(), nullptr));
+                                         static_cast<uint8_t*>(marked), call.stream));
+    SCCL_CHECK(hostArray(call, st.local.data(), marked, blocks));
     call.threshold = 0;
   } else {
-    SCCL_CHECK(selectTopBlocks(st, call.acc, sp.acc_dtype, &call.threshold));
+    SCCL_CHECK(selectTopBlocks(call, st, &call.threshold));
   }
   call.k_local = markedElements(st.shape, st.local);
   call.time_select_us +=
@@ -223,7 +264,11 @@ scclResult_t runSketchReduction(SparseCall& call) {
   std::vector<CallHeader> headers;
   SCCL_CHECK(exchangeCallHeaders(
       call, [&](size_t) -> uint64_t { return sp.count; }, &headers));
-  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
+  if (anyNonFinite(headers)) {
+    if (call.device == nullptr) return applyNonFinitePolicy(call, headers);
+    return applyNonFinitePolicy(
+        call, headers, [&] { return call.device->fillNaN(call.recvbuf, sp.count, sp.dtype); });
+  }
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;
@@ -234,23 +279,32 @@ scclResult_t runSketchReduction(SparseCall& call) {
     // Reallocates only beyond the largest table so far (AlignedBuffer keeps its capacity).
     st.table.resize(size_t(st.shape.rows) * st.shape.width * accElementSize(sp));
   }
-  SCCL_CHECK(reduceSketch(call, st));
+  void* table = nullptr;
+  uint8_t* global = nullptr;
+  SCCL_CHECK(reduceSketch(call, st, &table, &global));
   call.k_global = markedElements(st.shape, st.global);
 
   const uint32_t divisor = call.op == scclAvg ? uint32_t(sp.comm->nranks) : 1;
-  SCCL_CHECK(kernels.sketchDecode(st.table.data(), sp.acc_dtype, st.shape, st.global.data(),
-                                  divisor, call.recvbuf, sp.dtype, nullptr));
+  SCCL_CHECK(kernels.sketchDecode(table, sp.acc_dtype, st.shape, global, divisor, call.recvbuf,
+                                  sp.dtype, call.stream));
   if (st.feedback_decode_error) {
     if (sp.config.error_feedback) {
-      SCCL_CHECK(kernels.sketchDecode(st.table.data(), sp.acc_dtype, st.shape, st.global.data(),
-                                      uint32_t(sp.comm->nranks), st.decoded.data(), sp.acc_dtype,
-                                      nullptr));
+      void* decoded = nullptr;
+      SCCL_CHECK(kernelArray(call, DeviceStaging::kDecoded, st.decoded.data(),
+                             sp.count * accElementSize(sp), false, &decoded));
+      SCCL_CHECK(kernels.sketchDecode(table, sp.acc_dtype, st.shape, global,
+                                      uint32_t(sp.comm->nranks), decoded, sp.acc_dtype,
+                                      call.stream));
       SCCL_CHECK(kernels.updateMarkedBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
-                                            st.global.data(), st.decoded.data(), nullptr));
+                                            global, decoded, call.stream));
     }
   } else {
+    void* local = nullptr;  // this rank's marked blocks, already on the device since the encode
+    SCCL_CHECK(kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), st.shape.blocks(),
+                           false, &local));
     SCCL_CHECK(kernels.updateMarkedBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
-                                          st.local.data(), nullptr, nullptr));
+                                          static_cast<const uint8_t*>(local), nullptr,
+                                          call.stream));
   }
   call.residual_updated = true;
   return scclSuccess;

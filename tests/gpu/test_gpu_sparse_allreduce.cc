@@ -34,10 +34,11 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
   const int nranks = sccl_gpu_test::gpuRankCount();
   REQUIRE(nranks >= 1);
   // The gather presets (top-k's k-th value, the density correction's histogram and the selection
-  // are bitwise the CPU's) and the sync_free presets. SIDCo, RedSync and GaussianK read moments,
-  // whose CUB reduction order differs from the CPU's in the last bits: not compared bit for bit.
-  for (const char* preset : {"micro", "exdyna", "topk", "cltk", "hard_threshold", "micro_sync_free",
-                             "exdyna_sync_free"}) {
+  // are bitwise the CPU's), S2 (block norms, encode and decode are bitwise the CPU's) and the
+  // sync_free presets. SIDCo, RedSync and GaussianK read moments, whose CUB reduction order
+  // differs from the CPU's in the last bits: not compared bit for bit.
+  for (const char* preset : {"micro", "exdyna", "topk", "cltk", "hard_threshold", "s2",
+                             "micro_sync_free", "exdyna_sync_free"}) {
     INFO(preset << " on " << nranks << " GPUs");
     scclSparseConfig_t config = sparseConfig(preset, 0.01);
     config.scalingRule = "band";  // plain multiplications: the host estimator is the same anyway
@@ -82,10 +83,10 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
   const int nranks = sccl_gpu_test::gpuRankCount();
   REQUIRE(nranks >= 1);
   auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
-    scclSparseConfig_t s2 = sparseConfig("s2", 0.01);
+    scclSparseConfig_t dense = sparseConfig("dense", 0.01);
     scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
-    scclSparsifier_t s2_sp = nullptr, sync_free_sp = nullptr;
-    if (scclSparsifierCreate(&s2_sp, comm, kCount, scclFloat32, &s2) != scclSuccess ||
+    scclSparsifier_t dense_sp = nullptr, sync_free_sp = nullptr;
+    if (scclSparsifierCreate(&dense_sp, comm, kCount, scclFloat32, &dense) != scclSuccess ||
         scclSparsifierCreate(&sync_free_sp, comm, kCount, scclFloat32, &sync_free) != scclSuccess)
       return "create: " + lastError(comm);
     DeviceBuffer<float> grad(gradientOf.vector(r, 0)), out(kCount);
@@ -93,9 +94,9 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
     if (scclSparseAllreduce(grad.get(), host_out.data(), kCount, scclFloat32, scclSum, sync_free_sp,
                             comm, nullptr) != scclInvalidArgument)
       return "GPU sendbuf with a host recvbuf was not scclInvalidArgument";
-    if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, s2_sp, comm,
+    if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, dense_sp, comm,
                             nullptr) != scclInvalidUsage)
-      return "s2 on device buffers was not scclInvalidUsage";
+      return "the dense preset on device buffers was not scclInvalidUsage";
     if (lastError(comm).find("gather") == std::string::npos)
       return "the refusal does not name what runs on the device: " + lastError(comm);
     if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclAvg, sync_free_sp, comm,
@@ -104,7 +105,7 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
     scclResult_t async = scclSuccess;
     scclCommGetAsyncError(comm, &async);
     if (async != scclSuccess) return "the communicator is in an error state";
-    scclSparsifierDestroy(s2_sp);
+    scclSparsifierDestroy(dense_sp);
     scclSparsifierDestroy(sync_free_sp);
     return "";
   });

@@ -1,6 +1,6 @@
 // The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
 // collectives: core/device_collectives.h), which run before anything touches a buffer, so they
-// are testable without a GPU: a reduction without a device path (sketch), an estimator that
+// are testable without a GPU: a reduction without a device path (dense), an estimator that
 // samples into host arrays (dgc), a residual already in host memory and a transport that carries
 // host memory only are scclInvalidUsage naming what is missing; the communicator stays usable
 // afterwards. (The device paths themselves are the GPU suite's
@@ -32,13 +32,13 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
           "[sparse][device_checks]") {
   const size_t count = 4096;
   auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
-    scclSparseConfig_t s2 = sparseConfig("s2", 0.01);
+    scclSparseConfig_t dense = sparseConfig("dense", 0.01);
     scclSparseConfig_t dgc = sparseConfig("topk", 0.01);
     dgc.estimator = "dgc";
     scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
-    scclSparsifier_t s2_sp = nullptr, dgc_sp = nullptr, sync_free_sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&s2_sp, comm, count, scclFloat32, &s2), scclSuccess,
-                         "create s2") ||
+    scclSparsifier_t dense_sp = nullptr, dgc_sp = nullptr, sync_free_sp = nullptr;
+    if (!log.checkResult(scclSparsifierCreate(&dense_sp, comm, count, scclFloat32, &dense),
+                         scclSuccess, "create dense") ||
         !log.checkResult(scclSparsifierCreate(&dgc_sp, comm, count, scclFloat32, &dgc), scclSuccess,
                          "create topk with dgc") ||
         !log.checkResult(scclSparsifierCreate(&sync_free_sp, comm, count, scclFloat32, &sync_free),
@@ -47,12 +47,13 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     std::vector<float> grad(count), out(count);
     for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(3, rank, 0, i);
 
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*s2_sp, nullptr), scclInvalidUsage, "s2");
-    const std::string s2_text = scclGetLastError(nullptr);
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*dense_sp, nullptr), scclInvalidUsage,
+                    "the dense preset");
+    const std::string dense_text = scclGetLastError(nullptr);
 #if SCCL_BUILD_CUDA_KERNELS
-    log.check(mentions(s2_text, "sketch") && mentions(s2_text, "gather") &&
-                  mentions(s2_text, "sync_free"),
-              "the refusal names the reduction and what runs on the device: " + s2_text);
+    log.check(mentions(dense_text, "'dense'") && mentions(dense_text, "gather") &&
+                  mentions(dense_text, "sketch") && mentions(dense_text, "sync_free"),
+              "the refusal names the reduction and what runs on the device: " + dense_text);
     log.checkResult(sccl::checkDeviceSparseAllreduce(*dgc_sp, nullptr), scclInvalidUsage,
                     "the dgc estimator");
     const std::string dgc_text = scclGetLastError(nullptr);
@@ -64,7 +65,8 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl"),
               "the refusal names the transport: " + transport_text);
 #else
-    log.check(mentions(s2_text, "no CUDA kernels"), "the refusal names the build: " + s2_text);
+    log.check(mentions(dense_text, "no CUDA kernels"),
+              "the refusal names the build: " + dense_text);
 #endif
     // The device branch of the call: refused as an invalid usage, no state changed, the
     // communicator healthy, and a host call afterwards runs as call 0.
@@ -86,7 +88,7 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(host_text, "host memory since its first call"),
               "the refusal says where the residual is: " + host_text);
 #endif
-    log.checkResult(scclSparsifierDestroy(s2_sp), scclSuccess, "destroy s2");
+    log.checkResult(scclSparsifierDestroy(dense_sp), scclSuccess, "destroy dense");
     log.checkResult(scclSparsifierDestroy(dgc_sp), scclSuccess, "destroy topk with dgc");
     log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
   });

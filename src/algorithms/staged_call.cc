@@ -1,5 +1,5 @@
-// runStagedGatherCall: see staged_gather_call.h.
-#include "algorithms/staged_gather_call.h"
+// runStagedCall: see staged_call.h.
+#include "algorithms/staged_call.h"
 
 #include <utility>
 
@@ -8,8 +8,8 @@
 
 namespace sccl {
 
-scclResult_t runStagedGatherCall(SparseCall& call, const KernelBackend& kernels,
-                                 DeviceStaging& staging, StagedVectors& vectors, void* stream) {
+scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
+                           StagedVectors& vectors, void* stream) {
   scclSparsifier& sp = *call.sp;
   SCCL_CHECK(kernels.fillZero(vectors.nonfinite, sizeof(uint64_t), stream));
   SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,

@@ -1,11 +1,13 @@
-// The gather reduction on device buffers: MiCRO, ExDyna, Top-k, CLT-k, the hard threshold, SIDCo,
-// RedSync and GaussianK with the residual in GPU memory. Not a second implementation: the call is
-// algorithms/staged_gather_call.cc (accumulate, then algorithms/gather_reduction.cc itself), whose
-// kernels are the CUDA backend's and whose index, value and count arrays move through the
-// sparsifier's device staging (algorithms/device_staging.h, cuda/device_staging_cuda.cc), so the
-// selections, checks, exchange and bytes on the wire are the host reduction's, tested on the CPU.
+// The gather and sketch reductions on device buffers: MiCRO, ExDyna, Top-k, CLT-k, the hard
+// threshold, SIDCo (and the RedSync and GaussianK estimators), and the S2 Reducer, with the
+// residual in GPU memory. Not a second implementation: the call is algorithms/staged_call.cc
+// (accumulate, then the reduction itself, algorithms/gather_reduction.cc or
+// sketch_reduction.cc), whose kernels are the CUDA backend's and whose index, value, count,
+// norm, bitmap and table arrays move through the sparsifier's device staging
+// (algorithms/device_staging.h, cuda/device_staging_cuda.cc), so the selections, checks, exchange
+// and bytes on the wire are the host reduction's, tested on the CPU ([staged_call]).
 //
-// Steps of a call, on the caller's stream (d_ = device memory):
+// Steps of a gather call, on the caller's stream (d_ = device memory):
 //  1. d_acc = d_residual + sendbuf, non-finite count read back (8 bytes);
 //  2. the reduction: threshold (the estimator's kernels read d_acc), selection into a device
 //     buffer, its count and indices read back (8 bytes each), the values too when top-k or
@@ -17,10 +19,13 @@
 // stream before the value all-reduce (the transport's operations run on its own stream), and the
 // estimator's read-backs (top-k: the k-th value; SIDCo, RedSync, GaussianK: moments; the density
 // correction: its bin counts). Bytes on the wire: the host gather reduction's.
+// A sketch call reads back the block norms ("topk" selection, 8 bytes per block) or the marked
+// blocks ("nonzero", 1 byte per block), sends the bitmaps back up (1 byte per block each), and
+// encodes, all-reduces (after a wait for the stream) and decodes the table on the device.
 #include <cuda_runtime_api.h>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/staged_gather_call.h"
+#include "algorithms/staged_call.h"
 #include "core/error.h"
 #include "core/sparsifier.h"
 #include "core/sparsifier_device.h"
@@ -29,14 +34,13 @@
 
 namespace sccl {
 
-scclResult_t runDeviceGatherCall(SparseCall& call, void* stream_handle) {
+scclResult_t runDeviceStagedCall(SparseCall& call, void* stream_handle) {
   scclSparsifier& sp = *call.sp;
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
   StagedVectors vectors{d->residual, d->acc, d->nonfinite};
-  const scclResult_t result =
-      runStagedGatherCall(call, d->kernels, d->staging, vectors, stream_handle);
+  const scclResult_t result = runStagedCall(call, d->kernels, d->staging, vectors, stream_handle);
   d->residual = vectors.residual;
   d->acc = vectors.acc;
   return result;

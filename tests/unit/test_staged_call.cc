@@ -1,10 +1,11 @@
-// The gather reduction as the device path runs it (algorithms/staged_gather_call.h: accumulator
-// outside the sparsifier, index, value and count arrays staged through DeviceStaging), here with
-// the CPU kernels and a staging whose "device" buffers are separate host copies that are poisoned
-// whenever they grow: any copy the reduction forgot, or made too short, shows up as a difference
-// from the plain host run. Outputs, residuals and counts must be bitwise the host run's for every
-// gather preset, scclAvg, max_density_slack, and a NaN under the propagate policy. (The CUDA
-// staging itself is cuda/device_staging_cuda.cc; the GPU suite compares the device run.)
+// The gather and sketch reductions as the device path runs them (algorithms/staged_call.h:
+// accumulator outside the sparsifier, index, value and count arrays staged through DeviceStaging),
+// here with the CPU kernels and a staging whose "device" buffers are separate host copies that are
+// poisoned whenever they grow: any copy the reduction forgot, or made too short, shows up as a
+// difference from the plain host run. Outputs, residuals and counts must be bitwise the host run's
+// for every gather preset, scclAvg, max_density_slack, non-finite steps, and S2's block selections
+// and feedback modes. (The CUDA staging itself is cuda/device_staging_cuda.cc; the GPU suite
+// compares the device run.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "algorithms/call_header.h"
-#include "algorithms/staged_gather_call.h"
+#include "algorithms/staged_call.h"
 #include "core/average.h"
 #include "core/sparsifier.h"
 #include "support/local_ranks.h"
@@ -85,8 +86,7 @@ StagedRun runStaged(int nranks, size_t count, const scclSparseConfig_t& config, 
       call.recvbuf = out.data();
       call.op = op;
       RankIteration& record = run.calls[size_t(t)][size_t(rank)];
-      record.result =
-          sccl::runStagedGatherCall(call, sccl::cpuKernels(), staging, vectors, nullptr);
+      record.result = sccl::runStagedCall(call, sccl::cpuKernels(), staging, vectors, nullptr);
       if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
       record.output = out;
       const float* now = static_cast<const float*>(vectors.residual);
@@ -129,7 +129,7 @@ void requireSameAsHost(const char* what, int nranks, size_t count, const scclSpa
 
 }  // namespace
 
-TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_gather]") {
+TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_call]") {
   const size_t count = 20011;
   GradientFn gradient = [](int r, uint64_t t, size_t i) {
     return gradientValue(37, r, t, i) * (i < 4000 ? 6.0f : 1.0f);
@@ -150,7 +150,26 @@ TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_ga
   requireSameAsHost("topk density 0.001 scclAvg", 2, count, topk_avg, 4, gradient, scclAvg);
 }
 
-TEST_CASE("staged gather reduction discards a non finite step as the host run", "[staged_gather]") {
+TEST_CASE("staged sketch reduction equals the host run bit for bit", "[staged_call]") {
+  const size_t count = 12007;
+  GradientFn dense = [](int r, uint64_t t, size_t i) {
+    return gradientValue(43, r, t, i) * (i % 1000 < 64 ? 5.0f : 1.0f);
+  };
+  requireSameAsHost("s2 topk blocks", 3, count, sparseConfig("s2", 0.01), 5, dense, scclSum);
+  scclSparseConfig_t decode_error = sparseConfig("s2", 0.02);
+  decode_error.sketchFeedback = "decode_error";
+  requireSameAsHost("s2 decode_error feedback scclAvg", 3, count, decode_error, 5, dense, scclAvg);
+  // Embedding-like gradients: a few rows of 32 touched per call, the rest exactly zero.
+  GradientFn rows = [](int r, uint64_t t, size_t i) {
+    const size_t row = i / 32;
+    return (row * 7 + size_t(r) * 3 + size_t(t)) % 41 == 0 ? gradientValue(47, r, t, i) : 0.0f;
+  };
+  scclSparseConfig_t nonzero = sparseConfig("s2", 0.05);
+  nonzero.sketchBlockSelection = "nonzero";
+  requireSameAsHost("s2 nonzero blocks", 3, count, nonzero, 5, rows, scclSum);
+}
+
+TEST_CASE("staged gather reduction discards a non finite step as the host run", "[staged_call]") {
   const size_t count = 5003;
   GradientFn gradient = [](int r, uint64_t t, size_t i) {
     if (r == 1 && t == 2 && i == 17) return std::numeric_limits<float>::infinity();
@@ -161,4 +180,6 @@ TEST_CASE("staged gather reduction discards a non finite step as the host run", 
   scclSparseConfig_t strict = sparseConfig("topk", 0.01);
   strict.nonFinite = scclNonFiniteError;
   requireSameAsHost("topk with the error policy", 3, count, strict, 4, gradient, scclSum);
+  requireSameAsHost("s2 with an inf on rank 1 at call 2", 3, count, sparseConfig("s2", 0.01), 5,
+                    gradient, scclSum);
 }

@@ -1,7 +1,8 @@
-// One call of the gather reduction (gather_reduction.cc) on an accumulator that lives with
-// `kernels` rather than in the sparsifier's host buffers: accumulate, run the reduction with the
-// call's arrays staged through `staging`, swap residual and accumulator when the step completes.
-// The CUDA path (cuda/device_gather_call.cc) runs it with the CUDA backend and device buffers;
+// One call of the gather or sketch reduction (gather_reduction.cc, sketch_reduction.cc) on an
+// accumulator that lives with `kernels` rather than in the sparsifier's host buffers: accumulate,
+// run the reduction with the call's arrays staged through `staging`, swap residual and
+// accumulator when the step completes.
+// The CUDA path (cuda/device_staged_call.cc) runs it with the CUDA backend and device buffers;
 // the unit tests run it with the CPU kernels and a staging that keeps separate copies, which
 // checks every copy the reduction makes against the plain host run, bit for bit.
 #pragma once
@@ -22,7 +23,7 @@ struct StagedVectors {
   uint64_t* nonfinite = nullptr;
 };
 
-scclResult_t runStagedGatherCall(SparseCall& call, const KernelBackend& kernels,
-                                 DeviceStaging& staging, StagedVectors& vectors, void* stream);
+scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
+                           StagedVectors& vectors, void* stream);
 
 }  // namespace sccl
