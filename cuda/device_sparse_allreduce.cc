@@ -196,11 +196,6 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) 
                 "algorithm '%s' (reduction '%s') runs on host buffers only (docs/gpu.md)",
                 sp.config.algorithm.c_str(), reduction.c_str());
   }
-  if (reduction == "gather" && sp.config.estimator == "dgc") {
-    return fail(scclInvalidUsage,
-                "sendbuf/recvbuf are GPU memory, but estimator 'dgc' samples the accumulator "
-                "into host arrays; it runs on host buffers only (docs/gpu.md)");
-  }
   if (reduction == "sync_free" && !sp.estimator->correctable() && sp.config.estimator != "fixed") {
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are GPU memory: the sync_free reduction on the device takes its "

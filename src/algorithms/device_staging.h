@@ -16,15 +16,17 @@ namespace sccl {
 class DeviceStaging {
  public:
   enum Buffer {
-    kLocalIndices,   // gather: this rank's selection
-    kGlobalIndices,  // gather: the k' indices of every rank
-    kValues,         // gather: values at those indices
-    kCounts,         // density correction: bin counts
-    kBlockNorms,     // sketch: squared norm of every block
-    kLocalBitmap,    // sketch: this rank's marked blocks
-    kGlobalBitmap,   // sketch: the union
-    kTable,          // sketch: the count sketch
-    kDecoded,        // sketch, "decode_error": the decoded sum / n
+    kLocalIndices,      // gather: this rank's selection
+    kGlobalIndices,     // gather: the k' indices of every rank
+    kValues,            // gather: values at those indices
+    kCounts,            // density correction: bin counts
+    kBlockNorms,        // sketch: squared norm of every block
+    kLocalBitmap,       // sketch: this rank's marked blocks
+    kGlobalBitmap,      // sketch: the union
+    kTable,             // sketch: the count sketch
+    kDecoded,           // sketch, "decode_error": the decoded sum / n
+    kEstimatorIndices,  // dgc: sampled or selected indices
+    kEstimatorValues,   // dgc: their values
     kBufferCount
   };
 

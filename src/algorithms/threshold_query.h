@@ -35,6 +35,7 @@ inline ThresholdQuery selectionQuery(const SparseCall& call, IndexRange range) {
   ThresholdQuery query;
   query.kernels = &callKernels(call);
   query.stream = call.stream;
+  query.device = call.device;
   query.acc = call.acc;
   query.acc_dtype = sp.acc_dtype;
   query.range = range;

@@ -13,6 +13,9 @@
 //     exactly k are selected. Fewer than 4k/3 (also fewer than k) are kept as they are.
 //  A zero sample threshold is raised to the smallest denormal, so exact zeros are never selected
 //  (an all-zero range gives +inf: nothing to send).
+// On device buffers (q.device) the kernels run on the GPU and the sampled or selected values come
+// to the host through the staging; their k-th largest is always taken by the CPU kernels, so both
+// paths give the same threshold.
 // Passes over the data: the count pass, plus a selection pass into scratch when trimming, then
 // the caller's selection. The sample itself costs O(s) random reads.
 // Differences from the reference: the sample is drawn with replacement by hashing (the
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "algorithms/device_staging.h"
 #include "estimators/estimator_factories.h"
 
 namespace sccl {
@@ -79,11 +83,24 @@ class DgcEstimator final : public ThresholdEstimator {
       sample_idx_[j] = static_cast<int64_t>(q.range.begin + splitmix64(stream + j) % n);
     }
     sample_val_.resize(samples * element);
-    SCCL_CHECK(kernels.gather(q.acc, q.acc_dtype, sample_idx_.data(), samples, sample_val_.data(),
-                              q.stream));
+    // The sampled values come to the host (on device buffers through the staging), where the
+    // CPU kernels find their k-th largest: the same bits on either path.
+    const int64_t* idx = sample_idx_.data();
+    void* values = sample_val_.data();
+    if (q.device != nullptr) {
+      void* buffer = nullptr;
+      SCCL_CHECK(
+          q.device->buffer(DeviceStaging::kEstimatorIndices, samples * sizeof(int64_t), &buffer));
+      SCCL_CHECK(q.device->toDevice(buffer, sample_idx_.data(), samples * sizeof(int64_t)));
+      idx = static_cast<const int64_t*>(buffer);
+      SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorValues, samples * element, &values));
+    }
+    SCCL_CHECK(kernels.gather(q.acc, q.acc_dtype, idx, samples, values, q.stream));
+    if (q.device != nullptr)
+      SCCL_CHECK(q.device->toHost(sample_val_.data(), values, samples * element));
     double t = 0;
-    SCCL_CHECK(
-        kernels.kthLargestAbs(sample_val_.data(), q.acc_dtype, 0, samples, sample_k, &t, q.stream));
+    SCCL_CHECK(cpuKernels().kthLargestAbs(sample_val_.data(), q.acc_dtype, 0, samples, sample_k, &t,
+                                          nullptr));
     if (std::isnan(t)) {
       *out = kInfinity;
       return scclSuccess;
@@ -106,13 +123,24 @@ class DgcEstimator final : public ThresholdEstimator {
     if (above.count <= n / 4) {
       selected_idx_.resize(above.count);
       selected_val_.resize(above.count * element);
+      int64_t* selected_idx = selected_idx_.data();
+      void* selected_val = selected_val_.data();
+      if (q.device != nullptr) {
+        void* buffer = nullptr;
+        SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorIndices, above.count * sizeof(int64_t),
+                                    &buffer));
+        selected_idx = static_cast<int64_t*>(buffer);
+        SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorValues, above.count * element,
+                                    &selected_val));
+      }
       size_t got = 0;
       SCCL_CHECK(kernels.selectAbove(q.acc, q.acc_dtype, q.range.begin, q.range.end, t,
-                                     selected_idx_.data(), selected_val_.data(), above.count, &got,
-                                     q.stream));
+                                     selected_idx, selected_val, above.count, &got, q.stream));
       const size_t kept = std::min<size_t>(got, above.count);
-      SCCL_CHECK(kernels.kthLargestAbs(selected_val_.data(), q.acc_dtype, 0, kept,
-                                       std::min<uint64_t>(k, kept), &exact, q.stream));
+      if (q.device != nullptr)
+        SCCL_CHECK(q.device->toHost(selected_val_.data(), selected_val, kept * element));
+      SCCL_CHECK(cpuKernels().kthLargestAbs(selected_val_.data(), q.acc_dtype, 0, kept,
+                                            std::min<uint64_t>(k, kept), &exact, nullptr));
     } else {
       SCCL_CHECK(kernels.kthLargestAbs(q.acc, q.acc_dtype, q.range.begin, q.range.end, k, &exact,
                                        q.stream));

@@ -29,6 +29,8 @@
 
 namespace sccl {
 
+class DeviceStaging;
+
 struct EstimatorParams {
   double density = 0.01;  // target k / count
   size_t count = 0;
@@ -61,6 +63,9 @@ struct ThresholdQuery {
   uint64_t k_target_local = 0;  // entries this rank should select when it selects alone (top-k: k)
   uint64_t iteration = 0;
   void* stream = nullptr;  // the kernels' stream (NULL on the CPU backend)
+  // On device buffers: device buffers and copies for an estimator that moves index or value
+  // arrays between the kernels and the host (algorithms/device_staging.h); null on the CPU.
+  DeviceStaging* device = nullptr;
 };
 
 class ThresholdEstimator {

@@ -1,7 +1,7 @@
 // The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
 // collectives: core/device_collectives.h), which run before anything touches a buffer, so they
-// are testable without a GPU: a reduction without a device path (dense), an estimator that
-// samples into host arrays (dgc), a residual already in host memory and a transport that carries
+// are testable without a GPU: a reduction without a device path (dense), a residual already in
+// host memory and a transport that carries
 // host memory only are scclInvalidUsage naming what is missing; the communicator stays usable
 // afterwards. (The device paths themselves are the GPU suite's
 // tests/gpu/test_gpu_sparse_allreduce.cc and test_gpu_dense_collectives.cc.)
@@ -33,14 +33,10 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
   const size_t count = 4096;
   auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparseConfig_t dense = sparseConfig("dense", 0.01);
-    scclSparseConfig_t dgc = sparseConfig("topk", 0.01);
-    dgc.estimator = "dgc";
     scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
-    scclSparsifier_t dense_sp = nullptr, dgc_sp = nullptr, sync_free_sp = nullptr;
+    scclSparsifier_t dense_sp = nullptr, sync_free_sp = nullptr;
     if (!log.checkResult(scclSparsifierCreate(&dense_sp, comm, count, scclFloat32, &dense),
                          scclSuccess, "create dense") ||
-        !log.checkResult(scclSparsifierCreate(&dgc_sp, comm, count, scclFloat32, &dgc), scclSuccess,
-                         "create topk with dgc") ||
         !log.checkResult(scclSparsifierCreate(&sync_free_sp, comm, count, scclFloat32, &sync_free),
                          scclSuccess, "create micro_sync_free"))
       return;
@@ -54,10 +50,6 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(dense_text, "'dense'") && mentions(dense_text, "gather") &&
                   mentions(dense_text, "sketch") && mentions(dense_text, "sync_free"),
               "the refusal names the reduction and what runs on the device: " + dense_text);
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*dgc_sp, nullptr), scclInvalidUsage,
-                    "the dgc estimator");
-    const std::string dgc_text = scclGetLastError(nullptr);
-    log.check(mentions(dgc_text, "dgc"), "the refusal names the estimator: " + dgc_text);
     // micro_sync_free has a device path, but the in-process transport carries host memory.
     log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp, nullptr), scclInvalidUsage,
                     "micro_sync_free over the local transport");
@@ -89,7 +81,6 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
               "the refusal says where the residual is: " + host_text);
 #endif
     log.checkResult(scclSparsifierDestroy(dense_sp), scclSuccess, "destroy dense");
-    log.checkResult(scclSparsifierDestroy(dgc_sp), scclSuccess, "destroy topk with dgc");
     log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
   });
   REQUIRE_NO_RANK_FAILURES(failures);

@@ -138,11 +138,22 @@ TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_ca
     scclSparseConfig_t config = sparseConfig(preset, 0.01);
     requireSameAsHost(preset, 3, count, config, 6, gradient, scclSum);
   }
-  for (const char* estimator : {"redsync", "gaussiank"}) {
+  for (const char* estimator : {"redsync", "gaussiank", "dgc"}) {
     scclSparseConfig_t config = sparseConfig("topk", 0.01);
     config.estimator = estimator;
     requireSameAsHost(estimator, 3, count, config, 4, gradient, scclSum);
   }
+  // DGC's other branches: a sample of the whole range, whose threshold is kept as it is, and a
+  // trim among the selected entries (more than 4k/3 but at most n/4 pass the sampled threshold).
+  scclSparseConfig_t dgc_kept = sparseConfig("topk", 0.01);
+  dgc_kept.estimator = "dgc";
+  dgc_kept.dgcSampleRatio = 1.0;
+  requireSameAsHost("dgc sample ratio 1", 3, count, dgc_kept, 4, gradient, scclSum);
+  scclSparseConfig_t dgc_trim = sparseConfig("topk", 0.05);
+  dgc_trim.estimator = "dgc";
+  dgc_trim.dgcSampleRatio = 0.02;
+  requireSameAsHost("dgc density 0.05 sample ratio 0.02", 3, count, dgc_trim, 4, gradient,
+                    scclSum);
   scclSparseConfig_t capped = sparseConfig("exdyna", 0.01);
   capped.maxDensitySlack = 0.0;
   requireSameAsHost("exdyna max_density_slack 0 scclAvg", 3, count, capped, 6, gradient, scclAvg);
