@@ -227,6 +227,11 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   const KernelBackend& kernels = d->kernels;
+  d->staging.setStream(stream);
+  call.acc = d->acc;
+  call.kernels = &d->kernels;
+  call.device = &d->staging;  // the estimator's query and the non-finite output use it
+  call.stream = stream_handle;
   const int rank = sp.comm->rank;
   const size_t n = static_cast<size_t>(sp.comm->nranks);
   const uint64_t capacity = d->capacity;
@@ -242,11 +247,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   call.threshold = sp.estimator->currentThreshold();
   if (range.size() > 0) {  // as the host reduction: an empty range asks the estimator nothing
-    ThresholdQuery query = selectionQuery(call, range);
-    query.kernels = &d->kernels;
-    query.acc = d->acc;
-    query.stream = stream_handle;
-    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &call.threshold));
     if (sp.estimator->exactCount()) {
       return fail(scclInternalError, "device sparse all-reduce: estimator '%s' asks for trimming",
                   sp.estimator->name());
@@ -254,12 +255,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   }
   // Every rank's range (this rank's bounds the selection, all of them check the peers' indices),
   // the threshold and the call number, to the device.
-  std::vector<uint64_t> ranges(2 * n);
-  for (size_t r = 0; r < n; ++r) {
-    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
-    ranges[2 * r] = of.begin;
-    ranges[2 * r + 1] = of.end;
-  }
+  const std::vector<uint64_t> ranges = rankRanges(sp);
   const uint64_t sequence = sp.iteration;
   SCCL_CUDA_CHECK(cudaMemcpyAsync(d->ranges, ranges.data(), ranges.size() * sizeof(uint64_t),
                                   cudaMemcpyHostToDevice, stream),
@@ -291,8 +287,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
   call.k_local = sp.rank_counts[static_cast<size_t>(rank)];
   call.nonfinite_local = headers[static_cast<size_t>(rank)].nonfinite;
   if (anyNonFinite(headers)) {
-    return applyNonFinitePolicy(
-        call, headers, [&] { return fillDeviceNaN(call.recvbuf, sp.count, sp.dtype, stream); });
+    return applyNonFinitePolicy(call, headers);
   }
 
   // Step 6: every peer's indices checked against its range while the values are gathered.

@@ -10,16 +10,6 @@
 
 namespace sccl {
 
-scclResult_t fillDeviceNaN(void* recvbuf, size_t count, scclDataType_t dtype, cudaStream_t stream) {
-  const size_t bytes = count * dataTypeSize(dtype);
-  std::vector<unsigned char> pattern(bytes);
-  fillWithNaN(pattern.data(), count, dtype);
-  SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream),
-                  "device sparse all-reduce: NaN output");
-  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: NaN output");
-  return scclSuccess;
-}
-
 scclResult_t CudaDeviceStaging::buffer(Buffer which, size_t bytes, void** out) {
   return buffers_[which].reserve(bytes, out);
 }
@@ -45,8 +35,15 @@ scclResult_t CudaDeviceStaging::synchronize() {
   return scclSuccess;
 }
 
+// The host reduction's pattern (fillWithNaN), written from the host; waits for the copy.
 scclResult_t CudaDeviceStaging::fillNaN(void* recvbuf, size_t count, scclDataType_t dtype) {
-  return fillDeviceNaN(recvbuf, count, dtype, stream_);
+  const size_t bytes = count * dataTypeSize(dtype);
+  std::vector<unsigned char> pattern(bytes);
+  fillWithNaN(pattern.data(), count, dtype);
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(recvbuf, pattern.data(), bytes, cudaMemcpyHostToDevice, stream_),
+                  "device sparse all-reduce: NaN output");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(stream_), "device sparse all-reduce: NaN output");
+  return scclSuccess;
 }
 
 scclResult_t CudaDeviceStaging::divideByRanks(void* x, size_t count, scclDataType_t dtype,

@@ -12,10 +12,6 @@
 
 namespace sccl {
 
-// recvbuf = NaN of dtype on `stream` (the host reduction's pattern, written from the host), and
-// waits for it.
-scclResult_t fillDeviceNaN(void* recvbuf, size_t count, scclDataType_t dtype, cudaStream_t stream);
-
 class CudaDeviceStaging final : public DeviceStaging {
  public:
   explicit CudaDeviceStaging(const CudaKernels& kernels) : kernels_(kernels) {}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -66,8 +67,7 @@ void fillWithNaN(void* out, size_t count, scclDataType_t dtype) {
   }
 }
 
-scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers,
-                                  const std::function<scclResult_t()>& fill_output) {
+scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers) {
   scclSparsifier& sp = *call.sp;
   size_t first = 0;
   while (first + 1 < headers.size() && headers[first].nonfinite == 0) ++first;
@@ -79,8 +79,8 @@ scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader
   }
   SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
             sp.comm->rank, first);
-  if (fill_output) {
-    SCCL_CHECK(fill_output());
+  if (call.device != nullptr) {
+    SCCL_CHECK(call.device->fillNaN(call.recvbuf, sp.count, sp.dtype));
   } else {
     fillWithNaN(call.recvbuf, sp.count, sp.dtype);
   }

@@ -34,9 +34,8 @@ void fillWithNaN(void* out, size_t count, scclDataType_t dtype);
 // A step with NaN/Inf on some rank (every rank calls it with the same headers, so every rank
 // does the same): scclNonFiniteError returns scclInvalidArgument naming the first such rank,
 // with nothing changed; scclNonFinitePropagate fills recvbuf with NaN of the gradient type, marks
-// the step discarded (the residual stays as it was) and returns success. fill_output writes those
-// NaNs where recvbuf is not host memory (the device path); null: fillWithNaN on call.recvbuf.
-scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers,
-                                  const std::function<scclResult_t()>& fill_output = nullptr);
+// the step discarded (the residual stays as it was) and returns success. The NaNs are written by
+// call.device on device buffers, by fillWithNaN on host buffers.
+scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers);
 
 }  // namespace sccl

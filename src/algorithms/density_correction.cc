@@ -118,17 +118,14 @@ scclResult_t correctThreshold(SparseCall& call, IndexRange range, double* thresh
   std::vector<uint64_t> counts(w.bins + 1, 0);
   auto start = std::chrono::steady_clock::now();
   if (range.size() > 0) {
-    uint64_t* bins = counts.data();  // on device buffers the kernel counts into device memory
-    if (call.device != nullptr) {
-      void* buffer = nullptr;
-      SCCL_CHECK(
-          call.device->buffer(DeviceStaging::kCounts, counts.size() * sizeof(uint64_t), &buffer));
-      bins = static_cast<uint64_t*>(buffer);
-    }
+    const size_t bytes = counts.size() * sizeof(uint64_t);
+    void* bins = nullptr;  // on device buffers the kernel counts into device memory
+    SCCL_CHECK(
+        stagedArray(call.device, DeviceStaging::kCounts, counts.data(), bytes, false, &bins));
     SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end,
-                                                 w.base, w.shift, w.bins, bins, call.stream));
-    if (call.device != nullptr)
-      SCCL_CHECK(call.device->toHost(counts.data(), bins, counts.size() * sizeof(uint64_t)));
+                                                 w.base, w.shift, w.bins,
+                                                 static_cast<uint64_t*>(bins), call.stream));
+    SCCL_CHECK(unstageArray(call.device, counts.data(), bins, bytes));
   }
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

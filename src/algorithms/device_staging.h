@@ -45,4 +45,25 @@ class DeviceStaging {
   virtual scclResult_t divideByRanks(void* x, size_t count, scclDataType_t dtype, int nranks) = 0;
 };
 
+// The array the kernels use for the host array `host` (bytes long): `host` itself when staging
+// is null (host buffers); else the staging's device buffer `which`, filled from `host` when
+// `upload`.
+inline scclResult_t stagedArray(DeviceStaging* staging, DeviceStaging::Buffer which, void* host,
+                                size_t bytes, bool upload, void** out) {
+  if (staging == nullptr) {
+    *out = host;
+    return scclSuccess;
+  }
+  scclResult_t result = staging->buffer(which, bytes > 0 ? bytes : 1, out);
+  if (result == scclSuccess && upload) result = staging->toDevice(*out, host, bytes);
+  return result;
+}
+
+// After the kernels wrote `array` (from stagedArray): its bytes into `host`, unless they are the
+// same memory (staging null).
+inline scclResult_t unstageArray(DeviceStaging* staging, void* host, const void* array,
+                                 size_t bytes) {
+  return staging == nullptr ? scclSuccess : staging->toHost(host, array, bytes);
+}
+
 }  // namespace sccl

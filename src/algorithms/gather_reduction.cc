@@ -64,20 +64,16 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, siz
   int64_t* idx = nullptr;  // where the kernels write: the host array, or its device buffer
   auto select = [&](size_t room) -> scclResult_t {
     if (sp.local_indices.size() < room) sp.local_indices.resize(room);
-    idx = sp.local_indices.data();
-    if (call.device != nullptr) {
-      void* buffer = nullptr;
-      SCCL_CHECK(
-          call.device->buffer(DeviceStaging::kLocalIndices, room * sizeof(int64_t), &buffer));
-      idx = static_cast<int64_t*>(buffer);
-    }
+    void* array = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
+                           room * sizeof(int64_t), false, &array));
+    idx = static_cast<int64_t*>(array);
     return kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold, idx,
                                nullptr, room, &n, call.stream);
   };
   SCCL_CHECK(select(std::max(capacity, sp.local_indices.size())));
   if (n > sp.local_indices.size()) SCCL_CHECK(select(n));
-  if (call.device != nullptr)
-    SCCL_CHECK(call.device->toHost(sp.local_indices.data(), idx, n * sizeof(int64_t)));
+  SCCL_CHECK(unstageArray(call.device, sp.local_indices.data(), idx, n * sizeof(int64_t)));
 
   size_t cap = n;  // max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest
   if (sp.config.max_density_slack >= 0) {
@@ -92,12 +88,11 @@ scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, siz
     // Both trims read the selected values, aligned with the indices (on the host).
     const size_t element = accElementSize(sp);
     sp.values.resize(n * element);
-    void* values = sp.values.data();
-    if (call.device != nullptr)
-      SCCL_CHECK(call.device->buffer(DeviceStaging::kValues, n * element, &values));
+    void* values = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), n * element,
+                           false, &values));
     SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, n, values, call.stream));
-    if (call.device != nullptr)
-      SCCL_CHECK(call.device->toHost(sp.values.data(), values, n * element));
+    SCCL_CHECK(unstageArray(call.device, sp.values.data(), values, n * element));
     if (exact) {
       n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n,
                                query.k_target_local, call.threshold);
@@ -159,17 +154,13 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
   const size_t k = sp.global_indices.size();
   const size_t element = accElementSize(sp);
   sp.values.resize(std::max<size_t>(1, k) * element);
-  const int64_t* idx = sp.global_indices.data();
-  void* values = sp.values.data();
-  if (call.device != nullptr) {
-    void* buffer = nullptr;
-    SCCL_CHECK(call.device->buffer(DeviceStaging::kGlobalIndices,
-                                   std::max<size_t>(1, k) * sizeof(int64_t), &buffer));
-    SCCL_CHECK(call.device->toDevice(buffer, sp.global_indices.data(), k * sizeof(int64_t)));
-    idx = static_cast<const int64_t*>(buffer);
-    SCCL_CHECK(
-        call.device->buffer(DeviceStaging::kValues, std::max<size_t>(1, k) * element, &values));
-  }
+  void* indices = nullptr;
+  void* values = nullptr;
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kGlobalIndices, sp.global_indices.data(),
+                         k * sizeof(int64_t), true, &indices));
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), k * element, false,
+                         &values));
+  const int64_t* idx = static_cast<const int64_t*>(indices);
   SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, k, values, call.stream));
   if (k > 0) {
     if (call.device != nullptr) SCCL_CHECK(call.device->synchronize());
@@ -223,11 +214,7 @@ scclResult_t runGatherReduction(SparseCall& call) {
                    : sp.count;
       },
       &headers));
-  if (anyNonFinite(headers)) {
-    if (call.device == nullptr) return applyNonFinitePolicy(call, headers);
-    return applyNonFinitePolicy(
-        call, headers, [&] { return call.device->fillNaN(call.recvbuf, sp.count, sp.dtype); });
-  }
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;

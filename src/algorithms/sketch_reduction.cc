@@ -91,24 +91,6 @@ struct SketchState final : ReductionState {
   AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
 };
 
-// The array the kernels use for `host` (bytes long): the host array itself on host buffers; on
-// device buffers the staging's device buffer `which`, filled from `host` when `upload`.
-scclResult_t kernelArray(SparseCall& call, DeviceStaging::Buffer which, void* host, size_t bytes,
-                         bool upload, void** out) {
-  if (call.device == nullptr) {
-    *out = host;
-    return scclSuccess;
-  }
-  SCCL_CHECK(call.device->buffer(which, std::max<size_t>(1, bytes), out));
-  if (upload) SCCL_CHECK(call.device->toDevice(*out, host, bytes));
-  return scclSuccess;
-}
-
-// After the kernels wrote `kernel` (from kernelArray): its bytes into `host` on device buffers.
-scclResult_t hostArray(SparseCall& call, void* host, const void* kernel, size_t bytes) {
-  return call.device == nullptr ? scclSuccess : call.device->toHost(host, kernel, bytes);
-}
-
 // Elements in the marked blocks.
 uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bitmap) {
   const size_t blocks = shape.blocks();
@@ -123,12 +105,12 @@ uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bi
 scclResult_t selectTopBlocks(SparseCall& call, SketchState& st, double* cutoff_norm) {
   const size_t blocks = st.shape.blocks();
   void* norms = nullptr;
-  SCCL_CHECK(kernelArray(call, DeviceStaging::kBlockNorms, st.norms.data(), blocks * sizeof(double),
-                         false, &norms));
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kBlockNorms, st.norms.data(),
+                         blocks * sizeof(double), false, &norms));
   SCCL_CHECK(callKernels(call).blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count,
                                                  st.shape.block, static_cast<double*>(norms),
                                                  call.stream));
-  SCCL_CHECK(hostArray(call, st.norms.data(), norms, blocks * sizeof(double)));
+  SCCL_CHECK(unstageArray(call.device, st.norms.data(), norms, blocks * sizeof(double)));
   st.order.clear();
   for (size_t b = 0; b < blocks; ++b) {
     double& sq = st.norms[b];
@@ -158,8 +140,10 @@ scclResult_t reduceSketch(SparseCall& call, SketchState& st, void** table, uint8
   const size_t table_bytes = table_elements * accElementSize(sp);
   const size_t blocks = st.shape.blocks();
   void* local = nullptr;
-  SCCL_CHECK(kernelArray(call, DeviceStaging::kTable, st.table.data(), table_bytes, false, table));
-  SCCL_CHECK(kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), blocks, true, &local));
+  SCCL_CHECK(
+      stagedArray(call.device, DeviceStaging::kTable, st.table.data(), table_bytes, false, table));
+  SCCL_CHECK(
+      stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(), blocks, true, &local));
   SCCL_CHECK(kernels.fillZero(*table, table_bytes, call.stream));
   SCCL_CHECK(kernels.sketchEncode(call.acc, sp.acc_dtype, st.shape,
                                   static_cast<const uint8_t*>(local), *table, call.stream));
@@ -184,7 +168,7 @@ scclResult_t reduceSketch(SparseCall& call, SketchState& st, void** table, uint8
     }
   }
   void* union_bitmap = nullptr;
-  SCCL_CHECK(kernelArray(call, DeviceStaging::kGlobalBitmap, st.global.data(), blocks, true,
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kGlobalBitmap, st.global.data(), blocks, true,
                          &union_bitmap));
   *global = static_cast<uint8_t*>(union_bitmap);
   return scclSuccess;
@@ -247,11 +231,11 @@ scclResult_t runSketchReduction(SparseCall& call) {
   if (st.select_nonzero) {
     void* marked = nullptr;
     const size_t blocks = st.shape.blocks();
-    SCCL_CHECK(
-        kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false, &marked));
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false,
+                           &marked));
     SCCL_CHECK(kernels.markNonzeroBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
                                          static_cast<uint8_t*>(marked), call.stream));
-    SCCL_CHECK(hostArray(call, st.local.data(), marked, blocks));
+    SCCL_CHECK(unstageArray(call.device, st.local.data(), marked, blocks));
     call.threshold = 0;
   } else {
     SCCL_CHECK(selectTopBlocks(call, st, &call.threshold));
@@ -264,11 +248,7 @@ scclResult_t runSketchReduction(SparseCall& call) {
   std::vector<CallHeader> headers;
   SCCL_CHECK(exchangeCallHeaders(
       call, [&](size_t) -> uint64_t { return sp.count; }, &headers));
-  if (anyNonFinite(headers)) {
-    if (call.device == nullptr) return applyNonFinitePolicy(call, headers);
-    return applyNonFinitePolicy(
-        call, headers, [&] { return call.device->fillNaN(call.recvbuf, sp.count, sp.dtype); });
-  }
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
     sp.rank_counts[r] = headers[r].k_local;
@@ -290,7 +270,7 @@ scclResult_t runSketchReduction(SparseCall& call) {
   if (st.feedback_decode_error) {
     if (sp.config.error_feedback) {
       void* decoded = nullptr;
-      SCCL_CHECK(kernelArray(call, DeviceStaging::kDecoded, st.decoded.data(),
+      SCCL_CHECK(stagedArray(call.device, DeviceStaging::kDecoded, st.decoded.data(),
                              sp.count * accElementSize(sp), false, &decoded));
       SCCL_CHECK(kernels.sketchDecode(table, sp.acc_dtype, st.shape, global,
                                       uint32_t(sp.comm->nranks), decoded, sp.acc_dtype,
@@ -300,8 +280,8 @@ scclResult_t runSketchReduction(SparseCall& call) {
     }
   } else {
     void* local = nullptr;  // this rank's marked blocks, already on the device since the encode
-    SCCL_CHECK(kernelArray(call, DeviceStaging::kLocalBitmap, st.local.data(), st.shape.blocks(),
-                           false, &local));
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(),
+                           st.shape.blocks(), false, &local));
     SCCL_CHECK(kernels.updateMarkedBlocks(call.acc, sp.acc_dtype, sp.count, st.shape.block,
                                           static_cast<const uint8_t*>(local), nullptr,
                                           call.stream));

@@ -122,10 +122,7 @@ scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
 
 }  // namespace
 
-scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
-                              size_t stride_words, std::vector<CallHeader>* headers) {
-  scclSparsifier& sp = *call.sp;
-  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+std::vector<uint64_t> rankRanges(const scclSparsifier& sp) {
   const size_t n = static_cast<size_t>(sp.comm->nranks);
   std::vector<uint64_t> ranges(2 * n);
   for (size_t r = 0; r < n; ++r) {
@@ -133,6 +130,15 @@ scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t
     ranges[2 * r] = of.begin;
     ranges[2 * r + 1] = of.end;
   }
+  return ranges;
+}
+
+scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
+                              size_t stride_words, std::vector<CallHeader>* headers) {
+  scclSparsifier& sp = *call.sp;
+  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const std::vector<uint64_t> ranges = rankRanges(sp);
   const SlotHeaderVerdict verdict = checkSlotHeaderWords(words, stride_words, int(n), capacity,
                                                          fingerprint, sp.iteration, ranges.data());
   if (verdict.fault != SlotFault::None) {

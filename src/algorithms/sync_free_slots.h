@@ -14,6 +14,10 @@
 
 namespace sccl {
 
+// Every rank's range at this call, 2 nranks words (begin, end): what the slot checks bound each
+// peer's count and indices by.
+std::vector<uint64_t> rankRanges(const scclSparsifier& sp);
+
 // Reads the nranks slot headers at words + r * stride_words and checks them: another sparsifier
 // or call is scclInvalidUsage naming the rank; k_r above min(capacity, rank r's range) is
 // scclRemoteError. Fills *headers and sp.rank_counts.

@@ -85,19 +85,15 @@ class DgcEstimator final : public ThresholdEstimator {
     sample_val_.resize(samples * element);
     // The sampled values come to the host (on device buffers through the staging), where the
     // CPU kernels find their k-th largest: the same bits on either path.
-    const int64_t* idx = sample_idx_.data();
-    void* values = sample_val_.data();
-    if (q.device != nullptr) {
-      void* buffer = nullptr;
-      SCCL_CHECK(
-          q.device->buffer(DeviceStaging::kEstimatorIndices, samples * sizeof(int64_t), &buffer));
-      SCCL_CHECK(q.device->toDevice(buffer, sample_idx_.data(), samples * sizeof(int64_t)));
-      idx = static_cast<const int64_t*>(buffer);
-      SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorValues, samples * element, &values));
-    }
-    SCCL_CHECK(kernels.gather(q.acc, q.acc_dtype, idx, samples, values, q.stream));
-    if (q.device != nullptr)
-      SCCL_CHECK(q.device->toHost(sample_val_.data(), values, samples * element));
+    void* idx = nullptr;
+    void* values = nullptr;
+    SCCL_CHECK(stagedArray(q.device, DeviceStaging::kEstimatorIndices, sample_idx_.data(),
+                           samples * sizeof(int64_t), true, &idx));
+    SCCL_CHECK(stagedArray(q.device, DeviceStaging::kEstimatorValues, sample_val_.data(),
+                           samples * element, false, &values));
+    SCCL_CHECK(kernels.gather(q.acc, q.acc_dtype, static_cast<const int64_t*>(idx), samples, values,
+                              q.stream));
+    SCCL_CHECK(unstageArray(q.device, sample_val_.data(), values, samples * element));
     double t = 0;
     SCCL_CHECK(cpuKernels().kthLargestAbs(sample_val_.data(), q.acc_dtype, 0, samples, sample_k, &t,
                                           nullptr));
@@ -123,22 +119,18 @@ class DgcEstimator final : public ThresholdEstimator {
     if (above.count <= n / 4) {
       selected_idx_.resize(above.count);
       selected_val_.resize(above.count * element);
-      int64_t* selected_idx = selected_idx_.data();
-      void* selected_val = selected_val_.data();
-      if (q.device != nullptr) {
-        void* buffer = nullptr;
-        SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorIndices, above.count * sizeof(int64_t),
-                                    &buffer));
-        selected_idx = static_cast<int64_t*>(buffer);
-        SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorValues, above.count * element,
-                                    &selected_val));
-      }
+      void* selected_idx = nullptr;
+      void* selected_val = nullptr;
+      SCCL_CHECK(stagedArray(q.device, DeviceStaging::kEstimatorIndices, selected_idx_.data(),
+                             above.count * sizeof(int64_t), false, &selected_idx));
+      SCCL_CHECK(stagedArray(q.device, DeviceStaging::kEstimatorValues, selected_val_.data(),
+                             above.count * element, false, &selected_val));
       size_t got = 0;
       SCCL_CHECK(kernels.selectAbove(q.acc, q.acc_dtype, q.range.begin, q.range.end, t,
-                                     selected_idx, selected_val, above.count, &got, q.stream));
+                                     static_cast<int64_t*>(selected_idx), selected_val, above.count,
+                                     &got, q.stream));
       const size_t kept = std::min<size_t>(got, above.count);
-      if (q.device != nullptr)
-        SCCL_CHECK(q.device->toHost(selected_val_.data(), selected_val, kept * element));
+      SCCL_CHECK(unstageArray(q.device, selected_val_.data(), selected_val, kept * element));
       SCCL_CHECK(cpuKernels().kthLargestAbs(selected_val_.data(), q.acc_dtype, 0, kept,
                                             std::min<uint64_t>(k, kept), &exact, nullptr));
     } else {

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,34 @@ inline int gpuRankCount() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess) return 0;
   return devices < 8 ? devices : 8;
+}
+
+// A non-blocking stream of the calling thread's device, destroyed with the object (also when a
+// rank's body returns early with a failure).
+class Stream {
+ public:
+  Stream() {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~Stream() { (void)cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+using Sparsifier = std::unique_ptr<scclSparsifier, scclResult_t (*)(scclSparsifier_t)>;
+
+// A float32 sparsifier of `count` elements on comm; "" on success, else what failed.
+inline std::string createSparsifier(scclComm_t comm, size_t count, const scclSparseConfig_t& config,
+                                    Sparsifier* out) {
+  scclSparsifier_t sp = nullptr;
+  if (scclSparsifierCreate(&sp, comm, count, scclFloat32, &config) != scclSuccess)
+    return std::string("scclSparsifierCreate: ") + scclGetLastError(comm);
+  out->reset(sp);
+  return "";
 }
 
 // Runs body(rank, comm) -> failure text ("" when it passed) on nranks threads, rank r on device

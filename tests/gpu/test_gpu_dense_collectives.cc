@@ -16,6 +16,7 @@
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
+#include "support/local_ranks.h"
 #include "transports/reduce_ops.h"
 
 using sccl_gpu_test::DeviceBuffer;
@@ -108,7 +109,6 @@ TEST_CASE("dense collectives on device buffers equal the host results bit for bi
     cudaStreamDestroy(stream);
     return "";
   });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+  CHECK_NO_RANK_FAILURES(failures);
 }
 #endif

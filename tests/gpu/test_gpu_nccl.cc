@@ -14,6 +14,7 @@
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
+#include "support/local_ranks.h"
 #include "transports/reduce_ops.h"
 #if SCCL_BUILD_WITH_NCCL
 #include "transports/nccl/nccl_transport_impl.h"
@@ -88,8 +89,7 @@ TEST_CASE("nccl transport collectives are exact and in rank order", "[gpu][nccl]
     if (t.barrier() != scclSuccess) return "barrier failed";
     return "";
   });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+  CHECK_NO_RANK_FAILURES(failures);
 }
 
 TEST_CASE("nccl transport exchanges pairs with grouped send and recv", "[gpu][nccl]") {
@@ -110,7 +110,6 @@ TEST_CASE("nccl transport exchanges pairs with grouped send and recv", "[gpu][nc
     if (d_theirs.read() != want) return "exchange delivered the wrong data";
     return "";
   });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+  CHECK_NO_RANK_FAILURES(failures);
 }
 #endif

@@ -14,6 +14,7 @@
 #include "gpu_gradients.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
+#include "support/local_ranks.h"
 #include "support/sparse_runs.h"
 
 using namespace sccl_test;
@@ -45,12 +46,13 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
     SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
     REQUIRE_NO_RANK_FAILURES(host.failures);
     auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
-      scclSparsifier_t sp = nullptr;
-      if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
-        return "create: " + lastError(comm);
+      sccl_gpu_test::Sparsifier owned{nullptr, &scclSparsifierDestroy};
+      const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
+      if (!created.empty()) return created;
+      scclSparsifier_t sp = owned.get();
       DeviceBuffer<float> out(kCount);
-      cudaStream_t stream = nullptr;
-      sccl_gpu_test::check(cudaStreamCreate(&stream), "cudaStreamCreate");
+      const sccl_gpu_test::Stream stream_owner;
+      const cudaStream_t stream = stream_owner.get();
       for (int t = 0; t < kIterations; ++t) {
         DeviceBuffer<float> grad(gradientOf.vector(r, uint64_t(t)));
         if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
@@ -69,12 +71,9 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
       if (scclSparseAllreduce(host_grad.data(), host_out.data(), kCount, scclFloat32, scclSum, sp,
                               comm, nullptr) != scclInvalidUsage)
         return "host buffers after device calls were not refused";
-      scclSparsifierDestroy(sp);
-      cudaStreamDestroy(stream);
       return "";
     });
-    for (const auto& f : failures) UNSCOPED_INFO(f);
-    CHECK(failures.empty());
+    CHECK_NO_RANK_FAILURES(failures);
   }
 }
 
@@ -109,7 +108,6 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
     scclSparsifierDestroy(sync_free_sp);
     return "";
   });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+  CHECK_NO_RANK_FAILURES(failures);
 }
 #endif

@@ -11,13 +11,16 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "device_buffer.h"
 #include "gpu_gradients.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
+#include "support/local_ranks.h"
 #include "support/sparse_runs.h"
 
 using namespace sccl_test;
@@ -57,13 +60,15 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
     SparseRun host = runSparse(nranks, kCount, config, kIterations, gradientOf);
     REQUIRE_NO_RANK_FAILURES(host.failures);
     auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
-      scclSparsifier_t sp = nullptr;
-      if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
-        return "create: " + lastError(comm);
-      cudaStream_t stream = nullptr;
-      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      sccl_gpu_test::Sparsifier owned{nullptr, &scclSparsifierDestroy};
+      const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
+      if (!created.empty()) return created;
+      scclSparsifier_t sp = owned.get();
+      const sccl_gpu_test::Stream stream_owner;
+      const cudaStream_t stream = stream_owner.get();
       DeviceBuffer<float> send(kCount), out(kCount);
-      cudaGraphExec_t replay = nullptr;
+      std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, cudaError_t (*)(cudaGraphExec_t)>
+          replay{nullptr, &cudaGraphExecDestroy};
       for (int t = 0; t < kIterations; ++t) {
         const std::string call = "call " + std::to_string(t);
         std::vector<float> grad = gradientOf.vector(r, uint64_t(t));
@@ -74,7 +79,7 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
                                   stream) != scclSuccess)
             return call + ": " + lastError(comm);
         } else {
-          if (replay == nullptr) {  // capture one call, then replay it for every later one
+          if (!replay) {  // capture one call, then replay it for every later one
             check(cudaStreamSynchronize(stream), "gradient copy");
             cudaGraph_t graph = nullptr;
             check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
@@ -83,10 +88,13 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
                 send.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm, stream);
             check(cudaStreamEndCapture(stream, &graph), "end capture");
             if (captured != scclSuccess) return "capture: " + lastError(comm);
-            check(cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate");
+            cudaGraphExec_t exec = nullptr;
+            const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
             check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+            check(instantiated, "cudaGraphInstantiate");
+            replay.reset(exec);
           }
-          check(cudaGraphLaunch(replay, stream), "cudaGraphLaunch");
+          check(cudaGraphLaunch(replay.get(), stream), "cudaGraphLaunch");
         }
         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
         scclSparseStats_t stats;
@@ -101,13 +109,9 @@ TEST_CASE("stream ordered calls eager and replayed from a cuda graph equal the h
       scclResult_t async = scclInternalError;
       if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
         return "asynchronous error after valid calls: " + lastError(comm);
-      cudaGraphExecDestroy(replay);
-      scclSparsifierDestroy(sp);
-      cudaStreamDestroy(stream);
       return "";
     });
-    for (const auto& f : failures) UNSCOPED_INFO(f);
-    CHECK(failures.empty());
+    CHECK_NO_RANK_FAILURES(failures);
   }
 }
 
@@ -118,11 +122,12 @@ TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
   scclSparseConfig_t config = streamOrderedConfig("micro_sync_free");
   config.nonFinite = scclNonFiniteError;
   auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
-    scclSparsifier_t sp = nullptr;
-    if (scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config) != scclSuccess)
-      return "create: " + lastError(comm);
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    sccl_gpu_test::Sparsifier owned{nullptr, &scclSparsifierDestroy};
+    const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
+    if (!created.empty()) return created;
+    scclSparsifier_t sp = owned.get();
+    const sccl_gpu_test::Stream stream_owner;
+    const cudaStream_t stream = stream_owner.get();
     DeviceBuffer<float> send(gradientOf.vector(r, 0)), out(kCount);
 
     // The first call allocates: refused while capturing, nothing changed.
@@ -164,11 +169,8 @@ TEST_CASE("stream ordered faults are asynchronous sticky and leave NaN outputs",
     if (allNaN(out.read())) return "the call after the reset gave NaN";
     if (scclSparsifierGetAsyncError(sp, &async) != scclSuccess || async != scclSuccess)
       return "a fault after the reset: " + lastError(comm);
-    scclSparsifierDestroy(sp);
-    cudaStreamDestroy(stream);
     return "";
   });
-  for (const auto& f : failures) UNSCOPED_INFO(f);
-  CHECK(failures.empty());
+  CHECK_NO_RANK_FAILURES(failures);
 }
 #endif

@@ -80,3 +80,11 @@ inline int testValue(uint32_t seed, int rank, size_t index) {
     for (const auto& sccl_failure_ : sccl_failures_) UNSCOPED_INFO(sccl_failure_); \
     REQUIRE(sccl_failures_.empty());                                               \
   } while (0)
+
+// The same, continuing the test case (a loop over presets reports every one that fails).
+#define CHECK_NO_RANK_FAILURES(failures)                                           \
+  do {                                                                             \
+    const auto& sccl_failures_ = (failures);                                       \
+    for (const auto& sccl_failure_ : sccl_failures_) UNSCOPED_INFO(sccl_failure_); \
+    CHECK(sccl_failures_.empty());                                                 \
+  } while (0)
