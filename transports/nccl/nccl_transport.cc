@@ -211,9 +211,10 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, bytes, recv_staging_, false, &d_recv, &recv_staged));
-  SCCL_CUDA_CHECK(cuda_dispatch::reduceRankOrder(d_gathered, count, nranks_, dtype,
-                                                 op == ReduceOp::Max, d_recv, stream_),
-                  "nccl transport: rank-order reduction");
+  const cudaError_t reduced = cuda_dispatch::reduceRankOrder(d_gathered, count, nranks_, dtype,
+                                                             op == ReduceOp::Max, d_recv, stream_);
+  if (reduced != cudaSuccess)
+    return failed(cudaFailure(reduced, "nccl transport: rank-order reduction"));
   SCCL_CHECK(waitStream("allReduce"));
   return copyBack(recv, d_recv, bytes, recv_staged);
 }
@@ -301,8 +302,11 @@ scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size
   SCCL_NCCL_ENQUEUE(ncclAllGather(send, gathered, bytes, ncclUint8, comm_, on),
                     "ncclAllGather (stream-ordered allReduce)");
   SCCL_CHECK(awaitEnqueued("ncclAllGather (stream-ordered allReduce)"));
-  SCCL_CUDA_CHECK(cuda_dispatch::reduceRankOrder(gathered, count, nranks_, dtype, false, recv, on),
-                  "nccl transport: rank-order reduction (stream-ordered)");
+  // A launch failure leaves the ranks out of step (the others' all-gathers went ahead): broken.
+  const cudaError_t reduced =
+      cuda_dispatch::reduceRankOrder(gathered, count, nranks_, dtype, false, recv, on);
+  if (reduced != cudaSuccess)
+    return failed(cudaFailure(reduced, "nccl transport: rank-order reduction (stream-ordered)"));
   return scclSuccess;
 }
 
