@@ -18,6 +18,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/shared/magnitude_bits.h"
 
 namespace sccl::cpu {
 namespace {
@@ -25,11 +26,11 @@ namespace {
 constexpr size_t kMinPartElements = size_t{1} << 16;
 
 template <typename Value, typename Bits>
-void countRange(const Value* x, size_t n, Bits magnitude_mask, uint64_t base_bits, unsigned shift,
-                size_t bins, uint64_t* counts) {
+void countRange(const Value* x, size_t n, uint64_t base_bits, unsigned shift, size_t bins,
+                uint64_t* counts) {
   const Bits base = static_cast<Bits>(base_bits);
   for (size_t i = 0; i < n; ++i) {
-    const Bits magnitude = std::bit_cast<Bits>(x[i]) & magnitude_mask;
+    const Bits magnitude = magnitudeBits(std::bit_cast<Bits>(x[i]));
     if (magnitude < base) continue;
     const uint64_t bin = uint64_t(magnitude - base) >> shift;
     ++counts[std::min<uint64_t>(bin, bins)];
@@ -45,7 +46,7 @@ __attribute__((target("avx512f"))) void countRangeAvx512(const float* x, size_t 
   std::vector<uint32_t> copies(kCopies * width, 0);  // exact: parts hold < 2^31 elements
   alignas(64) uint32_t offsets[16];
   const __m512i vbase = _mm512_set1_epi32(static_cast<int>(base));
-  const __m512i magnitude_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i magnitude_mask = _mm512_set1_epi32(int(kMagnitudeMask<uint32_t>));
   const __m512i vshift = _mm512_set1_epi32(static_cast<int>(shift));
   const uint32_t last = static_cast<uint32_t>(std::min<size_t>(bins, 0xffffffffu));
   size_t i = 0, next_copy = 0;
@@ -61,7 +62,7 @@ __attribute__((target("avx512f"))) void countRangeAvx512(const float* x, size_t 
       ++copies[(next_copy++ % kCopies) * width + bin];
     }
   }
-  countRange(x + i, n - i, uint32_t{0x7fffffff}, base, shift, bins, counts);
+  countRange<float, uint32_t>(x + i, n - i, base, shift, bins, counts);
   for (size_t c = 0; c < kCopies; ++c)
     for (size_t b = 0; b < width; ++b) counts[b] += copies[c * width + b];
 }
@@ -91,11 +92,11 @@ scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, 
       countRangeAvx512(static_cast<const float*>(x) + part_begin, part_end - part_begin,
                        static_cast<uint32_t>(base_bits), shift, bins, part_counts);
     } else if (dtype == scclFloat32) {
-      countRange(static_cast<const float*>(x) + part_begin, part_end - part_begin,
-                 uint32_t{0x7fffffff}, base_bits, shift, bins, part_counts);
+      countRange<float, uint32_t>(static_cast<const float*>(x) + part_begin,
+                                  part_end - part_begin, base_bits, shift, bins, part_counts);
     } else {
-      countRange(static_cast<const double*>(x) + part_begin, part_end - part_begin,
-                 uint64_t{0x7fffffffffffffff}, base_bits, shift, bins, part_counts);
+      countRange<double, uint64_t>(static_cast<const double*>(x) + part_begin,
+                                   part_end - part_begin, base_bits, shift, bins, part_counts);
     }
   });
   std::fill(counts, counts + bins + 1, uint64_t{0});

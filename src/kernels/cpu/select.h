@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl::cpu_select {
@@ -49,10 +50,8 @@ inline BlockSelectFn blockSelectFor(CpuIsa isa, size_t element_bytes) {
 // largest finite value), as the bit pattern of a non-negative value of that dtype.
 uint64_t thresholdBits(scclDataType_t dtype, double threshold);
 
-// Every bit but the sign bit of an element of this width. (Spelled out because ~Bits{0} would be
-// promoted to a negative int for 16-bit types and keep the sign bit after the shift.)
-template <typename Bits>
-constexpr Bits kMagnitudeMask = static_cast<Bits>(std::numeric_limits<Bits>::max() >> 1);
+// Every bit but the sign bit: the one definition the CUDA kernels use too.
+using sccl::kMagnitudeMask;
 
 // Scalar selection of [begin, end) for one element type; used by every ISA for the elements
 // that do not fill a whole group.
@@ -65,7 +64,7 @@ inline size_t selectTail(const Bits* x, size_t begin, size_t end, Bits threshold
     // Written unconditionally and kept only when selected: no branch to mispredict.
     idx[n] = static_cast<int64_t>(i);
     val[n] = bits;
-    n += static_cast<Bits>(bits & kMagnitudeMask<Bits>) >= threshold_bits;
+    n += magnitudeBits(bits) >= threshold_bits;
   }
   return n;
 }

@@ -58,10 +58,22 @@ SCCL_HOST_DEVICE inline uint64_t thresholdBits(scclDataType_t dtype, double thre
   return 0;
 }
 
-// |x| as an unsigned pattern of the element's own width (Bits = uint16_t, uint32_t, uint64_t).
+// Every bit but the sign bit of an element of this width (Bits = uint16_t, uint32_t, uint64_t).
+// The cast before the shift matters: for a 16-bit type `~Bits{0}` is promoted to the int -1, and
+// `-1 >> 1` is still -1, which would keep the sign bit (the first GPU run selected every negative
+// float16/bfloat16 element that way). The CPU kernels use this same constant, so their tests cover
+// it, and tests/unit/test_shared_helpers.cc checks it exhaustively for 16-bit patterns.
+template <typename Bits>
+inline constexpr Bits kMagnitudeMask = static_cast<Bits>(static_cast<Bits>(~Bits{0}) >> 1);
+
+static_assert(kMagnitudeMask<uint16_t> == 0x7fffu, "16-bit magnitude mask");
+static_assert(kMagnitudeMask<uint32_t> == 0x7fffffffu, "32-bit magnitude mask");
+static_assert(kMagnitudeMask<uint64_t> == 0x7fffffffffffffffull, "64-bit magnitude mask");
+
+// |x| as an unsigned pattern of the element's own width.
 template <typename Bits>
 SCCL_HOST_DEVICE inline Bits magnitudeBits(Bits bits) {
-  return static_cast<Bits>(bits & static_cast<Bits>(~Bits{0} >> 1));
+  return static_cast<Bits>(bits & kMagnitudeMask<Bits>);
 }
 
 }  // namespace sccl
