@@ -1,22 +1,33 @@
-// The public dense collectives on device buffers (core/device_collectives.h).
+// The public dense collectives on device buffers (core/device_collectives.h), and the transport
+// every device path uses (prepareDeviceTransport).
 #include "core/device_collectives.h"
 
 #include <cuda_runtime_api.h>
 
 #include "core/comm.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "cuda/cuda_device_copier.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_status.h"
+#include "transports/staging/pinned_staging_transport.h"
 
 namespace sccl {
 
+scclResult_t prepareDeviceTransport(scclComm* comm) {
+  if (comm->transport->capabilities().device_memory || comm->device_transport) return scclSuccess;
+  std::unique_ptr<DeviceCopier> copier;
+  SCCL_CHECK(createCudaDeviceCopier(&copier));
+  comm->device_transport = std::make_unique<PinnedStagingTransport>(&comm->transport,
+                                                                    std::move(copier));
+  SCCL_INFO(LogSubsys::Init,
+            "comm %p rank %d: device buffers over transport '%s' through pinned host staging",
+            static_cast<void*>(comm), comm->rank, comm->transport->name());
+  return scclSuccess;
+}
+
 scclResult_t prepareDeviceCollective(scclComm* comm, void* stream) {
-  if (!comm->transport->capabilities().device_memory) {
-    return fail(scclInvalidUsage,
-                "buffers are GPU memory, but transport '%s' carries host memory only "
-                "(SCCL_TRANSPORT=nccl for device buffers)",
-                comm->transport->name());
-  }
+  SCCL_CHECK(prepareDeviceTransport(comm));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
                   "collective on device buffers: the caller's stream");
   return scclSuccess;

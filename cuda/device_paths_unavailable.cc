@@ -36,6 +36,12 @@ scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {
   return scclSuccess;
 }
 
+scclResult_t prepareDeviceTransport(scclComm*) {
+  return fail(scclInvalidUsage,
+              "buffers are GPU memory, but this build has no CUDA kernels (build with nvcc: "
+              "docs/gpu.md)");
+}
+
 scclResult_t prepareDeviceCollective(scclComm*, void*) {
   return fail(scclInvalidUsage,
               "buffers are GPU memory, but this build has no CUDA kernels (build with nvcc: "

@@ -1,7 +1,8 @@
 // scclSparseAllreduce on device buffers: the sync_free reduction (micro_sync_free,
 // exdyna_sync_free; algorithms/sync_free_reduction.cc has the steps and bytes on the wire) with
 // the sparsifier's residual in GPU memory, the CUDA backend's device steps on the caller's stream
-// and the collectives on a transport that carries device memory (NCCL).
+// and the collectives on a transport that carries device memory (NCCL, or a host transport
+// through pinned host staging: transports/staging/pinned_staging_transport.h).
 //
 // Steps of one call on rank r (d_ = device memory):
 //  1. d_acc = d_residual + sendbuf, non-finite count into a device word (accumulate);
@@ -41,6 +42,7 @@
 #include "algorithms/sync_free_slots.h"
 #include "algorithms/threshold_query.h"
 #include "core/comm.h"
+#include "core/device_collectives.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -209,14 +211,9 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) 
                 "memory since its first call (%llu calls); scclSparsifierReset starts it again",
                 static_cast<unsigned long long>(sp.iteration));
   }
-  if (!sp.comm->transport->capabilities().device_memory) {
-    return fail(scclInvalidUsage,
-                "sendbuf/recvbuf are GPU memory, but transport '%s' carries host memory only "
-                "(SCCL_TRANSPORT=nccl for device buffers)",
-                sp.comm->transport->name());
-  }
   if (sp.config.stream_ordered) SCCL_CHECK(checkStreamOrderedCall(sp, stream));
-  return scclSuccess;
+  // Over a host transport the collectives go through pinned host staging (created once here).
+  return prepareDeviceTransport(sp.comm);
 }
 
 scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {

@@ -74,8 +74,11 @@ scclResult_t faultResult(AsyncFault fault) {
 scclResult_t checkStreamOrderedCall(const scclSparsifier& sp, void* stream) {
   if (sp.comm->transport->streamCollectives() == nullptr) {
     return fail(scclInvalidUsage,
-                "streamOrdered needs a transport that orders its collectives on a CUDA stream "
-                "(nccl); '%s' does not",
+                "streamOrdered needs the nccl transport: the call only enqueues work on the "
+                "caller's stream (so that a CUDA graph can capture it), and NCCL is the transport "
+                "whose collectives go on a stream; '%s' carries device buffers through pinned "
+                "host staging, which waits on the host between its copies and its operations "
+                "(set streamOrdered = 0 to run this preset on it)",
                 sp.comm->transport->name());
   }
   if (sp.device != nullptr) return scclSuccess;

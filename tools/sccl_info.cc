@@ -32,8 +32,8 @@ void printBuild() {
 #if SCCL_BUILD_WITH_UCX
   sccl::UcxLibraryInfo ucx = sccl::queryUcxLibrary();
   std::printf("#         loaded UCX %s; device buffers: %s\n", ucx.version.c_str(),
-              ucx.cuda_memory ? "straight through (UCX has CUDA memory)"
-                              : "host only (no CUDA in UCX: staged through host memory)");
+              ucx.cuda_memory ? "through pinned host staging (UCX's CUDA memory type unused)"
+                              : "through pinned host staging (no CUDA in UCX)");
   std::string found;
   for (const std::string& transport : ucx.transports) found += " " + transport;
   std::printf("#         UCX transports found (UCX_TLS selects among them):%s\n", found.c_str());
@@ -56,7 +56,9 @@ void printTransportsAndBackends() {
   std::printf("# kernel backends:\n");
   std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
   std::printf("#   %-12s %s\n", "cuda",
-              SCCL_BUILD_CUDA_KERNELS          ? "device memory, caller's stream (docs/gpu.md)"
+              SCCL_BUILD_CUDA_KERNELS
+                  ? "device memory, caller's stream; collectives over nccl, or over local/mpi/ucx "
+                    "through pinned host staging (docs/gpu.md)"
               : sccl::deviceMemoryRecognised() ? "device pointers recognised, no kernels"
                                                : "not built");
 }

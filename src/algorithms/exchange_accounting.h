@@ -19,7 +19,10 @@ template <typename Operation>
 scclResult_t timedCollective(SparseCall& call, Operation&& operation) {
   auto start = std::chrono::steady_clock::now();
   scclComm* comm = call.sp->comm;
-  scclResult_t result = commRecordFailure(comm, operation(*comm->transport));
+  // A call on device buffers (call.device set) exchanges through the transport prepared for
+  // them; its host arrays (headers, indices) pass through that transport untouched.
+  Transport& transport = call.device != nullptr ? deviceTransportOf(comm) : *comm->transport;
+  scclResult_t result = commRecordFailure(comm, operation(transport));
   call.time_comm_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -9,10 +9,12 @@
 
 namespace {
 
-// Runs a transport operation and records a failure on the communicator.
+// Runs a transport operation and records a failure on the communicator. Device buffers go to
+// the transport prepared for them (NCCL, or pinned staging over a host transport).
 template <typename Operation>
-scclResult_t runOnTransport(scclComm* comm, Operation&& operation) {
-  return sccl::commRecordFailure(comm, operation(*comm->transport));
+scclResult_t runOnTransport(scclComm* comm, Operation&& operation, bool on_device = false) {
+  return sccl::commRecordFailure(
+      comm, operation(on_device ? sccl::deviceTransportOf(comm) : *comm->transport));
 }
 
 }  // namespace
@@ -32,9 +34,12 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     bool on_device = false;
     SCCL_CHECK(
         sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, bytes, stream, &on_device));
-    SCCL_CHECK(runOnTransport(comm, [&](sccl::Transport& t) {
-      return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
-    }));
+    SCCL_CHECK(runOnTransport(
+        comm,
+        [&](sccl::Transport& t) {
+          return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
+        },
+        on_device));
     if (op != scclAvg) return scclSuccess;
     if (on_device) return sccl::deviceDivideByRanks(recvbuf, count, datatype, comm->nranks, stream);
     return sccl::divideByRanks(recvbuf, count, datatype, comm->nranks);
@@ -53,8 +58,8 @@ SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t s
     bool on_device = false;
     SCCL_CHECK(
         sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, total, stream, &on_device));
-    return runOnTransport(comm,
-                          [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); });
+    return runOnTransport(
+        comm, [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); }, on_device);
   });
 }
 
@@ -73,8 +78,8 @@ SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t c
                                               recvbuf, bytes, stream, &on_device));
     if (root_copies && on_device) SCCL_CHECK(sccl::deviceCopy(recvbuf, sendbuf, bytes, stream));
     if (root_copies && !on_device) std::memcpy(recvbuf, sendbuf, bytes);
-    return runOnTransport(comm,
-                          [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); });
+    return runOnTransport(
+        comm, [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); }, on_device);
   });
 }
 

@@ -23,6 +23,11 @@ struct scclComm {
 
   std::unique_ptr<sccl::Bootstrap> bootstrap;  // kept for later set-up exchanges
   std::unique_ptr<sccl::Transport> transport;
+  // Device buffers over a transport that carries host memory only: the pinned staging adapter
+  // over `transport` (transports/staging/pinned_staging_transport.h), created at the first call
+  // on device buffers (sccl::prepareDeviceTransport). Declared after `transport`, so it goes
+  // first. Null while unused and when `transport` carries device memory itself (NCCL).
+  std::unique_ptr<sccl::Transport> device_transport;
 
   // scclSuccess while healthy; the first error that broke the communicator otherwise.
   std::atomic<scclResult_t> async_error{scclSuccess};
@@ -53,6 +58,12 @@ void commDestroy(scclComm* comm, bool abort);
 // scclCommInitMpi without the API checks: collective over *mpi_comm (MPI_COMM_WORLD if null).
 // Implemented by the MPI transport; a build without MPI returns scclInvalidUsage.
 scclResult_t commCreateFromMpi(const void* mpi_comm, const scclConfig_t* config, scclComm** out);
+
+// The transport that runs operations on device buffers: the staging adapter when there is one,
+// else the communicator's own (valid after prepareDeviceTransport succeeded).
+inline Transport& deviceTransportOf(scclComm* comm) {
+  return comm->device_transport ? *comm->device_transport : *comm->transport;
+}
 
 // Records the result of a failed transport operation on the communicator: anything other than an
 // invalid argument breaks it (see scclCommGetAsyncError).

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "support/rank_processes.h"
 #include "transports/transport_registry.h"
 #include "transports/ucx/ucx_transport.h"
 #include "ucx_test_world.h"
@@ -34,90 +35,17 @@ namespace {
 World g_world;
 constexpr int kWatchdogSeconds = 280;
 
-std::string toHex(const void* data, size_t bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes; ++i) {
-    unsigned char byte = static_cast<const unsigned char*>(data)[i];
-    out += digits[byte >> 4];
-    out += digits[byte & 15];
-  }
-  return out;
-}
-
-bool fromHex(const char* text, void* data, size_t bytes) {
-  if (std::strlen(text) != 2 * bytes) return false;
-  for (size_t i = 0; i < bytes; ++i) {
-    unsigned value = 0;
-    if (std::sscanf(text + 2 * i, "%2x", &value) != 1) return false;
-    static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(value);
-  }
-  return true;
-}
-
 int runParent(int nranks, int kill_rank, char** argv) {
-  scclUniqueId id;
-  if (scclGetUniqueId(&id) != scclSuccess) {
-    std::fprintf(stderr, "launcher: scclGetUniqueId failed: %s\n", scclGetLastError(nullptr));
-    return 1;
-  }
-  std::string hex = toHex(&id, sizeof(id));
-  std::vector<pid_t> children;
-  for (int r = 0; r < nranks; ++r) {
-    // The environment is built before fork: the root service's thread runs in this process, so
-    // the child may only call async-signal-safe functions before exec.
-    std::vector<std::string> added = {"SCCL_UCX_TEST_ID=" + hex,
-                                      "SCCL_UCX_TEST_RANK=" + std::to_string(r),
-                                      "SCCL_UCX_TEST_NRANKS=" + std::to_string(nranks)};
-    std::vector<char*> env;
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    for (std::string& entry : added) env.push_back(entry.data());
-    env.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
-      execve("/proc/self/exe", argv, env.data());
-      _exit(127);
-    }
-    children.push_back(pid);
-  }
-  int worst = 0;
-  size_t remaining = children.size();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWatchdogSeconds);
-  std::vector<bool> reaped(children.size(), false);
-  while (remaining > 0) {
-    for (size_t r = 0; r < children.size(); ++r) {
-      if (reaped[r]) continue;
-      int status = 0;
-      if (waitpid(children[r], &status, WNOHANG) != children[r]) continue;
-      reaped[r] = true;
-      --remaining;
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (static_cast<int>(r) == kill_rank) {
-        // The peer-killed test: this rank must have died by SIGKILL, nothing else.
-        code = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 0 : 1;
-        if (code != 0) std::fprintf(stderr, "launcher: rank %zu was to be killed\n", r);
-      }
-      if (code != 0) std::fprintf(stderr, "launcher: rank %zu exited with %d\n", r, code);
-      if (code > worst) worst = code;
-    }
-    if (remaining > 0 && std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "launcher: ranks still running after %d s, killing them\n",
-                   kWatchdogSeconds);
-      for (size_t r = 0; r < children.size(); ++r)
-        if (!reaped[r]) kill(children[r], SIGKILL);
-      deadline = std::chrono::steady_clock::time_point::max();
-      worst = 124;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return worst;
+  return sccl_test::launchRankProcesses("SCCL_UCX_TEST", nranks, argv, kWatchdogSeconds,
+                                        kill_rank);
 }
 
 int runRank(int argc, char** argv) {
-  scclUniqueId id;
-  if (!fromHex(std::getenv("SCCL_UCX_TEST_ID"), &id, sizeof(id))) return 2;
-  g_world.rank = std::atoi(std::getenv("SCCL_UCX_TEST_RANK"));
-  g_world.nranks = std::atoi(std::getenv("SCCL_UCX_TEST_NRANKS"));
+  const sccl_test::RankProcess process = sccl_test::rankProcessFromEnvironment("SCCL_UCX_TEST");
+  if (!process.valid) return 2;
+  const scclUniqueId id = process.id;
+  g_world.rank = process.rank;
+  g_world.nranks = process.nranks;
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;
   config.transport = "ucx";
   config.commName = "world";

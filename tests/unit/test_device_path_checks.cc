@@ -1,9 +1,10 @@
 // The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
 // collectives: core/device_collectives.h), which run before anything touches a buffer, so they
 // are testable without a GPU: a reduction without a device path (dense), a residual already in
-// host memory and a transport that carries
-// host memory only are scclInvalidUsage naming what is missing; the communicator stays usable
-// afterwards. (The device paths themselves are the GPU suite's
+// host memory and a stream-ordered call over a transport without stream collectives are
+// scclInvalidUsage naming what is missing; the communicator stays usable afterwards. Device
+// buffers over a host transport go through pinned staging (its logic: test_pinned_staging_
+// transport.cc). (The device paths themselves are the GPU suite's
 // tests/gpu/test_gpu_sparse_allreduce.cc and test_gpu_dense_collectives.cc.)
 #include <catch2/catch.hpp>
 
@@ -34,11 +35,15 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
   auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparseConfig_t dense = sparseConfig("dense", 0.01);
     scclSparseConfig_t sync_free = sparseConfig("micro_sync_free", 0.01);
-    scclSparsifier_t dense_sp = nullptr, sync_free_sp = nullptr;
+    scclSparseConfig_t ordered = sparseConfig("micro_sync_free", 0.01);
+    ordered.streamOrdered = 1;
+    scclSparsifier_t dense_sp = nullptr, sync_free_sp = nullptr, ordered_sp = nullptr;
     if (!log.checkResult(scclSparsifierCreate(&dense_sp, comm, count, scclFloat32, &dense),
                          scclSuccess, "create dense") ||
         !log.checkResult(scclSparsifierCreate(&sync_free_sp, comm, count, scclFloat32, &sync_free),
-                         scclSuccess, "create micro_sync_free"))
+                         scclSuccess, "create micro_sync_free") ||
+        !log.checkResult(scclSparsifierCreate(&ordered_sp, comm, count, scclFloat32, &ordered),
+                         scclSuccess, "create stream-ordered micro_sync_free"))
       return;
     std::vector<float> grad(count), out(count);
     for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(3, rank, 0, i);
@@ -50,21 +55,26 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
     log.check(mentions(dense_text, "'dense'") && mentions(dense_text, "gather") &&
                   mentions(dense_text, "sketch") && mentions(dense_text, "sync_free"),
               "the refusal names the reduction and what runs on the device: " + dense_text);
-    // micro_sync_free has a device path, but the in-process transport carries host memory.
-    log.checkResult(sccl::checkDeviceSparseAllreduce(*sync_free_sp, nullptr), scclInvalidUsage,
-                    "micro_sync_free over the local transport");
+    // The stream-ordered call needs NCCL's stream collectives; the in-process transport carries
+    // device buffers through pinned staging, which waits on the host: refused before anything
+    // (the staging included) is created.
+    log.checkResult(sccl::checkDeviceSparseAllreduce(*ordered_sp, nullptr), scclInvalidUsage,
+                    "stream-ordered micro_sync_free over the local transport");
     const std::string transport_text = scclGetLastError(nullptr);
-    log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl"),
-              "the refusal names the transport: " + transport_text);
+    log.check(mentions(transport_text, "'local'") && mentions(transport_text, "nccl") &&
+                  mentions(transport_text, "streamOrdered = 0"),
+              "the refusal names the transport and the way out: " + transport_text);
+    log.check(comm->device_transport == nullptr, "the refusal created the pinned staging");
 #else
     log.check(mentions(dense_text, "no CUDA kernels"),
               "the refusal names the build: " + dense_text);
 #endif
     // The device branch of the call: refused as an invalid usage, no state changed, the
     // communicator healthy, and a host call afterwards runs as call 0.
-    log.checkResult(sccl::sparseAllreduce(sync_free_sp, grad.data(), out.data(), scclSum, true),
+    scclSparsifier_t refused_sp = SCCL_BUILD_CUDA_KERNELS ? ordered_sp : sync_free_sp;
+    log.checkResult(sccl::sparseAllreduce(refused_sp, grad.data(), out.data(), scclSum, true),
                     scclInvalidUsage, "the device branch over the local transport");
-    log.check(sync_free_sp->iteration == 0 && sync_free_sp->device == nullptr,
+    log.check(refused_sp->iteration == 0 && refused_sp->device == nullptr,
               "the refused call changed the sparsifier");
     scclResult_t async = scclSuccess;
     scclCommGetAsyncError(comm, &async);
@@ -82,28 +92,39 @@ TEST_CASE("device sparse allreduce refuses what it cannot run before any side ef
 #endif
     log.checkResult(scclSparsifierDestroy(dense_sp), scclSuccess, "destroy dense");
     log.checkResult(scclSparsifierDestroy(sync_free_sp), scclSuccess, "destroy micro_sync_free");
+    log.checkResult(scclSparsifierDestroy(ordered_sp), scclSuccess, "destroy stream-ordered");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
 
-TEST_CASE("dense collectives on device buffers need a transport that carries device memory",
+TEST_CASE("dense collectives on device buffers over a host transport stage through pinned memory",
           "[device_checks]") {
   auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
-    log.checkResult(sccl::prepareDeviceCollective(comm, nullptr), scclInvalidUsage,
-                    "a device collective over the local transport");
+    const scclResult_t prepared = sccl::prepareDeviceCollective(comm, nullptr);
     const std::string text = scclGetLastError(nullptr);
 #if SCCL_BUILD_CUDA_KERNELS
-    log.check(mentions(text, "'local'") && mentions(text, "nccl"),
-              "the refusal names the transport: " + text);
+    // With a GPU the staging is created and carries device memory; without a driver (the CI
+    // machines) creating its copy stream fails with the CUDA error, and nothing is kept.
+    if (prepared == scclSuccess) {
+      log.check(comm->device_transport != nullptr &&
+                    comm->device_transport->capabilities().device_memory &&
+                    mentions(comm->device_transport->name(), "local+pinned"),
+                "the pinned staging over the local transport");
+    } else {
+      log.checkResult(prepared, scclUnhandledCudaError, "the staging without a CUDA driver");
+      log.check(mentions(text, "pinned staging") && comm->device_transport == nullptr,
+                "the failure names the staging and keeps nothing: " + text);
+    }
 #else
+    log.checkResult(prepared, scclInvalidUsage, "a device collective in a build without kernels");
     log.check(mentions(text, "no CUDA kernels"), "the refusal names the build: " + text);
 #endif
     scclResult_t async = scclSuccess;
     scclCommGetAsyncError(comm, &async);
-    log.checkResult(async, scclSuccess, "the communicator's state after the refusal");
+    log.checkResult(async, scclSuccess, "the communicator's state afterwards");
     std::vector<float> value{float(rank + 1)}, sum(1);
     log.checkResult(scclAllReduce(value.data(), sum.data(), 1, scclFloat32, scclSum, comm, nullptr),
-                    scclSuccess, "a host all-reduce after the refusal");
+                    scclSuccess, "a host all-reduce afterwards");
     log.check(sum[0] == 3.0f, "host all-reduce result");
   });
   REQUIRE_NO_RANK_FAILURES(failures);

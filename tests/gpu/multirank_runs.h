@@ -1,0 +1,175 @@
+// Several ranks on ONE GPU: threads of this process, each with its own communicator over a host
+// transport (the device buffers go through its pinned staging), its own non-blocking stream,
+// all on device 0. One runner records, per call and rank, the output and residual bytes, the rank
+// counts and the statistics, with host buffers or with device buffers, so that a test compares
+// the two runs bit for bit. The host half calls no CUDA function.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/half.h"
+#include "core/sparsifier.h"
+#include "cuda/device_sparsifier_state.h"
+#include "device_buffer.h"
+#include "gpu_gradients.h"
+#include "gpu_ranks.h"
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl_gpu_test {
+
+enum class Buffers { Host, Device };
+
+struct RankCallRecord {
+  scclResult_t result = scclSuccess;
+  std::string error;
+  std::vector<unsigned char> output;    // count elements of the gradient type
+  std::vector<unsigned char> residual;  // count elements of the residual type
+  std::vector<uint64_t> counts;
+  scclSparseStats_t stats{};
+};
+
+struct MultiRankRun {
+  std::vector<std::vector<RankCallRecord>> calls;  // [call][rank]
+  std::vector<std::string> failures;
+};
+
+// The gradient of rank r at call t in `dtype` (float32 or float16: the float value rounded).
+inline std::vector<unsigned char> gradientBytes(const HeadHeavyGradient& gradient,
+                                                scclDataType_t dtype, int r, uint64_t t) {
+  const std::vector<float> values = gradient.vector(r, t);
+  std::vector<unsigned char> bytes(values.size() * sccl::dataTypeSize(dtype));
+  if (dtype == scclFloat16) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      const uint16_t h = sccl::floatToFp16(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  } else {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  }
+  return bytes;
+}
+
+// Runs `body(rank, comm)` -> failure text on nranks threads, every rank on device 0 (when
+// `device`), each with a communicator of `config`.
+inline std::vector<std::string> onRanks(int nranks, const scclConfig_t& config, bool device,
+                                        const std::function<std::string(int, scclComm_t)>& body) {
+  scclUniqueId id;
+  if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
+  std::vector<std::string> failures(static_cast<size_t>(nranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        if (device) check(cudaSetDevice(0), "cudaSetDevice");
+        scclComm_t comm = nullptr;
+        if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
+          failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
+          return;
+        }
+        failures[size_t(r)] = body(r, comm);
+        if (scclCommDestroy(comm) != scclSuccess && failures[size_t(r)].empty())
+          failures[size_t(r)] = "scclCommDestroy failed";
+      } catch (const std::exception& e) {
+        failures[size_t(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> out;
+  for (int r = 0; r < nranks; ++r)
+    if (!failures[size_t(r)].empty())
+      out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
+  return out;
+}
+
+inline scclConfig_t transportConfig(const char* transport) {
+  scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+  config.transport = transport;
+  config.timeoutMs = 60000;
+  return config;
+}
+
+// One call's record: the output (read back from `out`), the residual, counts and statistics.
+inline void recordCall(scclSparsifier_t sp, int nranks, const void* out, Buffers where,
+                       size_t count, scclDataType_t dtype, RankCallRecord* record) {
+  const size_t out_bytes = count * sccl::dataTypeSize(dtype);
+  const size_t residual_bytes = count * sccl::dataTypeSize(sp->acc_dtype);
+  record->output.resize(out_bytes);
+  record->residual.resize(residual_bytes);
+  if (where == Buffers::Device) {
+    check(cudaMemcpy(record->output.data(), out, out_bytes, cudaMemcpyDeviceToHost), "read output");
+    if (sp->device != nullptr)
+      check(cudaMemcpy(record->residual.data(), sp->device->residual, residual_bytes,
+                       cudaMemcpyDeviceToHost),
+            "read residual");
+  } else {
+    std::memcpy(record->output.data(), out, out_bytes);
+    std::memcpy(record->residual.data(), sp->residual.data(), residual_bytes);
+  }
+  record->counts.resize(size_t(nranks));
+  scclSparsifierGetRankCounts(sp, record->counts.data(), nranks);
+  record->stats = scclSparseStats_t{};
+  record->stats.size = sizeof(record->stats);
+  scclSparsifierGetStats(sp, &record->stats);
+}
+
+// `iterations` calls of scclSparseAllreduce of `config` on nranks ranks over `transport`, with
+// host or device buffers. A call that fails is recorded (result, error text) and ends the rank.
+inline MultiRankRun runMultiRank(int nranks, const char* transport, size_t count,
+                                 scclDataType_t dtype, const scclSparseConfig_t& config,
+                                 int iterations, const HeadHeavyGradient& gradient, Buffers where,
+                                 scclRedOp_t op = scclSum) {
+  MultiRankRun run;
+  run.calls.assign(size_t(iterations), std::vector<RankCallRecord>(size_t(nranks)));
+  const bool device = where == Buffers::Device;
+  const size_t bytes = count * sccl::dataTypeSize(dtype);
+  run.failures = onRanks(nranks, transportConfig(transport), device,
+                         [&](int r, scclComm_t comm) -> std::string {
+    scclSparsifier_t raw = nullptr;
+    if (scclSparsifierCreate(&raw, comm, count, dtype, &config) != scclSuccess)
+      return std::string("scclSparsifierCreate: ") + scclGetLastError(comm);
+    Sparsifier sp{raw, &scclSparsifierDestroy};
+    std::vector<unsigned char> host_out(bytes);
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<DeviceBuffer<unsigned char>> d_grad, d_out;
+    if (device) {
+      stream = std::make_unique<Stream>();
+      d_grad = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
+      d_out = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
+    }
+    for (int t = 0; t < iterations; ++t) {
+      std::vector<unsigned char> grad = gradientBytes(gradient, dtype, r, uint64_t(t));
+      RankCallRecord& record = run.calls[size_t(t)][size_t(r)];
+      if (device) {
+        check(cudaMemcpy(d_grad->get(), grad.data(), bytes, cudaMemcpyHostToDevice), "gradient");
+        record.result = scclSparseAllreduce(d_grad->get(), d_out->get(), count, dtype, op,
+                                            sp.get(), comm, stream->get());
+        check(cudaStreamSynchronize(stream->get()), "cudaStreamSynchronize");
+      } else {
+        record.result = scclSparseAllreduce(grad.data(), host_out.data(), count, dtype, op,
+                                            sp.get(), comm, nullptr);
+      }
+      if (record.result != scclSuccess) {
+        record.error = scclGetLastError(comm);
+        return "";  // the caller compares results and texts
+      }
+      recordCall(sp.get(), nranks, device ? static_cast<const void*>(d_out->get())
+                                          : static_cast<const void*>(host_out.data()),
+                 where, count, dtype, &record);
+    }
+    return "";
+  });
+  return run;
+}
+
+}  // namespace sccl_gpu_test
