@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/half.h"
+#include "kernels/shared/canonical_nan.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl::cuda_kernels {

@@ -1,7 +1,10 @@
 // Element-wise and indexed kernels of the CUDA backend: accumulate (fp32/fp16/bf16 gradients
 // into a float32 residual, float64 into float64), gather, scatter, zero at indices and the
-// converting scatter. One IEEE operation per element, as on the CPU, so results are bitwise the
-// CPU backend's. The non-finite count is an integer atomic: its total does not depend on order.
+// converting scatter. One IEEE operation per element, as on the CPU, and a NaN result written as
+// the canonical NaN (kernels/shared/canonical_nan.h: CUDA's own NaN result is 0x7fffffff, x86
+// keeps an operand's payload), so results are bitwise the CPU backend's. A copy or conversion
+// without arithmetic (no residual, unit scale) keeps the bits. The non-finite count is an integer
+// atomic: its total does not depend on order.
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
 
@@ -15,7 +18,7 @@ __global__ void accumulateKernel(Acc* acc, const Acc* residual, Load load, size_
                                  unsigned long long* nonfinite) {
   unsigned long long bad = 0;
   for (size_t i = globalThread(); i < count; i += gridThreads()) {
-    const Acc value = residual == nullptr ? load(i) : residual[i] + load(i);
+    const Acc value = residual == nullptr ? load(i) : canonicalizeNaN(residual[i] + load(i));
     acc[i] = value;
     bad += nonFinite(value) ? 1 : 0;
   }
@@ -53,28 +56,31 @@ __global__ void scatterKernel(Bits* dst, const int64_t* idx, const Bits* vals, s
 __global__ void scatterFloatKernel(void* dst, scclDataType_t dtype, const int64_t* idx,
                                    const float* vals, size_t n, float scale, bool scaled) {
   for (size_t j = globalThread(); j < n; j += gridThreads())
-    storeFloat(dst, dtype, size_t(idx[j]), scaled ? vals[j] * scale : vals[j]);
+    storeFloat(dst, dtype, size_t(idx[j]), scaled ? canonicalizeNaN(vals[j] * scale) : vals[j]);
 }
 
 __global__ void scatterDoubleKernel(double* dst, const int64_t* idx, const double* vals, size_t n,
                                     double scale) {
-  for (size_t j = globalThread(); j < n; j += gridThreads()) dst[idx[j]] = vals[j] * scale;
+  for (size_t j = globalThread(); j < n; j += gridThreads())
+    dst[idx[j]] = canonicalizeNaN(vals[j] * scale);
 }
 
 // The average's division, as the CPU's divideByRanks (core/average.cc): IEEE division (nvcc's
-// default -prec-div=true), half types widened to float32 and rounded back to nearest even.
+// default -prec-div=true), half types widened to float32 and rounded back to nearest even, a NaN
+// quotient canonical.
 __global__ void divideFloatKernel(void* x, scclDataType_t dtype, size_t count, float divisor) {
   for (size_t i = globalThread(); i < count; i += gridThreads()) {
     const uint16_t* half = static_cast<const uint16_t*>(x);
     const float v = dtype == scclFloat16    ? fp16ToFloat(half[i])
                     : dtype == scclBfloat16 ? bf16ToFloat(half[i])
                                             : static_cast<const float*>(x)[i];
-    storeFloat(x, dtype, i, v / divisor);
+    storeFloat(x, dtype, i, canonicalizeNaN(v / divisor));
   }
 }
 
 __global__ void divideDoubleKernel(double* x, size_t count, double divisor) {
-  for (size_t i = globalThread(); i < count; i += gridThreads()) x[i] = x[i] / divisor;
+  for (size_t i = globalThread(); i < count; i += gridThreads())
+    x[i] = canonicalizeNaN(x[i] / divisor);
 }
 
 template <size_t kBytes>

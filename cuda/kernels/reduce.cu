@@ -85,7 +85,7 @@ __global__ void squaredNormsKernel(const T* x, size_t count, size_t block, doubl
     const size_t end = sketchBlockEnd(b, block, count);
     double sum = 0;
     for (size_t i = b * block; i < end; ++i) sum += double(x[i]) * double(x[i]);
-    sq[b] = sum;
+    sq[b] = canonicalizeNaN(sum);  // a NaN norm canonical, as the CPU's
   }
 }
 

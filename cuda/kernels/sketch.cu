@@ -8,6 +8,7 @@
 // zeros get a key past every bucket), (2) a stable radix sort of (bucket, index) pairs, which
 // keeps the indices of a bucket ascending, and (3) one thread per bucket run adding its elements
 // in that order to the bucket's existing value. Temporary storage: 2 x (4 + 8) bytes per element.
+// Computed values that are NaN are canonical (kernels/shared/canonical_nan.h), as on the CPU.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/dispatch.h"
@@ -51,7 +52,7 @@ __global__ void addBucketRuns(const T* x, size_t count, uint64_t key, uint64_t w
     for (size_t q = p; q < count && buckets[q] == bucket; ++q) {
       const size_t i = size_t(indices[q]);
       const T v = x[i];
-      sum = sketchNegative(sketchHash(key, i)) ? sum - v : sum + v;
+      sum = canonicalizeNaN(sketchNegative(sketchHash(key, i)) ? sum - v : sum + v);
     }
     row[bucket] = sum;
   }
@@ -116,7 +117,7 @@ __global__ void updateKernel(T* x, size_t count, size_t block, const uint8_t* bi
                              const T* sub) {
   for (size_t i = globalThread(); i < count; i += gridThreads()) {
     if (!sketchBlockMarked(bitmap, i / block)) continue;
-    x[i] = sub == nullptr ? T(0) : x[i] - sub[i];
+    x[i] = sub == nullptr ? T(0) : canonicalizeNaN(x[i] - sub[i]);
   }
 }
 

@@ -188,7 +188,7 @@ __global__ void writeSlots(void* recv, scclDataType_t recv_dtype, T* acc, const 
         checkedIndex(gathered, ranges, int(s / capacity), capacity, s % capacity, nullptr);
     if (i < 0) continue;
     T v = values[s];
-    if (divisor != 1) v = v / T(divisor);  // scclAvg: as divideByRanks on the CPU
+    if (divisor != 1) v = canonicalizeNaN(v / T(divisor));  // scclAvg: as the CPU's divideByRanks
     if constexpr (sizeof(T) == 8) {
       static_cast<double*>(recv)[i] = v;
     } else {

@@ -4,18 +4,24 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kernels/shared/canonical_nan.h"
 
 namespace sccl {
 namespace {
 
+// A NaN quotient is written as the canonical NaN (kernels/shared/canonical_nan.h): x86 keeps the
+// dividend's payload, CUDA's divideByRanks kernel would give its own, and results must agree bit
+// for bit. A canonical float32 NaN narrows to the canonical float16/bfloat16 one.
 template <typename T>
 void divideTyped(T* values, size_t count, T divisor) {
-  for (size_t i = 0; i < count; ++i) values[i] /= divisor;
+  for (size_t i = 0; i < count; ++i) values[i] = canonicalizeNaN(values[i] / divisor);
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
 void divideHalf(uint16_t* values, size_t count, float divisor) {
-  for (size_t i = 0; i < count; ++i) values[i] = FromFloat(ToFloat(values[i]) / divisor);
+  for (size_t i = 0; i < count; ++i) {
+    values[i] = FromFloat(canonicalizeNaN(ToFloat(values[i]) / divisor));
+  }
 }
 
 }  // namespace

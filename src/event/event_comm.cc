@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "core/average.h"
+#include "kernels/shared/canonical_nan.h"
 #include "core/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -237,6 +238,8 @@ double tensorNorm(const T* x, size_t n) {
 
 // x = w_self x + sum_j w_j y_j in double, j in order, rounded once. DEGREE > 0 fixes the number
 // of neighbours at compile time so the loop vectorises; the arithmetic is the same either way.
+// A NaN result is the canonical NaN (kernels/shared/canonical_nan.h, the rule of every computed
+// value; the canonical double NaN narrows to the canonical float one).
 template <size_t DEGREE, typename T>
 void averageFixed(T* x, size_t n, double self_weight, const double* weights, const T* const* y,
                   size_t degree) {
@@ -244,7 +247,7 @@ void averageFixed(T* x, size_t n, double self_weight, const double* weights, con
   for (size_t i = 0; i < n; ++i) {
     double acc = self_weight * double(x[i]);
     for (size_t j = 0; j < d; ++j) acc += weights[j] * double(y[j][i]);
-    x[i] = static_cast<T>(acc);
+    x[i] = static_cast<T>(canonicalizeNaN(acc));
   }
 }
 
@@ -257,7 +260,7 @@ void averageDifferencesFixed(T* x, size_t n, const double* weights, const T* con
     double sent = double(s[i]);
     double acc = double(x[i]);
     for (size_t j = 0; j < d; ++j) acc += weights[j] * (double(y[j][i]) - sent);
-    x[i] = static_cast<T>(acc);
+    x[i] = static_cast<T>(canonicalizeNaN(acc));
   }
 }
 

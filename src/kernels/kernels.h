@@ -9,7 +9,10 @@
 //    ordered on it; the CPU backend completes before returning.
 //  - Results are deterministic and independent of the number of threads and of the instruction
 //    set chosen at run time (AVX-512, AVX2 or scalar): bitwise identical outputs on every run.
-//  - NaN is never hidden: the library is built without -ffast-math.
+//  - NaN is never hidden: the library is built without -ffast-math. A computed value that is
+//    NaN is written as the canonical quiet NaN of its format (kernels/shared/canonical_nan.h),
+//    whatever the operands' payloads, so that every backend writes the same bits; values that
+//    are only moved keep theirs, conversions are core/half.h's (docs/kernels.md, "NaN payloads").
 #pragma once
 
 #include <cstddef>

@@ -57,6 +57,39 @@ std::string bitMismatch(const std::string& what, const T* expected, const T* act
   return bitMismatch(what, std::vector<T>(expected, expected + n), std::vector<T>(actual, actual + n));
 }
 
+// The same for n elements of `width` bytes (1, 2, 4 or 8) held in byte arrays (the kernel tests
+// keep every dtype's data as bytes): indices and patterns are reported per element, not per byte.
+inline std::string bitMismatchOfWidth(const std::string& what, size_t width, const void* expected,
+                                      const void* actual, size_t n) {
+  auto typed = [&](auto element) {
+    using T = decltype(element);
+    std::vector<T> want(n), got(n);
+    if (n != 0) {
+      std::memcpy(want.data(), expected, n * sizeof(T));
+      std::memcpy(got.data(), actual, n * sizeof(T));
+    }
+    return bitMismatch(what, want, got);
+  };
+  switch (width) {
+    case 1: return typed(uint8_t{});
+    case 2: return typed(uint16_t{});
+    case 4: return typed(uint32_t{});
+    case 8: return typed(uint64_t{});
+    default: return what + ": elements of " + std::to_string(width) + " bytes cannot be compared";
+  }
+}
+
+// Two byte vectors of elements of `width` bytes: their sizes, then their elements.
+inline std::string bitMismatchOfWidth(const std::string& what, size_t width,
+                                      const std::vector<uint8_t>& expected,
+                                      const std::vector<uint8_t>& actual) {
+  if (expected.size() != actual.size()) {
+    return what + ": " + std::to_string(actual.size()) + " bytes, expected " +
+           std::to_string(expected.size());
+  }
+  return bitMismatchOfWidth(what, width, expected.data(), actual.data(), expected.size() / width);
+}
+
 }  // namespace sccl_gpu_test
 
 // CHECK that two vectors agree bit for bit; on failure only the short report is printed.
@@ -75,4 +108,13 @@ std::string bitMismatch(const std::string& what, const T* expected, const T* act
         ::sccl_gpu_test::bitMismatch((what), (expected), (actual), &sccl_input_);           \
     INFO(sccl_mismatch_);                                                                   \
     CHECK(sccl_mismatch_.empty());                                                          \
+  } while (0)
+
+// CHECK that two byte vectors of `width`-byte elements agree bit for bit, reported per element.
+#define CHECK_BITS_OF_WIDTH(what, width, expected, actual)                          \
+  do {                                                                              \
+    const std::string sccl_mismatch_ =                                              \
+        ::sccl_gpu_test::bitMismatchOfWidth((what), (width), (expected), (actual)); \
+    INFO(sccl_mismatch_);                                                           \
+    CHECK(sccl_mismatch_.empty());                                                  \
   } while (0)

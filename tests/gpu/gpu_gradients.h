@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bit_mismatch.h"
 #include "device_buffer.h"
 #include "sparsecoll/sparsecoll.h"
 #include "support/sparse_runs.h"
@@ -37,14 +38,14 @@ inline std::string lastError(scclComm_t comm) {
 }
 
 // After a device call and its stream: "" when recvbuf (read back) and the sparsifier's counts
-// equal the host run's call `want` bit for bit, else what differs; *stats gets the statistics.
+// equal the host run's call `want` bit for bit, else what differs (for the output: how many
+// elements and the first few, bit_mismatch.h); *stats gets the statistics.
 inline std::string differenceFromHost(const DeviceBuffer<float>& recvbuf, scclSparsifier_t sp,
                                       const sccl_test::RankIteration& want,
                                       scclSparseStats_t* stats) {
-  const std::vector<float> got = recvbuf.read();
-  if (got.size() != want.output.size() ||
-      std::memcmp(got.data(), want.output.data(), got.size() * sizeof(float)) != 0)
-    return "output differs from the host run";
+  const std::string output =
+      bitMismatch("output against the host run", want.output, recvbuf.read());
+  if (!output.empty()) return output;
   *stats = scclSparseStats_t{};
   stats->size = sizeof(*stats);
   if (scclSparsifierGetStats(sp, stats) != scclSuccess) return "scclSparsifierGetStats failed";

@@ -2,7 +2,8 @@
 // (core/device_collectives.h): scclAllReduce (sum and average, float32 and float16) bitwise the
 // host rank-order reduction and division, scclAllGather, scclBroadcast with the root's copy, all
 // on a caller's stream; a GPU sendbuf with a host recvbuf is scclInvalidArgument and the
-// communicator stays usable.
+// communicator stays usable. Inputs carry NaNs with rank-dependent payloads: the reductions must
+// write the canonical NaN (bitwise the host's), the all-gather and broadcast must keep the bits.
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
@@ -12,11 +13,13 @@
 #include <vector>
 
 #include "core/average.h"
+#include "bit_mismatch.h"
 #include "core/half.h"
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
 #include "support/local_ranks.h"
+#include "support/nan_patterns.h"
 #include "transports/reduce_ops.h"
 
 using sccl_gpu_test::DeviceBuffer;
@@ -31,8 +34,11 @@ float valueOf(int rank, size_t i) {
 template <typename T>
 std::vector<T> inputOf(int rank, size_t count) {
   std::vector<T> v(count);
+  const scclDataType_t dtype = sizeof(T) == 2 ? scclFloat16 : scclFloat32;
   for (size_t i = 0; i < count; ++i) {
-    if constexpr (sizeof(T) == 2) {
+    if (i % 97 == 3) {  // a NaN whose payload and sign depend on the rank
+      sccl_test::putBits(dtype, v.data(), i, sccl_test::payloadNaNBits(dtype, i + size_t(rank)));
+    } else if constexpr (sizeof(T) == 2) {
       v[i] = sccl::floatToFp16(valueOf(rank, i));
     } else {
       v[i] = valueOf(rank, i);
@@ -63,11 +69,11 @@ std::string checkAllReduce(int r, int nranks, scclComm_t comm, scclDataType_t dt
     if (scclAllReduce(send.get(), recv.get(), count, dtype, op, comm, stream) != scclSuccess)
       return std::string("scclAllReduce: ") + scclGetLastError(comm);
     sccl_gpu_test::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    const std::vector<T> want = hostAllReduce<T>(nranks, count, dtype, op);
-    const std::vector<T> got = recv.read();
-    if (std::memcmp(got.data(), want.data(), count * sizeof(T)) != 0)
-      return std::string("scclAllReduce ") + (op == scclAvg ? "avg" : "sum") +
-             " differs from the host rank-order result";
+    const std::string mismatch =
+        sccl_gpu_test::bitMismatch(std::string("scclAllReduce ") + (op == scclAvg ? "avg" : "sum") +
+                                       " against the host rank-order result",
+                                   hostAllReduce<T>(nranks, count, dtype, op), recv.read());
+    if (!mismatch.empty()) return mismatch;
   }
   return "";
 }
@@ -89,16 +95,20 @@ TEST_CASE("dense collectives on device buffers equal the host results bit for bi
     if (scclAllGather(mine.get(), all.get(), count, scclFloat32, comm, stream) != scclSuccess)
       return std::string("scclAllGather: ") + scclGetLastError(comm);
     std::vector<float> gathered = all.read();
-    for (int q = 0; q < nranks; ++q)
-      if (std::memcmp(gathered.data() + size_t(q) * count, inputOf<float>(q, count).data(),
-                      count * 4) != 0)
-        return "scclAllGather block " + std::to_string(q) + " differs";
+    for (int q = 0; q < nranks; ++q) {
+      const std::string mismatch = sccl_gpu_test::bitMismatch(
+          "scclAllGather block " + std::to_string(q), inputOf<float>(q, count).data(),
+          gathered.data() + size_t(q) * count, count);
+      if (!mismatch.empty()) return mismatch;
+    }
     // Broadcast from the last rank, out of place (the root copies sendbuf into recvbuf).
     DeviceBuffer<float> received(count);
     if (scclBroadcast(mine.get(), received.get(), count, scclFloat32, nranks - 1, comm, stream) !=
         scclSuccess)
       return std::string("scclBroadcast: ") + scclGetLastError(comm);
-    if (received.read() != inputOf<float>(nranks - 1, count)) return "scclBroadcast differs";
+    const std::string broadcast_mismatch = sccl_gpu_test::bitMismatch(
+        "scclBroadcast", inputOf<float>(nranks - 1, count), received.read());
+    if (!broadcast_mismatch.empty()) return broadcast_mismatch;
     // Mixed memory: refused, nothing changed, the communicator usable.
     std::vector<float> host(count);
     if (scclAllReduce(mine.get(), host.data(), count, scclFloat32, scclSum, comm, stream) !=

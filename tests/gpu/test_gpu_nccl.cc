@@ -2,6 +2,8 @@
 // all-gather, the rank-order all-reduce (bitwise the CPU's reduceInRankOrder, sum and max,
 // float32 and float16), broadcast, the grouped exchange and host buffers staged through device
 // memory. Runs on every GPU of the machine, at most 8 (one GPU: a single-rank communicator).
+// Inputs carry NaNs with rank-dependent payloads: sum and max write the canonical NaN (the
+// transports' shared combine), the other collectives keep the bits.
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
@@ -10,11 +12,13 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "bit_mismatch.h"
 #include "core/half.h"
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
 #include "support/local_ranks.h"
+#include "support/nan_patterns.h"
 #include "transports/reduce_ops.h"
 #if SCCL_BUILD_WITH_NCCL
 #include "transports/nccl/nccl_transport_impl.h"
@@ -30,7 +34,16 @@ int rankCount() {
 }
 
 float valueOf(int rank, size_t i) {
+  if (i % 89 == 5) {  // a NaN whose payload and sign depend on the rank
+    return sccl::bitsToFloat(uint32_t(sccl_test::payloadNaNBits(scclFloat32, i + size_t(rank))));
+  }
   return float(int((i * 2654435761u + rank * 40503u) % 2001) - 1000) / 7.0f;
+}
+
+// "" or the short report of bit_mismatch.h.
+std::string mismatch(const std::string& what, const std::vector<float>& expected,
+                     const std::vector<float>& actual) {
+  return sccl_gpu_test::bitMismatch(what, expected, actual);
 }
 
 // Runs body(rank, transport) on one thread per GPU; returns the failures.
@@ -64,28 +77,35 @@ TEST_CASE("nccl transport collectives are exact and in rank order", "[gpu][nccl]
     DeviceBuffer<float> send(inputs[size_t(r)]), recv(count);
     if (t.allReduce(send.get(), recv.get(), count, scclFloat32, sccl::ReduceOp::Sum) != scclSuccess)
       return std::string("allReduce: ") + scclGetLastError(nullptr);
-    if (recv.read() != want_sum) return "allReduce sum differs from the rank-order sum";
+    std::string failure =
+        mismatch("allReduce sum against the rank-order sum", want_sum, recv.read());
+    if (!failure.empty()) return failure;
     if (t.allReduce(send.get(), recv.get(), count, scclFloat32, sccl::ReduceOp::Max) != scclSuccess)
       return "allReduce max failed";
-    if (recv.read() != want_max) return "allReduce max differs";
+    failure = mismatch("allReduce max against the rank-order max", want_max, recv.read());
+    if (!failure.empty()) return failure;
     // Host buffers, in place: staged through device memory.
     std::vector<float> host = inputs[size_t(r)];
     if (t.allReduce(host.data(), host.data(), count, scclFloat32, sccl::ReduceOp::Sum) !=
         scclSuccess)
       return "host allReduce failed";
-    if (host != want_sum) return "host allReduce differs";
+    failure = mismatch("host allReduce against the rank-order sum", want_sum, host);
+    if (!failure.empty()) return failure;
     // All-gather of device buffers.
     DeviceBuffer<float> all(count * size_t(nranks));
     if (t.allGather(send.get(), all.get(), count * 4) != scclSuccess) return "allGather failed";
     std::vector<float> gathered = all.read();
-    for (int q = 0; q < nranks; ++q)
-      if (std::memcmp(gathered.data() + size_t(q) * count, inputs[size_t(q)].data(), count * 4) !=
-          0)
-        return "allGather block " + std::to_string(q) + " differs";
+    for (int q = 0; q < nranks; ++q) {
+      failure = sccl_gpu_test::bitMismatch("allGather block " + std::to_string(q),
+                                           inputs[size_t(q)].data(),
+                                           gathered.data() + size_t(q) * count, count);
+      if (!failure.empty()) return failure;
+    }
     // Broadcast from the last rank.
     std::vector<float> b = inputs[size_t(r)];
     if (t.broadcast(b.data(), count * 4, nranks - 1) != scclSuccess) return "broadcast failed";
-    if (b != inputs[size_t(nranks - 1)]) return "broadcast differs";
+    failure = mismatch("broadcast", inputs[size_t(nranks - 1)], b);
+    if (!failure.empty()) return failure;
     if (t.barrier() != scclSuccess) return "barrier failed";
     return "";
   });
@@ -107,7 +127,8 @@ TEST_CASE("nccl transport exchanges pairs with grouped send and recv", "[gpu][nc
     DeviceBuffer<float> d_mine(mine), d_theirs(count);
     if (t.exchange(d_mine.get(), d_theirs.get(), count * 4, peer) != scclSuccess)
       return std::string("exchange: ") + scclGetLastError(nullptr);
-    if (d_theirs.read() != want) return "exchange delivered the wrong data";
+    const std::string failure = mismatch("exchange", want, d_theirs.read());
+    if (!failure.empty()) return failure;
     return "";
   });
   CHECK_NO_RANK_FAILURES(failures);

@@ -16,7 +16,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/half.h"
 #include "device_buffer.h"
+#include "kernels/shared/canonical_nan.h"
 #include "gpu_gradients.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"
@@ -42,9 +44,11 @@ scclSparseConfig_t streamOrderedConfig(const char* preset) {
   return config;
 }
 
+// Every element the canonical float32 NaN, the pattern a failed or discarded call writes (the
+// host's, algorithms/call_header.cc; docs/gpu.md, "NaN payloads"), checked by its bits.
 bool allNaN(const std::vector<float>& values) {
   for (float v : values)
-    if (!std::isnan(v)) return false;
+    if (sccl::floatToBits(v) != sccl::kCanonicalNaNFloat32) return false;
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -81,14 +82,19 @@ inline std::vector<std::byte> makeInput(scclDataType_t dtype, uint64_t seed, int
   return buffer;
 }
 
-// The reference: written independently of reduce_ops.cc from the rule in transport.h.
+// The reference: written independently of reduce_ops.cc from the rule in transport.h and the NaN
+// rule (docs/kernels.md, "NaN payloads"): a floating result that is NaN, of a sum or of a max
+// with a NaN operand, is quiet_NaN (the canonical NaN), whatever the inputs' payloads.
 template <typename Acc>
 Acc combineReference(Acc acc, Acc x, bool max) {
-  if (!max) return acc + x;
   if constexpr (std::is_floating_point_v<Acc>) {
-    if (std::isnan(acc)) return acc;
-    if (std::isnan(x)) return x;
+    const Acc result = max ? (acc < x ? x : acc) : acc + x;
+    if (std::isnan(acc) || std::isnan(x) || std::isnan(result)) {
+      return std::numeric_limits<Acc>::quiet_NaN();
+    }
+    return result;
   }
+  if (!max) return acc + x;
   return acc < x ? x : acc;
 }
 

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/magnitude_bits.h"
 
 namespace {
@@ -138,4 +140,67 @@ TEST_CASE("16-bit conversions round-trip every pattern and keep NaN a NaN", "[sh
   }
   INFO("first pattern that does not round-trip: " << hex16(first_bad));
   CHECK(first_bad > 0xffff);
+}
+
+TEST_CASE("canonical NaN constants are the formats' quiet_NaN patterns",
+          "[shared_helpers][nan_rule]") {
+  CHECK(sccl::floatToBits(std::numeric_limits<float>::quiet_NaN()) == sccl::kCanonicalNaNFloat32);
+  const double quiet = std::numeric_limits<double>::quiet_NaN();
+  uint64_t quiet_bits;
+  std::memcpy(&quiet_bits, &quiet, 8);
+  CHECK(quiet_bits == sccl::kCanonicalNaNFloat64);
+  // The canonical float32 NaN narrows to the canonical 16-bit ones, and those widen back to it.
+  CHECK(sccl::floatToFp16(sccl::canonicalNaNFloat32()) == sccl::kCanonicalNaNFloat16);
+  CHECK(sccl::floatToBf16(sccl::canonicalNaNFloat32()) == sccl::kCanonicalNaNBfloat16);
+  CHECK(sccl::floatToBits(fp16ToFloat(sccl::kCanonicalNaNFloat16)) == sccl::kCanonicalNaNFloat32);
+  CHECK(sccl::floatToBits(bf16ToFloat(sccl::kCanonicalNaNBfloat16)) == sccl::kCanonicalNaNFloat32);
+  double canonical64 = sccl::canonicalizeNaN(-quiet);
+  uint64_t bits64;
+  std::memcpy(&bits64, &canonical64, 8);
+  CHECK(bits64 == sccl::kCanonicalNaNFloat64);
+  CHECK(sccl::canonicalizeNaN(-0.0) == 0.0);
+  CHECK(std::signbit(sccl::canonicalizeNaN(-0.0)));
+}
+
+TEST_CASE("canonicalizeNaN maps every float32 NaN to one pattern and leaves the rest",
+          "[shared_helpers][nan_rule]") {
+  uint32_t first_bad = 0, bad = 0;
+  auto check = [&](uint32_t bits) {
+    const bool is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t got = sccl::floatToBits(sccl::canonicalizeNaN(sccl::bitsToFloat(bits)));
+    if (got != (is_nan ? sccl::kCanonicalNaNFloat32 : bits) && bad++ == 0) first_bad = bits;
+  };
+  // Every pattern with the exponent all ones (both infinities, every quiet and signalling NaN of
+  // either sign), then a stride over all patterns (zeros, subnormals, normals).
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t mantissa = 0; mantissa <= 0x7fffffu; ++mantissa)
+      check(sign | 0x7f800000u | mantissa);
+  }
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) check(uint32_t(b));
+  INFO(bad << " wrong patterns, the first " << first_bad);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("16-bit results computed in float32 narrow to the canonical 16-bit NaN, exhaustively",
+          "[shared_helpers][nan_rule]") {
+  // The path of every 16-bit arithmetic result (the transports' combine, the average's division,
+  // the scaled scatter and the decode into float16/bfloat16): widen, compute in float32,
+  // canonicalize, narrow. Here the computation is the identity: every NaN pattern must come out
+  // as the canonical 16-bit NaN and every other pattern unchanged.
+  for (const Half16& type : kHalfTypes) {
+    const uint16_t canonical =
+        type.dtype == scclFloat16 ? sccl::kCanonicalNaNFloat16 : sccl::kCanonicalNaNBfloat16;
+    uint32_t first_bad = 0x10000, nans = 0;
+    for (uint32_t b = 0; b <= 0xffff; ++b) {
+      const float wide = sccl::canonicalizeNaN(type.toFloat(uint16_t(b)));
+      const uint16_t narrow =
+          type.dtype == scclFloat16 ? sccl::floatToFp16(wide) : sccl::floatToBf16(wide);
+      const bool is_nan = std::isnan(type.toFloat(uint16_t(b)));
+      nans += is_nan;
+      if (narrow != (is_nan ? canonical : b) && first_bad > 0xffff) first_bad = b;
+    }
+    INFO(type.name << ": " << nans << " NaN patterns; first wrong pattern " << hex16(first_bad));
+    CHECK(nans == 2 * (type.dtype == scclFloat16 ? 0x3ffu : 0x7fu));
+    CHECK(first_bad > 0xffff);
+  }
 }

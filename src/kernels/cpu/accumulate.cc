@@ -6,6 +6,12 @@
 // bits (exponent all ones: +-inf or NaN) while they are still in a register: an and, a compare
 // and a count per vector, which the memory-bound loop hides (docs/kernels.md has the
 // measurement). Counts are integers, so their sum does not depend on the split either.
+//
+// A sum that is NaN is written as the canonical NaN (kernels/shared/canonical_nan.h): x86 keeps
+// the first NaN operand's payload (and makes 0xffc00000 of inf - inf), CUDA writes 0x7fffffff, and
+// both backends must agree bit for bit. The vector paths blend the constant into the lanes that
+// compare unordered with themselves, one compare and one blend per vector, hidden by memory like
+// the count. Without a residual nothing is added: the widened gradient keeps its NaN as it is.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -18,6 +24,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/shared/canonical_nan.h"
 
 namespace sccl::cpu {
 namespace {
@@ -63,7 +70,7 @@ uint64_t accumulateScalar(void* acc, const void* residual, const void* grad, siz
   uint64_t nonfinite = 0;
   for (size_t i = begin; i < end; ++i) {
     Value sum = widenGrad<kKind>(grad, i);
-    if constexpr (kHasResidual) sum = static_cast<const Value*>(residual)[i] + sum;
+    if constexpr (kHasResidual) sum = canonicalizeNaN(static_cast<const Value*>(residual)[i] + sum);
     out[i] = sum;
     nonfinite += isNonFinite(sum);
   }
@@ -94,6 +101,29 @@ SCCL_TARGET_AVX512 inline __m512 loadGradAvx512(const void* grad, size_t i) {
   }
 }
 
+// The canonical NaN in the lanes that are NaN (unordered with themselves), the others unchanged.
+SCCL_TARGET_AVX2 inline __m256 canonicalizeNaNAvx2(__m256 v) {
+  const __m256 canonical = _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNaNFloat32)));
+  return _mm256_blendv_ps(v, canonical, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
+SCCL_TARGET_AVX2 inline __m256d canonicalizeNaNAvx2(__m256d v) {
+  const __m256d canonical =
+      _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(kCanonicalNaNFloat64)));
+  return _mm256_blendv_pd(v, canonical, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+}
+
+SCCL_TARGET_AVX512 inline __m512 canonicalizeNaNAvx512(__m512 v) {
+  const __m512 canonical = _mm512_castsi512_ps(_mm512_set1_epi32(int(kCanonicalNaNFloat32)));
+  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), canonical);
+}
+
+SCCL_TARGET_AVX512 inline __m512d canonicalizeNaNAvx512(__m512d v) {
+  const __m512d canonical =
+      _mm512_castsi512_pd(_mm512_set1_epi64(static_cast<long long>(kCanonicalNaNFloat64)));
+  return _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), canonical);
+}
+
 // AVX2 counts in vector lanes (a compare gives -1 per non-finite lane, so subtracting it counts)
 // rather than movemask + popcount per vector, which cost 10-20 % on data in cache. 32-bit lanes
 // are added to the total every kCountBlockVectors vectors, long before they could wrap.
@@ -121,7 +151,8 @@ SCCL_TARGET_AVX2 size_t accumulateAvx2(void* acc, const void* residual, const vo
     for (; i + 4 <= end; i += 4) {
       __m256d sum = _mm256_loadu_pd(g + i);
       if constexpr (kHasResidual) {
-        sum = _mm256_add_pd(_mm256_loadu_pd(static_cast<const double*>(residual) + i), sum);
+        sum = canonicalizeNaNAvx2(
+            _mm256_add_pd(_mm256_loadu_pd(static_cast<const double*>(residual) + i), sum));
       }
       _mm256_storeu_pd(out + i, sum);
       __m256i bits = _mm256_and_si256(_mm256_castpd_si256(sum), exponent);
@@ -138,7 +169,8 @@ SCCL_TARGET_AVX2 size_t accumulateAvx2(void* acc, const void* residual, const vo
     for (; i < block_end; i += 8) {
       __m256 sum = loadGradAvx2<kKind>(grad, i);
       if constexpr (kHasResidual) {
-        sum = _mm256_add_ps(_mm256_loadu_ps(static_cast<const float*>(residual) + i), sum);
+        sum = canonicalizeNaNAvx2(
+            _mm256_add_ps(_mm256_loadu_ps(static_cast<const float*>(residual) + i), sum));
       }
       _mm256_storeu_ps(out + i, sum);
       __m256i bits = _mm256_and_si256(_mm256_castps_si256(sum), exponent);
@@ -161,7 +193,8 @@ SCCL_TARGET_AVX512 size_t accumulateAvx512(void* acc, const void* residual, cons
     for (; i + 8 <= end; i += 8) {
       __m512d sum = _mm512_loadu_pd(g + i);
       if constexpr (kHasResidual) {
-        sum = _mm512_add_pd(_mm512_loadu_pd(static_cast<const double*>(residual) + i), sum);
+        sum = canonicalizeNaNAvx512(
+            _mm512_add_pd(_mm512_loadu_pd(static_cast<const double*>(residual) + i), sum));
       }
       _mm512_storeu_pd(out + i, sum);
       __m512i bits = _mm512_and_si512(_mm512_castpd_si512(sum), exponent);
@@ -173,7 +206,8 @@ SCCL_TARGET_AVX512 size_t accumulateAvx512(void* acc, const void* residual, cons
     for (; i + 16 <= end; i += 16) {
       __m512 sum = loadGradAvx512<kKind>(grad, i);
       if constexpr (kHasResidual) {
-        sum = _mm512_add_ps(_mm512_loadu_ps(static_cast<const float*>(residual) + i), sum);
+        sum = canonicalizeNaNAvx512(
+            _mm512_add_ps(_mm512_loadu_ps(static_cast<const float*>(residual) + i), sum));
       }
       _mm512_storeu_ps(out + i, sum);
       __m512i bits = _mm512_and_si512(_mm512_castps_si512(sum), exponent);

@@ -10,6 +10,7 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/shared/canonical_nan.h"
 
 namespace sccl::cpu {
 namespace {
@@ -69,29 +70,31 @@ void scatterConverted(void* dst, const int64_t* idx, size_t n, ValueOf value) {
 
 // float32 values times `scale` (in float32) into a float32, float16 or bfloat16 destination. A
 // unit scale skips the multiply: the result is then a copy or a plain conversion, bit for bit,
-// signalling NaNs included (a multiply would quiet them).
+// signalling NaNs included (a multiply would quiet them). A product that is NaN is written as the
+// canonical NaN (kernels/shared/canonical_nan.h), which narrows to the canonical 16-bit one.
 scclResult_t scatterFloatValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
                                 const float* vals, size_t n, float scale) {
   const bool unit = scale == 1.0f;
   switch (dst_dtype) {
     case scclFloat32:
       if (unit) return scatter(dst, scclFloat32, idx, vals, n);
-      scatterConverted<float>(dst, idx, n, [=](size_t j) { return vals[j] * scale; });
+      scatterConverted<float>(dst, idx, n,
+                              [=](size_t j) { return canonicalizeNaN(vals[j] * scale); });
       return scclSuccess;
     case scclFloat16:
       if (unit) {
         scatterConverted<uint16_t>(dst, idx, n, [=](size_t j) { return floatToFp16(vals[j]); });
       } else {
-        scatterConverted<uint16_t>(dst, idx, n,
-                                   [=](size_t j) { return floatToFp16(vals[j] * scale); });
+        scatterConverted<uint16_t>(
+            dst, idx, n, [=](size_t j) { return floatToFp16(canonicalizeNaN(vals[j] * scale)); });
       }
       return scclSuccess;
     case scclBfloat16:
       if (unit) {
         scatterConverted<uint16_t>(dst, idx, n, [=](size_t j) { return floatToBf16(vals[j]); });
       } else {
-        scatterConverted<uint16_t>(dst, idx, n,
-                                   [=](size_t j) { return floatToBf16(vals[j] * scale); });
+        scatterConverted<uint16_t>(
+            dst, idx, n, [=](size_t j) { return floatToBf16(canonicalizeNaN(vals[j] * scale)); });
       }
       return scclSuccess;
     default: break;
@@ -144,7 +147,7 @@ scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* i
   }
   if (scale == 1.0) return scatter(dst, scclFloat64, idx, vals, n);
   const double* from = static_cast<const double*>(vals);
-  scatterConverted<double>(dst, idx, n, [=](size_t j) { return from[j] * scale; });
+  scatterConverted<double>(dst, idx, n, [=](size_t j) { return canonicalizeNaN(from[j] * scale); });
   return scclSuccess;
 }
 

@@ -2,8 +2,10 @@
 // encode (scatter-add into the rows x width table), decode (gather + median over rows) and the
 // residual update of marked blocks. Hashes and signs: algorithms/count_sketch.h.
 //
-// Parallel splits never change a result: block norms, decode and the update split the blocks
-// into contiguous parts (each element is written by one part, each block norm summed by one
+// Every computed value that is NaN (a bucket sum, a block norm, a decoded estimate, an updated
+// residual) is written as the canonical NaN (kernels/shared/canonical_nan.h), as the CUDA kernels
+// write it. Parallel splits never change a result: block norms, decode and the update split the
+// blocks into contiguous parts (each element is written by one part, each block norm summed by one
 // part in index order); encode gives each sketch row to one part, which adds its elements in
 // index order, so every bucket receives its additions in the same order whatever the split.
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/sketch_element.h"
 
 namespace sccl::cpu {
@@ -53,7 +56,7 @@ void squaredNorms(const T* x, size_t count, size_t block, double* sq) {
       const size_t end = sketchBlockEnd(b, block, count);
       double sum = 0;
       for (size_t i = b * block; i < end; ++i) sum += double(x[i]) * double(x[i]);
-      sq[b] = sum;
+      sq[b] = canonicalizeNaN(sum);
     }
   });
 }
@@ -83,7 +86,7 @@ void encodeRow(const T* x, const SketchShape& shape, const uint8_t* bitmap, T* r
       if (v == T(0)) continue;
       const uint64_t h = sketchHash(key, i);
       T& bucket = row[sketchBucket(h, shape.width)];
-      bucket = sketchNegative(h) ? bucket - v : bucket + v;
+      bucket = canonicalizeNaN(sketchNegative(h) ? bucket - v : bucket + v);
     }
   }
 }
@@ -112,7 +115,9 @@ void updateBlocks(T* x, size_t count, size_t block, const uint8_t* bitmap, const
     for (size_t b = first; b < last; ++b) {
       if (!marked(bitmap, b)) continue;
       const size_t end = sketchBlockEnd(b, block, count);
-      for (size_t i = b * block; i < end; ++i) x[i] = sub == nullptr ? T(0) : x[i] - sub[i];
+      for (size_t i = b * block; i < end; ++i) {
+        x[i] = sub == nullptr ? T(0) : canonicalizeNaN(x[i] - sub[i]);
+      }
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "algorithms/count_sketch.h"
+#include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/host_device.h"
 
 namespace sccl {
@@ -47,7 +48,9 @@ SCCL_HOST_DEVICE inline T sketchMedian(T* v, uint32_t n) {
 }
 
 // The decoded estimate of element i: the median over rows j of sign_j(i) * table[j][bucket_j(i)],
-// divided by `divisor` unless it is 1. rows <= kMaxSketchRows.
+// divided by `divisor` unless it is 1. rows <= kMaxSketchRows. A NaN estimate is the canonical
+// NaN (kernels/shared/canonical_nan.h): the median of two rows and the division are arithmetic,
+// and a negated NaN table entry must not carry its sign into the output either.
 template <typename T>
 SCCL_HOST_DEVICE inline T sketchDecodeElement(const T* table, uint32_t rows, uint64_t width,
                                               const uint64_t* row_keys, size_t i,
@@ -60,7 +63,7 @@ SCCL_HOST_DEVICE inline T sketchDecodeElement(const T* table, uint32_t rows, uin
   }
   T estimate = sketchMedian(estimates, rows);
   if (divisor != 1) estimate = estimate / T(divisor);
-  return estimate;
+  return canonicalizeNaN(estimate);
 }
 
 }  // namespace sccl
