@@ -70,17 +70,19 @@ find_built() {  # the built file called $1 in the build folder, not inside a bun
   find "$build_dir" -path "$out" -prune -o -path "$build_dir/gpu-bundle" -prune -o \
     -name "$1" -type f -perm -u+x -print 2>/dev/null | head -n 1
 }
-# Copy $1 to $2 as a plain file, stripped, RUNPATH removed: the build folder's RUNPATH would let
-# the ldd check find a library the bundle lacks.
+# Copy $1 to $2 as a plain file; finish_elf_files strips it and removes its RUNPATH (the build
+# folder's RUNPATH would let the ldd check find a library the bundle lacks).
+staged_elf_files=()
 stage_elf() {
   cp -L "$1" "$2"
   chmod u+w "$2"
-  strip --strip-unneeded "$2" 2>/dev/null || true
-  local dynamic
-  dynamic=$(objdump -p "$2" 2>/dev/null || true)
-  if grep -qE '^ *(RPATH|RUNPATH) ' <<<"$dynamic"; then
-    cmake -DFILE="$2" -P "$root/scripts/gpu/remove_rpath.cmake" >/dev/null
-  fi
+  staged_elf_files+=("$2")
+}
+# Strip and drop RUNPATH of everything staged, in two commands (one per file is slow).
+finish_elf_files() {
+  strip --strip-unneeded "${staged_elf_files[@]}" 2>/dev/null || true
+  local IFS=';'
+  cmake -DFILES="${staged_elf_files[*]}" -P "$root/scripts/gpu/remove_rpath.cmake" >/dev/null
 }
 
 rm -rf "$out"
@@ -160,27 +162,31 @@ else
   status_lines+=("mpirun: not bundled (no relocatable Open MPI here)")
 fi
 
-# The closure: every library a staged ELF file needs, repeated until nothing new appears. Paths
-# are resolved with the build machine's loader; the copies land in lib/ under their soname.
+# The closure: every library a staged ELF file needs (ldd lists the transitive ones too), then
+# the same for each library added, until nothing new appears. Paths are resolved by the build
+# machine's loader; the copies land in lib/ under their soname.
 elf_files() {
   find "$out/bin" "$out/lib" "${mpi_dirs[@]}" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null
   [[ -d $out/mpi/bin ]] && find "$out/mpi/bin" -type f
 }
+declare -A scanned=()
 missing=()
-for _ in 1 2 3 4 5 6; do
-  added=0
+while :; do
+  to_scan=()
+  while read -r f; do
+    [[ -n ${scanned[$f]:-} ]] || { to_scan+=("$f"); scanned[$f]=1; }
+  done < <(elf_files)
+  ((${#to_scan[@]})) || break
   while read -r name path; do
-    [[ $name =~ $system_libs ]] && continue
-    [[ -e $out/lib/$name ]] && continue
+    [[ $name =~ $system_libs || -e $out/lib/$name ]] && continue
     if [[ $path == "not" ]]; then
-      missing+=("$name"); continue
+      missing+=("$name")
+    else
+      stage_elf "$path" "$out/lib/$name"
     fi
-    stage_elf "$path" "$out/lib/$name"
-    added=1
-  done < <(elf_files | while read -r f; do
+  done < <(for f in "${to_scan[@]}"; do
              LD_LIBRARY_PATH="$out/lib" ldd "$f" 2>/dev/null | awk '$2 == "=>" {print $1, $3}'
            done | sort -u)
-  ((added)) || break
 done
 if ((${#missing[@]})); then
   die "libraries not found on this machine: $(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')"
@@ -215,6 +221,8 @@ find "$out/python" -name __pycache__ -prune -exec rm -rf {} +
 
 install -m 755 "$root/scripts/gpu/run.sh" "$out/run.sh"
 install -m 644 "$root/scripts/gpu/summarize.py" "$out/summarize.py"
+
+finish_elf_files
 
 # --- record what was bundled -----------------------------------------------------------------
 commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)

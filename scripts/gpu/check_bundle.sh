@@ -40,16 +40,13 @@ problems=()
 while read -r f; do
   [[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == 177ELF ]] || continue
   checked=$((checked + 1))
-  while read -r line; do
-    name=$(awk '{print $1}' <<<"$line")
-    path=$(awk '$2 == "=>" {print $3}' <<<"$line")
-    if [[ $line == *"not found"* ]]; then
-      problems+=("${f#"$bundle"/}: $name not found")
-    elif [[ -n $path && ! $name =~ $allowed && $path != "$bundle"/* &&
-            ( -z $nccl_dir || $path != "$nccl_dir"/* ) ]]; then
-      problems+=("${f#"$bundle"/}: $name resolved outside the bundle ($path)")
-    fi
-  done < <(env -i LD_LIBRARY_PATH="$bundle/lib${nccl_dir:+:$nccl_dir}" /usr/bin/ldd "$f" 2>&1 | grep '=>\|not found')
+  while read -r problem; do
+    problems+=("${f#"$bundle"/}: $problem")
+  done < <(env -i LD_LIBRARY_PATH="$bundle/lib${nccl_dir:+:$nccl_dir}" /usr/bin/ldd "$f" 2>&1 |
+           awk -v allowed="$allowed" -v bundle="$bundle/" -v nccl="${nccl_dir:+$nccl_dir/}" '
+             /not found/ { print $1 " not found"; next }
+             $2 == "=>" && $3 ~ /^\// && $1 !~ allowed && index($3, bundle) != 1 &&
+               (nccl == "" || index($3, nccl) != 1) { print $1 " resolved outside the bundle (" $3 ")" }')
 done < <(find "$bundle" -type f)
 if ((${#problems[@]})); then
   printf '  %s\n' "${problems[@]}" >&2
