@@ -303,8 +303,10 @@ fi
 
 # 5. the relocated Open MPI: scclCommInitMpi and NCCL on device buffers, one rank
 if [[ -f $B/mpi/env.sh ]]; then
+  step_json=$work/mpirun.json
   run_step mpirun "mpirun -np 1 sparse_allreduce_perf -g 1" 90 -- bash -c \
-    'source "$B/mpi/env.sh" && exec "$B/mpi/bin/mpirun" -np 1 "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 1M -e 1M -D 0.01 -n 3 -w 1 -W 2 -L 5 -a dense,micro_sync_free -T 60'
+    'source "$B/mpi/env.sh" && exec "$B/mpi/bin/mpirun" -np 1 "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 1M -e 1M -D 0.01 -n 3 -w 1 -W 2 -L 5 -a dense,micro_sync_free -T 60 -J "$0"' "$step_json"
+  step_json=""
 else
   skip_step mpirun "mpirun" "no Open MPI in the bundle"
 fi

@@ -27,7 +27,8 @@ PERF_COLUMNS = {
     "sparse_allreduce_perf": ["algorithm", "target_density", "actual_density", "time_us",
                               "algbw_gbps", "speedup_vs_dense", "select_us", "comm_us",
                               "other_us", "wrong"],
-    "mpirun": ["algorithm", "target_density", "time_us", "wrong"],
+    "mpirun": ["algorithm", "target_density", "actual_density", "time_us", "algbw_gbps",
+               "wrong"],
 }
 
 
@@ -49,8 +50,10 @@ def stored_name(summary):
                               summary.get("commit", "unknown")[:12], slug(machine.get("gpu", "")))
 
 
-def cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def cell(value):
+    if isinstance(value, float):
+        value = "%.1f" % value if abs(value) >= 100 else "%.4g" % value
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def table(header, rows):
