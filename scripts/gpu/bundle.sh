@@ -66,8 +66,8 @@ if ((do_build)); then
 fi
 
 # --- stage -----------------------------------------------------------------------------------
-find_built() {  # the built file called $1 in the build folder, not inside a bundle
-  find "$build_dir" -path "$out" -prune -o -path "$build_dir/gpu-bundle" -prune -o \
+find_built() {  # the built file called $1 in the build folder, not inside a bundle (the CI one too)
+  find "$build_dir" -path "$out" -prune -o -type d -name gpu-bundle -prune -o \
     -name "$1" -type f -perm -u+x -print 2>/dev/null | head -n 1
 }
 # Copy $1 to $2 as a plain file; finish_elf_files strips it and removes its RUNPATH (the build
