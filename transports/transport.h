@@ -53,7 +53,8 @@ class Transport {
                                   const size_t* recv_bytes, const size_t* recv_offsets) = 0;
 
   // Element-wise reduction of `count` elements; send == recv allowed. Sum supports every
-  // scclDataType_t; Max supports every type too (NaN propagates for floating types).
+  // scclDataType_t; Max supports every type too (NaN propagates for floating types). A floating
+  // result that is NaN is the canonical quiet NaN of its type, whatever the operands' payloads.
   virtual scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                                  ReduceOp op) = 0;
 

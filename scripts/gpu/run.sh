@@ -14,7 +14,9 @@
 #   perf         select_perf -g 1 and sparse_allreduce_perf -g 1, 26M float32, d = 0.001, 0.01
 #   python       the Python package's CUDA tests (pytest -k cuda), when python3 has torch,
 #                numpy and pytest
-#   mpirun       sparse_allreduce_perf -g 1 under the bundle's relocated Open MPI, one rank
+#   mpirun       sccl_gpu_multiprocess --launcher mpi under the bundle's relocated Open MPI, 2, 3
+#                and 4 processes on the one GPU (mpi transport, pinned staging); then
+#                sparse_allreduce_perf -g 1 under it, one rank (NCCL)
 #   sanitizer    compute-sanitizer memcheck, then racecheck, on [select] [indexed] [sketch]
 #                [moments] [sync_free]; NCCL's own cudaErrorNoKernelImageForDevice reports
 #                inside ncclInitKernelsForDevice (its probing at communicator creation) are not
@@ -301,8 +303,15 @@ else
     "$B/python" "$py" "${py_tests[@]}"
 fi
 
-# 5. the relocated Open MPI: scclCommInitMpi and NCCL on device buffers, one rank
+# 5. the relocated Open MPI: 2-4 mpirun processes on the one GPU over the mpi transport (device
+#    buffers through pinned staging), then scclCommInitMpi and NCCL on device buffers, one rank
 if [[ -f $B/mpi/env.sh ]]; then
+  if [[ -x $B/bin/sccl_gpu_multiprocess ]]; then
+    for n in 2 3 4; do
+      run_step mpirun "mpirun -np $n sccl_gpu_multiprocess --launcher mpi" 120 -- bash -c \
+        'source "$B/mpi/env.sh" && exec "$B/mpi/bin/mpirun" -np "$0" "$B/bin/sccl_gpu_multiprocess" --launcher mpi' "$n"
+    done
+  fi
   step_json=$work/mpirun.json
   run_step mpirun "mpirun -np 1 sparse_allreduce_perf -g 1" 90 -- bash -c \
     'source "$B/mpi/env.sh" && exec "$B/mpi/bin/mpirun" -np 1 "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 1M -e 1M -D 0.01 -n 3 -w 1 -W 2 -L 5 -a dense,micro_sync_free -T 60 -J "$0"' "$step_json"

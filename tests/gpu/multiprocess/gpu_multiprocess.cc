@@ -1,8 +1,13 @@
-// Several PROCESSES on one GPU (CTest gpu_multiprocess_npN; the GPU bundle's run.sh):
+// Several PROCESSES on one GPU (CTest gpu_multiprocess_npN, gpu_mpirun_multiprocess_npN; the GPU
+// bundle's run.sh), launched one of two ways:
 //   sccl_gpu_multiprocess --ranks N [--transport ucx] [--calls K]
-// The parent starts N copies of itself through the library's own bootstrap (no mpirun: the GPU
-// machines have no Open MPI), every rank on device 0 with its own stream and a communicator over
-// `transport` (default ucx), whose device buffers go through pinned host staging. Each rank runs
+//     the parent starts N copies of itself through the library's own bootstrap (no launcher
+//     needed: the GPU machines have no Open MPI of their own), communicator over `transport`;
+//   mpirun -np N sccl_gpu_multiprocess --launcher mpi [--calls K]
+//     each process is a rank of MPI_COMM_WORLD, communicator by scclCommInitMpi over the mpi
+//     transport (the bundle carries a relocated Open MPI for this).
+// Every rank is on device 0 with its own stream; the device buffers go through the transport's
+// pinned host staging. Each rank runs
 // every sparse preset with a device path, float32 and float16 gradients, on two sparsifiers of the
 // same communicator: one with host buffers, one with device buffers, call by call, and compares
 // the device call with the host call bit for bit (output, residual, counts, threshold, bytes).
@@ -19,6 +24,10 @@
 #include "support/rank_processes.h"
 #include "support/sparse_runs.h"
 
+#if SCCL_GPU_TEST_WITH_MPI
+#include <mpi.h>
+#endif
+
 namespace {
 
 using namespace sccl_gpu_test;
@@ -31,7 +40,12 @@ struct Options {
   int ranks = 0;
   const char* transport = "ucx";
   int calls = 4;
+  bool mpi_launcher = false;
 };
+
+constexpr const char* kUsage =
+    "usage: %s --ranks N [--transport ucx] [--calls K]\n"
+    "       mpirun -np N %s --launcher mpi [--calls K]\n";
 
 // One preset and gradient type on this rank: "" when every device call equals its host call.
 std::string compareOnRank(scclComm_t comm, int rank, int nranks, const char* preset,
@@ -67,7 +81,52 @@ std::string compareOnRank(scclComm_t comm, int rank, int nranks, const char* pre
   return "";
 }
 
-int runRank(const sccl_test::RankProcess& process, const Options& options) {
+// Every preset and type on this rank's communicator; the ranks agree on the outcome. Returns the
+// exit code and destroys (or, when the ranks could not agree, aborts) the communicator.
+int compareEverything(scclComm_t comm, int rank, int nranks, const char* transport,
+                      const Options& options) {
+  int failed = 0, failures = 0, compared = 0;
+  bool agreed = true;
+  for (const char* preset : {"micro", "exdyna", "topk", "cltk", "hard_threshold", "s2",
+                             "micro_sync_free", "exdyna_sync_free"}) {
+    for (scclDataType_t dtype : {scclFloat32, scclFloat16}) {
+      std::string difference;
+      try {
+        difference = compareOnRank(comm, rank, nranks, preset, dtype, options.calls);
+      } catch (const std::exception& e) {
+        difference = e.what();
+      }
+      ++compared;
+      if (!difference.empty()) {
+        failed = 1;
+        std::fprintf(stderr, "rank %d: %s %s: %s\n", rank, preset,
+                     dtype == scclFloat16 ? "float16" : "float32", difference.c_str());
+      }
+      // The ranks agree after every case, so that all stop at the first failure together
+      // rather than run different collectives.
+      if (scclAllReduce(&failed, &failures, 1, scclInt32, scclSum, comm, nullptr) !=
+          scclSuccess) {
+        agreed = false;
+        failures = 1;
+      }
+      if (failures > 0) break;
+    }
+    if (failures > 0) break;
+  }
+  if (rank == 0 && failures == 0)
+    std::printf("PASS: %d processes on one GPU over %s: %d preset/type runs of %d calls equal "
+                "the host run bit for bit\n",
+                nranks, transport, compared, options.calls);
+  if (agreed) {
+    scclCommDestroy(comm);
+  } else {
+    scclCommAbort(comm);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+// A rank started by the bootstrap launcher.
+int runBootstrapRank(const sccl_test::RankProcess& process, const Options& options) {
   if (cudaSetDevice(0) != cudaSuccess) {
     std::fprintf(stderr, "rank %d: cudaSetDevice(0) failed\n", process.rank);
     return 1;
@@ -80,41 +139,43 @@ int runRank(const sccl_test::RankProcess& process, const Options& options) {
                  options.transport, scclGetLastError(nullptr));
     return 1;
   }
-  int failed = 0, compared = 0;
-  for (const char* preset : {"micro", "exdyna", "topk", "cltk", "hard_threshold", "s2",
-                             "micro_sync_free", "exdyna_sync_free"}) {
-    for (scclDataType_t dtype : {scclFloat32, scclFloat16}) {
-      std::string difference;
-      try {
-        difference = compareOnRank(comm, process.rank, process.nranks, preset, dtype,
-                                   options.calls);
-      } catch (const std::exception& e) {
-        difference = e.what();
-      }
-      ++compared;
-      if (difference.empty()) continue;
-      ++failed;
-      std::fprintf(stderr, "rank %d: %s %s: %s\n", process.rank, preset,
-                   dtype == scclFloat16 ? "float16" : "float32", difference.c_str());
-      // A failed call may leave the ranks at different points: stop comparing.
-      break;
-    }
-    if (failed) break;
-  }
-  int failures = 0;
-  const scclResult_t agreed =
-      scclAllReduce(&failed, &failures, 1, scclInt32, scclSum, comm, nullptr);
-  if (agreed != scclSuccess) failures = 1;
-  if (process.rank == 0 && failures == 0)
-    std::printf("PASS: %d processes on one GPU over %s: %d preset/type runs of %d calls equal "
-                "the host run bit for bit\n",
-                process.nranks, options.transport, compared, options.calls);
-  if (agreed == scclSuccess) {
-    scclCommDestroy(comm);
+  return compareEverything(comm, process.rank, process.nranks, options.transport, options);
+}
+
+// A rank started by mpirun. Exit 77 when no GPU (every rank sees the same machine).
+int runMpiRank(int argc, char** argv, const Options& options) {
+#if SCCL_GPU_TEST_WITH_MPI
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  int devices = 0;
+  int code = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
+    if (rank == 0) std::printf("SKIP: no usable CUDA device; the mpirun GPU test did not run\n");
+    code = 77;
+  } else if (cudaSetDevice(0) != cudaSuccess) {
+    code = 1;
   } else {
-    scclCommAbort(comm);
+    scclConfig_t config = transportConfig("mpi");
+    scclComm_t comm = nullptr;
+    if (scclCommInitMpi(&comm, nullptr, &config) != scclSuccess) {
+      std::fprintf(stderr, "rank %d: scclCommInitMpi failed: %s\n", rank,
+                   scclGetLastError(nullptr));
+      code = 1;
+    } else {
+      code = compareEverything(comm, rank, nranks, "mpi", options);
+    }
   }
-  return failures == 0 ? 0 : 1;
+  MPI_Finalize();
+  return code;
+#else
+  (void)argc;
+  (void)options;
+  std::fprintf(stderr, "%s: built without MPI; use --ranks N\n", argv[0]);
+  return 2;
+#endif
 }
 
 }  // namespace
@@ -128,15 +189,24 @@ int main(int argc, char** argv) {
       options.transport = argv[++i];
     } else if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc) {
       options.calls = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--launcher") == 0 && i + 1 < argc &&
+               std::strcmp(argv[i + 1], "mpi") == 0) {
+      options.mpi_launcher = true;
+      ++i;
     } else {
-      std::fprintf(stderr, "usage: %s --ranks N [--transport ucx] [--calls K]\n", argv[0]);
+      std::fprintf(stderr, kUsage, argv[0], argv[0]);
       return 2;
     }
   }
+  if (options.calls < 1) {
+    std::fprintf(stderr, kUsage, argv[0], argv[0]);
+    return 2;
+  }
+  if (options.mpi_launcher) return runMpiRank(argc, argv, options);
   const sccl_test::RankProcess process = sccl_test::rankProcessFromEnvironment(kEnvPrefix);
-  if (process.valid) return runRank(process, options);
-  if (options.ranks < 1 || options.calls < 1) {
-    std::fprintf(stderr, "usage: %s --ranks N [--transport ucx] [--calls K]\n", argv[0]);
+  if (process.valid) return runBootstrapRank(process, options);
+  if (options.ranks < 1) {
+    std::fprintf(stderr, kUsage, argv[0], argv[0]);
     return 2;
   }
   // The parent only launches; it checks for a GPU first (its children exec afresh, so the CUDA
