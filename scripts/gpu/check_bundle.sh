@@ -74,6 +74,19 @@ if [[ -f $bundle/mpi/env.sh ]]; then
   grep -q "transport: *ucx\|transport.*ucx" "$mpi_log" || { tail -n 30 "$mpi_log" >&2; fail "the mpirun job did not use the UCX transport"; }
   grep -q "loaded $bundle/lib/ucx/" "$mpi_log" || { tail -n 30 "$mpi_log" >&2; fail "UCX loaded no module from $bundle/lib/ucx"; }
   echo "mpirun -np 2 over UCX from the bundle: passed${hide:+ (system Open MPI, PMIx, UCX, hwloc hidden)}"
+  # The multi-process device test's mpirun mode starts from the bundle and skips without a GPU.
+  if [[ -x $bundle/bin/sccl_gpu_multiprocess ]]; then
+    set +e
+    env -i PATH=/usr/bin:/bin HOME="$work" B="$bundle" \
+      LD_LIBRARY_PATH="$bundle/lib${nccl_dir:+:$nccl_dir}" \
+      "${hide[@]}" bash -c 'source "$B/mpi/env.sh" && exec timeout -k 5 60 "$B/mpi/bin/mpirun" \
+        -np 2 --oversubscribe "$B/bin/sccl_gpu_multiprocess" --launcher mpi' >"$mpi_log" 2>&1
+    rc=$?
+    set -e
+    [[ $rc == 77 ]] && grep -q "^SKIP: no usable CUDA device" "$mpi_log" ||
+      { tail -n 30 "$mpi_log" >&2; fail "mpirun sccl_gpu_multiprocess --launcher mpi exited $rc, not 77"; }
+    echo "mpirun -np 2 sccl_gpu_multiprocess --launcher mpi from the bundle: skipped as it must be without a GPU"
+  fi
 fi
 
 # 4. run.sh without a GPU
