@@ -401,15 +401,43 @@ def test_dense_algorithm_equals_dense_allreduce_numpy():
         assert np.array_equal(sparse, dense)
 
 
-def test_cuda_tensor_is_refused_by_the_sparse_allreduce(comm):
+def test_cuda_tensor_dense_preset_is_refused(comm):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device in this torch")
-    # On device buffers scclSparseAllreduce runs the sync_free presets over the NCCL transport
-    # only (docs/gpu.md): topk on a CUDA tensor is refused, naming what runs on the device.
-    s = Sparsifier(comm, 16, algorithm="topk", density=0.5)
+    # On device buffers the dense preset is refused (scclAllReduce is the dense all-reduce),
+    # naming what runs on the device (docs/gpu.md); the communicator stays usable.
+    s = Sparsifier(comm, 16, algorithm="dense", density=0.5)
     with pytest.raises(SparsecollError) as info:
         s.allreduce(torch.ones(16, device="cuda"))
-    assert info.value.code == Result.INVALID_USAGE and info.value.message != ""
+    assert info.value.code == Result.INVALID_USAGE and "gather" in info.value.message
+    assert torch.equal(comm.allreduce(torch.ones(4)), torch.ones(4))
+
+
+def test_cuda_tensors_of_ranks_sharing_one_gpu_equal_the_cpu_run():
+    """Three in-process ranks on GPU 0 over the local transport (device buffers through pinned
+    host staging, docs/gpu.md) give bitwise the CPU tensors' results, every call and rank."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device in this torch")
+    count, size, calls = 10007, 3, 3
+
+    def grads(rank):
+        g = torch.Generator().manual_seed(100 + rank)
+        return [torch.randn(count, generator=g) for _ in range(calls)]
+
+    def run(device):
+        def body(comm):
+            outs = []
+            for algorithm in ("micro", "topk", "micro_sync_free"):
+                with Sparsifier(comm, count, algorithm=algorithm, density=0.01) as s:
+                    outs += [s.allreduce(x.to(device), op="avg").cpu() for x in grads(comm.rank)]
+            return outs
+        return run_ranks(size, body)
+
+    cpu, gpu = run("cpu"), run("cuda")
+    for rank in range(size):
+        for want, got in zip(cpu[rank], gpu[rank]):
+            assert torch.equal(want, got)
+        assert all(torch.equal(a, b) for a, b in zip(gpu[rank], gpu[0]))  # every rank the same
 
 
 def test_cuda_tensor_sync_free_over_nccl_equals_the_host_run():
