@@ -49,10 +49,12 @@ inline std::string createSparsifier(scclComm_t comm, size_t count, const scclSpa
   return "";
 }
 
-// Runs body(rank, comm) -> failure text ("" when it passed) on nranks threads, rank r on device
-// r; returns the failures, each prefixed with its rank.
-template <typename Body>
-std::vector<std::string> onEveryGpu(int nranks, Body body) {
+// Runs body(rank, comm) -> failure text ("" when it passed) on nranks threads, each with a
+// communicator of `config`; rank r first selects device device_of(r) (none when negative).
+// Returns the failures, each prefixed with its rank.
+template <typename DeviceOf, typename Body>
+std::vector<std::string> onRankThreads(int nranks, const scclConfig_t& config, DeviceOf device_of,
+                                       Body body) {
   scclUniqueId id;
   if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
   std::vector<std::string> failures(static_cast<size_t>(nranks));
@@ -60,17 +62,15 @@ std::vector<std::string> onEveryGpu(int nranks, Body body) {
   for (int r = 0; r < nranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        check(cudaSetDevice(r), "cudaSetDevice");
-        scclConfig_t config = SCCL_CONFIG_INITIALIZER;
-        config.transport = "nccl";
-        config.timeoutMs = 60000;
+        if (device_of(r) >= 0) check(cudaSetDevice(device_of(r)), "cudaSetDevice");
         scclComm_t comm = nullptr;
         if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
           failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
           return;
         }
         failures[size_t(r)] = body(r, comm);
-        scclCommDestroy(comm);
+        if (scclCommDestroy(comm) != scclSuccess && failures[size_t(r)].empty())
+          failures[size_t(r)] = "scclCommDestroy failed";
       } catch (const std::exception& e) {
         failures[size_t(r)] = e.what();
       }
@@ -82,6 +82,15 @@ std::vector<std::string> onEveryGpu(int nranks, Body body) {
     if (!failures[size_t(r)].empty())
       out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
   return out;
+}
+
+// One rank per GPU over the NCCL transport, rank r on device r.
+template <typename Body>
+std::vector<std::string> onEveryGpu(int nranks, Body body) {
+  scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+  config.transport = "nccl";
+  config.timeoutMs = 60000;
+  return onRankThreads(nranks, config, [](int r) { return r; }, body);
 }
 
 }  // namespace sccl_gpu_test

@@ -63,33 +63,7 @@ inline std::vector<unsigned char> gradientBytes(const HeadHeavyGradient& gradien
 // `device`), each with a communicator of `config`.
 inline std::vector<std::string> onRanks(int nranks, const scclConfig_t& config, bool device,
                                         const std::function<std::string(int, scclComm_t)>& body) {
-  scclUniqueId id;
-  if (scclGetUniqueId(&id) != scclSuccess) return {"scclGetUniqueId failed"};
-  std::vector<std::string> failures(static_cast<size_t>(nranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        if (device) check(cudaSetDevice(0), "cudaSetDevice");
-        scclComm_t comm = nullptr;
-        if (scclCommInitRankConfig(&comm, nranks, id, r, &config) != scclSuccess) {
-          failures[size_t(r)] = std::string("init: ") + scclGetLastError(nullptr);
-          return;
-        }
-        failures[size_t(r)] = body(r, comm);
-        if (scclCommDestroy(comm) != scclSuccess && failures[size_t(r)].empty())
-          failures[size_t(r)] = "scclCommDestroy failed";
-      } catch (const std::exception& e) {
-        failures[size_t(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  std::vector<std::string> out;
-  for (int r = 0; r < nranks; ++r)
-    if (!failures[size_t(r)].empty())
-      out.push_back("rank " + std::to_string(r) + ": " + failures[size_t(r)]);
-  return out;
+  return onRankThreads(nranks, config, [device](int) { return device ? 0 : -1; }, body);
 }
 
 inline scclConfig_t transportConfig(const char* transport) {
