@@ -3,7 +3,10 @@
 //
 // Contract shared by every operation:
 //  - Collective operations are called by every rank of the communicator in the same order with
-//    matching sizes (the caller guarantees it; later protocol layers verify it).
+//    matching sizes. Every public collective first agrees on a call record (agree, or
+//    carryAgreement folded into the next collective; transports/call_record.h), so mismatched
+//    public calls never reach the data operations; a transport still bounds-checks what it
+//    reads from peers.
 //  - Blocking: an operation returns when this rank's output is complete and its input may be
 //    reused. Every wait honours the deadline given at creation (timeout_ms) and returns
 //    scclTimeout when it passes; a peer that failed or aborted yields scclRemoteError.
@@ -22,6 +25,7 @@
 #include <memory>
 
 #include "sparsecoll/sparsecoll.h"
+#include "transports/call_record.h"
 #include "transports/stream_collectives.h"
 #include "transports/window.h"
 
@@ -75,6 +79,17 @@ class Transport {
   // Collectives on the caller's CUDA stream (transports/stream_collectives.h) where the transport
   // can order its work on one; null otherwise (every host transport).
   virtual StreamCollectives* streamCollectives() { return nullptr; }
+
+  // All-gathers every rank's call record (one 64-byte exchange, host memory) and runs
+  // agreement.check on them; the default is allGather. Every public collective starts with it
+  // (or with carryAgreement), so it is safe whatever the other ranks entered.
+  virtual scclResult_t agree(const CallAgreement& agreement);
+
+  // Folds `agreement` into the next allGather/allGatherV/allReduce/broadcast/barrier of this
+  // rank: its records are exchanged at that operation's first synchronisation and checked
+  // before any data is read, saving agree's round trip. Returns false where the transport cannot
+  // (the caller then calls agree). `agreement` must outlive that operation.
+  virtual bool carryAgreement(const CallAgreement& /*agreement*/) { return false; }
 
   // Marks the communication failed so that peers blocked with this rank are released (where the
   // engine allows it). Must not block. Destruction after abort must not block either.

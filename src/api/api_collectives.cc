@@ -1,20 +1,34 @@
 // Dense collectives over the communicator's transport (the baselines of every benchmark, and
 // building blocks for frameworks), on host buffers, or on GPU buffers over a transport that
-// carries device memory (core/device_collectives.h).
+// carries device memory (core/device_collectives.h). Each agrees on its call record with the
+// other ranks before any data moves (core/call_agreement.h).
 #include "api/api_guard.h"
 #include <cstring>
 
 #include "api/api_validate.h"
 #include "core/average.h"
+#include "core/call_agreement.h"
 
 namespace {
 
-// Runs a transport operation and records a failure on the communicator. Device buffers go to
-// the transport prepared for them (NCCL, or pinned staging over a host transport).
+// Runs a transport operation once the ranks agreed on `record`, and records a failure on the
+// communicator. Device buffers go to the transport prepared for them (NCCL, or pinned staging
+// over a host transport).
 template <typename Operation>
-scclResult_t runOnTransport(scclComm* comm, Operation&& operation, bool on_device = false) {
-  return sccl::commRecordFailure(
-      comm, operation(on_device ? sccl::deviceTransportOf(comm) : *comm->transport));
+scclResult_t runOnTransport(scclComm* comm, const sccl::CallRecord& record, Operation&& operation,
+                            bool on_device = false) {
+  return sccl::runAgreedCall(
+      comm, record, on_device ? sccl::deviceTransportOf(comm) : *comm->transport, operation);
+}
+
+sccl::CallRecord denseRecord(sccl::CallOperation operation, size_t count, scclDataType_t dtype,
+                             bool in_place, bool on_device) {
+  sccl::CallRecord record = sccl::callRecord(operation);
+  record.count = count;
+  record.dtype = static_cast<int16_t>(dtype);
+  record.flags = (in_place ? sccl::CallRecord::kInPlace : 0u) |
+                 (on_device ? sccl::CallRecord::kDevice : 0u);
+  return record;
 }
 
 }  // namespace
@@ -34,8 +48,11 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     bool on_device = false;
     SCCL_CHECK(
         sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, bytes, stream, &on_device));
+    sccl::CallRecord record = denseRecord(sccl::CallOperation::AllReduce, count, datatype,
+                                          sendbuf == recvbuf, on_device);
+    record.redop = static_cast<int16_t>(op);
     SCCL_CHECK(runOnTransport(
-        comm,
+        comm, record,
         [&](sccl::Transport& t) {
           return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
         },
@@ -58,8 +75,11 @@ SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t s
     bool on_device = false;
     SCCL_CHECK(
         sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, total, stream, &on_device));
+    const bool in_place =
+        sendbuf == static_cast<const char*>(recvbuf) + static_cast<size_t>(comm->rank) * bytes;
     return runOnTransport(
-        comm, [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); }, on_device);
+        comm, denseRecord(sccl::CallOperation::AllGather, sendcount, datatype, in_place, on_device),
+        [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); }, on_device);
   });
 }
 
@@ -78,15 +98,20 @@ SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t c
                                               recvbuf, bytes, stream, &on_device));
     if (root_copies && on_device) SCCL_CHECK(sccl::deviceCopy(recvbuf, sendbuf, bytes, stream));
     if (root_copies && !on_device) std::memcpy(recvbuf, sendbuf, bytes);
+    sccl::CallRecord record =
+        denseRecord(sccl::CallOperation::Broadcast, count, datatype, sendbuf == recvbuf, on_device);
+    record.root = root;
     return runOnTransport(
-        comm, [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); }, on_device);
+        comm, record, [&](sccl::Transport& t) { return t.broadcast(recvbuf, bytes, root); },
+        on_device);
   });
 }
 
 SCCL_API scclResult_t scclBarrier(scclComm_t comm) {
   return sccl::guardedCall(__func__, comm, [&] {
     SCCL_CHECK(sccl::requireHealthyComm(comm));
-    return runOnTransport(comm, [&](sccl::Transport& t) { return t.barrier(); });
+    return runOnTransport(comm, sccl::callRecord(sccl::CallOperation::Barrier),
+                          [&](sccl::Transport& t) { return t.barrier(); });
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/call_agreement.h"
 #include "core/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -19,36 +20,31 @@ double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-// What every rank must agree on, all-gathered at creation.
-struct SparsifierDescription {
-  uint64_t fingerprint;
-  uint64_t count;
-  int32_t dtype;
-  int32_t rank;
-};
-
-scclResult_t checkRanksAgree(scclComm* comm, const ResolvedSparseConfig& config, size_t count,
-                             scclDataType_t dtype) {
-  SparsifierDescription mine{sparseConfigFingerprint(config, count, dtype), count,
-                             static_cast<int32_t>(dtype), comm->rank};
-  std::vector<SparsifierDescription> all(static_cast<size_t>(comm->nranks));
-  SCCL_CHECK(commRecordFailure(comm, comm->transport->allGather(&mine, all.data(), sizeof(mine))));
-  for (size_t r = 0; r < all.size(); ++r) {
-    const SparsifierDescription& other = all[r];
-    if (other.fingerprint == mine.fingerprint) continue;
-    if (other.count != mine.count || other.dtype != mine.dtype) {
-      return fail(scclInvalidUsage,
-                  "sparsifier: rank %zu created one for %llu elements of %s, rank %d for %zu of %s",
-                  r, static_cast<unsigned long long>(other.count),
-                  dataTypeName(static_cast<scclDataType_t>(other.dtype)), comm->rank, count,
-                  dataTypeName(dtype));
-    }
-    return fail(scclInvalidUsage,
-                "sparsifier: rank %zu's sparse config differs from rank %d's (%s); every rank "
-                "must pass the same config",
-                r, comm->rank, describeSparseConfig(config).c_str());
-  }
+// Creation is a collective call like any other: the ranks agree on count, dtype and the config's
+// fingerprint, and the agreed number of the call becomes the sparsifier's identity.
+scclResult_t agreeOnCreation(scclSparsifier& sp) {
+  CallRecord record = callRecord(CallOperation::SparsifierCreate);
+  record.count = sp.count;
+  record.dtype = static_cast<int16_t>(sp.dtype);
+  record.config = sp.fingerprint;
+  uint64_t sequence = 0;
+  SCCL_CHECK(agreeOnCall(sp.comm, record, &sequence,
+                         ("this rank's config: " + describeSparseConfig(sp.config)).c_str()));
+  sp.identity = sequence + 1;
   return scclSuccess;
+}
+
+// The record of one scclSparseAllreduce: the sparsifier, its call number and the reduction.
+CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_device) {
+  CallRecord record = callRecord(CallOperation::SparseAllreduce);
+  record.count = sp.count;
+  record.dtype = static_cast<int16_t>(sp.dtype);
+  record.redop = static_cast<int16_t>(op);
+  record.object = sp.identity;
+  record.config = sp.fingerprint;
+  record.object_call = sp.iteration;
+  record.flags = on_device ? CallRecord::kDevice : 0u;
+  return record;
 }
 
 // The in-call density correction counts over exclusive ranges around a threshold every rank
@@ -160,7 +156,8 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   SCCL_CHECK(resolveSparseConfig(config, &sp->config));
   sp->k_target = std::max<uint64_t>(1, uint64_t(std::floor(sp->config.density * double(count))));
   SCCL_CHECK(buildAxes(*sp));
-  SCCL_CHECK(checkRanksAgree(comm, sp->config, count, dtype));
+  sp->fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
+  SCCL_CHECK(agreeOnCreation(*sp));
   if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
   sp->residual.resize(count * accElementSize(*sp));
   sp->acc.resize(count * accElementSize(*sp));
@@ -201,6 +198,10 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   call.op = op;
   if (on_device) {
     SCCL_CHECK(checkDeviceSparseAllreduce(*sp, stream));  // refused without side effects
+    // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
+    // its agreement is the reduction's own header checks (docs/reliability.md).
+    if (!sp->config.stream_ordered)
+      SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true)));
     SCCL_CHECK(commRecordFailure(sp->comm, runDeviceSparseAllreduce(call, stream)));
     if (call.step_discarded) {
       sp->stats.nonFinite = call.nonfinite_local;
@@ -215,6 +216,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
                 "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU memory "
                 "since its first call; scclSparsifierReset starts it again");
   }
+  SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false)));
   call.acc = sp->acc.data();
   if (sp->reduction->needs_selection) {
     const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;

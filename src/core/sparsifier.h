@@ -27,6 +27,11 @@ struct scclSparsifier {
   scclDataType_t acc_dtype = scclFloat32;  // residual type: float32, or float64 for float64
   sccl::ResolvedSparseConfig config;
   uint64_t k_target = 1;
+  // What the ranks agree on at every call (core/call_agreement.h): the identity every rank gives
+  // this sparsifier (1 + the number of its creation call on the communicator, the same on every
+  // rank) and the fingerprint of its count, dtype and config.
+  uint64_t identity = 0;
+  uint64_t fingerprint = 0;
 
   const sccl::ReductionEntry* reduction = nullptr;
   std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)

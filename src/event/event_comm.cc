@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "core/average.h"
+#include "core/call_agreement.h"
 #include "kernels/shared/canonical_nan.h"
 #include "core/comm.h"
 #include "core/dtype.h"
@@ -389,6 +390,17 @@ void recordStaleness(scclEventComm& ec) {
   }
 }
 
+// The record of a collective call on `ec` (its identity is 0 until its creation was agreed).
+CallRecord eventRecord(const scclEventComm& ec, CallOperation operation) {
+  CallRecord record = callRecord(operation);
+  record.count = ec.count;
+  record.dtype = static_cast<int16_t>(ec.dtype);
+  record.object = ec.identity;
+  record.config = ec.fingerprint;
+  record.object_call = operation == CallOperation::EventCommStep ? ec.pass : 0;
+  return record;
+}
+
 }  // namespace
 
 scclResult_t eventCommCreate(scclComm* comm, const EventLayout& layout,
@@ -415,6 +427,12 @@ scclResult_t eventCommCreate(scclComm* comm, const EventLayout& layout,
     offset += size;
   }
   ec->region = SlotRegion(payload_bytes);
+  ec->fingerprint = layoutFingerprint(*ec);
+  CallRecord record = eventRecord(*ec, CallOperation::EventCommCreate);
+  uint64_t sequence = 0;
+  SCCL_CHECK(agreeOnCall(comm, record, &sequence,
+                         ("this rank's config: " + describeEventConfig(ec->config)).c_str()));
+  ec->identity = sequence + 1;
   SCCL_CHECK(exchangeGraph(*ec));
   size_t window_bytes = std::max<size_t>(1, ec->neighbours.size()) * ec->region.bytes();
   SCCL_CHECK(commRecordFailure(comm, comm->transport->createWindow(window_bytes, &ec->window)));
@@ -447,6 +465,10 @@ void eventCommDestroy(scclEventComm* ec) {
 }
 
 scclResult_t eventCommStep(scclEventComm* ec, void* params) {
+  // A synchronous pass is a collective call (it ends with a barrier): the ranks agree on it
+  // before anything is put. An asynchronous pass is not: each rank runs its own passes.
+  if (ec->config.synchronous)
+    SCCL_CHECK(agreeOnCall(ec->comm, eventRecord(*ec, CallOperation::EventCommStep)));
   scclEventStats_t& s = ec->stats;
   Clock::time_point start = Clock::now();
   std::vector<uint8_t>& fired = ec->fired;
@@ -507,8 +529,11 @@ scclResult_t eventCommStep(scclEventComm* ec, void* params) {
 
 scclResult_t eventCommAverageModel(scclEventComm* ec, const void* params, void* out) {
   scclComm* comm = ec->comm;
-  SCCL_CHECK(commRecordFailure(
-      comm, comm->transport->allReduce(params, out, ec->count, ec->dtype, ReduceOp::Sum)));
+  SCCL_CHECK(runAgreedCall(comm, eventRecord(*ec, CallOperation::EventCommAverageModel),
+                           *comm->transport, [&](Transport& transport) {
+                             return transport.allReduce(params, out, ec->count, ec->dtype,
+                                                        ReduceOp::Sum);
+                           }));
   return divideByRanks(out, ec->count, ec->dtype, comm->nranks);
 }
 

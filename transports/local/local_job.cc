@@ -6,7 +6,11 @@
 
 namespace sccl {
 
-LocalJob::LocalJob(int nranks) : nranks_(nranks), posted_(static_cast<size_t>(nranks)) {}
+LocalJob::LocalJob(int nranks)
+    : nranks_(nranks),
+      posted_(static_cast<size_t>(nranks)),
+      arrivals_{std::vector<Arrival>(static_cast<size_t>(nranks)),
+                std::vector<Arrival>(static_cast<size_t>(nranks))} {}
 
 scclResult_t LocalJob::brokenError(const char* what) const {
   return fail(scclRemoteError, "in-process %s: the communicator was broken by another rank (%s)",

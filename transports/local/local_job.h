@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
+#include "transports/call_record.h"
 
 namespace sccl {
 
@@ -35,6 +36,28 @@ class LocalJob {
     void* recv = nullptr;
   };
   PostedBuffers& posted(int rank) { return posted_[static_cast<size_t>(rank)]; }
+
+  // What a rank entered, posted before an operation's first barrier and checked by every rank
+  // after it before any data is read (LocalTransport::arrive): the operation with its sizes, and
+  // the call record when a public collective carried one (transports/call_record.h).
+  struct Operation {
+    uint32_t kind = 0;   // LocalTransport's operation kinds
+    uint64_t bytes = 0;  // allReduce: count; others: bytes this rank sends
+    int32_t dtype = -1;
+    int32_t op = -1;
+    int32_t root = -1;
+  };
+  struct Arrival {
+    Operation operation;
+    bool has_record = false;
+    CallRecord record;
+  };
+  // Two slots per rank, by the parity of the operation's number on its rank (every rank numbers
+  // its operations alike): a rank that leaves a refused operation early and enters the next one
+  // cannot overwrite what a slower rank is still reading.
+  Arrival& arrival(uint64_t number, int rank) {
+    return arrivals_[number & 1][static_cast<size_t>(rank)];
+  }
 
   // Reduction scratch; resized only by rank 0 between collectives (see LocalTransport).
   std::vector<std::byte>& scratch() { return scratch_; }
@@ -58,6 +81,7 @@ class LocalJob {
   bool broken_ = false;
   const char* broken_reason_ = "";
   std::vector<PostedBuffers> posted_;
+  std::vector<Arrival> arrivals_[2];
   std::vector<std::byte> scratch_;
   std::map<std::tuple<int, int, int>, std::deque<std::vector<std::byte>>> mailboxes_;
 };

@@ -2,6 +2,11 @@
 // reads what it needs straight from the others' buffers, then waits until all have finished
 // reading before anyone may reuse a buffer. Bytes are copied once (gather, broadcast) or read
 // once by the owner of each chunk (reduction), as a shared-memory collective should.
+//
+// Before reading anything, every rank checks what the others entered (arrive): the call record a
+// public collective carried (call agreement, folded into the first barrier at no extra cost), then
+// the operation and its sizes, so that ranks in mismatched operations all return an error instead
+// of reading past a peer's buffer.
 #include "transports/local/local_transport.h"
 
 #include <chrono>
@@ -21,6 +26,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+enum OperationKind : uint32_t { kAllGatherV = 1, kAllReduce, kBroadcast, kBarrier, kWindow, kAgree };
+
+const char* kindName(uint32_t kind) {
+  switch (kind) {
+    case kAllGatherV: return "allGather";
+    case kAllReduce: return "allReduce";
+    case kBroadcast: return "broadcast";
+    case kBarrier: return "barrier";
+    case kWindow: return "createWindow";
+    case kAgree: return "call agreement";
+    default: return "an unknown operation";
+  }
+}
+
+LocalJob::Operation operation(uint32_t kind, uint64_t bytes, int32_t dtype = -1, int32_t op = -1,
+                              int32_t root = -1) {
+  LocalJob::Operation o;
+  o.kind = kind;
+  o.bytes = bytes;
+  o.dtype = dtype;
+  o.op = op;
+  o.root = root;
+  return o;
+}
+
 // The share of `count` elements that rank `rank` reduces: near-equal contiguous chunks.
 void chunkOf(size_t count, int nranks, int rank, size_t* begin, size_t* end) {
   size_t base = count / static_cast<size_t>(nranks);
@@ -33,7 +63,10 @@ void chunkOf(size_t count, int nranks, int rank, size_t* begin, size_t* end) {
 class LocalTransport final : public Transport {
  public:
   LocalTransport(std::shared_ptr<LocalJob> job, int rank, int64_t timeout_ms)
-      : job_(std::move(job)), rank_(rank), timeout_(std::chrono::milliseconds(timeout_ms)) {}
+      : job_(std::move(job)),
+        rank_(rank),
+        timeout_(std::chrono::milliseconds(timeout_ms)),
+        records_(static_cast<size_t>(job_->nranks())) {}
 
   ~LocalTransport() override = default;
 
@@ -61,7 +94,15 @@ class LocalTransport final : public Transport {
                                         nranks(), "allGatherV", &any_bytes));
     auto deadline = Clock::now() + timeout_;
     job_->posted(rank_).send = send;
-    SCCL_CHECK(job_->barrier(rank_, deadline, "allGather"));
+    SCCL_CHECK(arrive(operation(kAllGatherV, send_bytes), deadline));
+    for (int r = 0; r < nranks(); ++r) {
+      const uint64_t sent = job_->arrival(number_ - 1, r).operation.bytes;
+      if (sent != recv_bytes[r]) {
+        return fail(scclInvalidUsage,
+                    "in-process allGather: rank %d sends %llu bytes, rank %d expects %zu from it",
+                    r, static_cast<unsigned long long>(sent), rank_, recv_bytes[r]);
+      }
+    }
     auto* out = static_cast<std::byte*>(recv);
     for (int r = 0; r < nranks(); ++r) {
       const void* source = job_->posted(r).send;
@@ -81,7 +122,7 @@ class LocalTransport final : public Transport {
     if (rank_ == 0 && job_->scratch().size() < count * element)
       job_->scratch().resize(count * element);
     job_->posted(rank_).send = send;
-    SCCL_CHECK(job_->barrier(rank_, deadline, "allReduce"));
+    SCCL_CHECK(arrive(operation(kAllReduce, count, dtype, static_cast<int32_t>(op)), deadline));
     size_t begin = 0, end = 0;
     chunkOf(count, nranks(), rank_, &begin, &end);
     if (end > begin) {
@@ -101,7 +142,7 @@ class LocalTransport final : public Transport {
     SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks()));
     auto deadline = Clock::now() + timeout_;
     job_->posted(rank_).send = buf;
-    SCCL_CHECK(job_->barrier(rank_, deadline, "broadcast"));
+    SCCL_CHECK(arrive(operation(kBroadcast, bytes, -1, -1, root), deadline));
     if (rank_ != root && bytes > 0) std::memcpy(buf, job_->posted(root).send, bytes);
     return job_->barrier(rank_, deadline, "broadcast");
   }
@@ -118,8 +159,17 @@ class LocalTransport final : public Transport {
     return job_->popMessage(peer, rank_, tag, buf, bytes, Clock::now() + timeout_);
   }
 
-  scclResult_t barrier() override {
-    return job_->barrier(rank_, Clock::now() + timeout_, "barrier");
+  scclResult_t barrier() override { return arrive(operation(kBarrier, 0), Clock::now() + timeout_); }
+
+  // One barrier: the records travel in the arrivals.
+  scclResult_t agree(const CallAgreement& agreement) override {
+    carried_ = agreement;
+    return arrive(operation(kAgree, 0), Clock::now() + timeout_);
+  }
+
+  bool carryAgreement(const CallAgreement& agreement) override {
+    carried_ = agreement;
+    return true;
   }
 
   // Every rank posts its memory (a shared_ptr) and takes a reference to everyone's.
@@ -128,7 +178,7 @@ class LocalTransport final : public Transport {
     auto mine = std::make_shared<LocalWindowMemory>(bytes);
     auto deadline = Clock::now() + timeout_;
     job_->posted(rank_).send = &mine;
-    SCCL_CHECK(job_->barrier(rank_, deadline, "createWindow"));
+    SCCL_CHECK(arrive(operation(kWindow, bytes), deadline));
     std::vector<std::shared_ptr<LocalWindowMemory>> memories(static_cast<size_t>(nranks()));
     for (int r = 0; r < nranks(); ++r) {
       memories[static_cast<size_t>(r)] =
@@ -148,9 +198,56 @@ class LocalTransport final : public Transport {
   void abort() override { job_->markBroken("a rank aborted its communicator"); }
 
  private:
+  // Posts what this rank entered, waits for every rank, and checks what they entered before the
+  // caller reads anything of theirs: the carried call records first (the agreement's verdict, the
+  // same on every rank), then the operation and its sizes. Every rank reaches the same verdict
+  // from the same arrivals, so all return together.
+  scclResult_t arrive(const LocalJob::Operation& op, Clock::time_point deadline) {
+    const uint64_t number = number_++;
+    const CallAgreement agreement = carried_;
+    carried_ = CallAgreement{};
+    LocalJob::Arrival& mine = job_->arrival(number, rank_);
+    mine.operation = op;
+    mine.has_record = agreement.mine != nullptr;
+    if (mine.has_record) mine.record = *agreement.mine;
+    SCCL_CHECK(job_->barrier(rank_, deadline, kindName(op.kind)));
+    int with_record = 0;
+    for (int r = 0; r < nranks(); ++r) {
+      const LocalJob::Arrival& theirs = job_->arrival(number, r);
+      with_record += theirs.has_record ? 1 : 0;
+      records_[static_cast<size_t>(r)] = theirs.record;
+    }
+    if (with_record == nranks() && agreement.mine != nullptr) {
+      SCCL_CHECK(agreement.check(records_.data(), nranks(), agreement.context));
+    } else if (with_record != 0) {
+      return fail(scclInvalidUsage,
+                  "in-process %s: %d of %d ranks entered a new collective call while the others "
+                  "were inside an earlier one",
+                  kindName(op.kind), with_record, nranks());
+    }
+    for (int r = 0; r < nranks(); ++r) {
+      const LocalJob::Operation& theirs = job_->arrival(number, r).operation;
+      const bool same = theirs.kind == op.kind && theirs.dtype == op.dtype && theirs.op == op.op &&
+                        theirs.root == op.root &&
+                        (op.kind == kAllGatherV || theirs.bytes == op.bytes);
+      if (!same) {
+        return fail(scclInvalidUsage,
+                    "in-process transport: rank %d entered %s (%llu, dtype %d, op %d, root %d), "
+                    "rank %d entered %s (%llu, dtype %d, op %d, root %d)",
+                    r, kindName(theirs.kind), static_cast<unsigned long long>(theirs.bytes),
+                    theirs.dtype, theirs.op, theirs.root, rank_, kindName(op.kind),
+                    static_cast<unsigned long long>(op.bytes), op.dtype, op.op, op.root);
+      }
+    }
+    return scclSuccess;
+  }
+
   std::shared_ptr<LocalJob> job_;
   const int rank_;
   const std::chrono::milliseconds timeout_;
+  uint64_t number_ = 0;         // operations this rank entered (arrive)
+  CallAgreement carried_;       // the agreement the next operation carries (carryAgreement)
+  std::vector<CallRecord> records_;  // every rank's record, gathered for the check
 };
 
 }  // namespace

@@ -54,6 +54,12 @@ class PinnedStagingTransport final : public Transport {
   scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
   scclResult_t recv(void* buf, size_t bytes, int peer, int tag) override;
   scclResult_t barrier() override;
+  // Call records are host memory: they go to the host transport as they are (each operation
+  // here runs exactly one operation of the host transport, which carries a folded agreement).
+  scclResult_t agree(const CallAgreement& agreement) override { return inner().agree(agreement); }
+  bool carryAgreement(const CallAgreement& agreement) override {
+    return inner().carryAgreement(agreement);
+  }
   scclResult_t createWindow(size_t bytes, std::unique_ptr<Window>* out) override;
   void abort() override;
 
