@@ -104,6 +104,18 @@ std::vector<PeerFaultCase> peerFaultCases() {
   const int64_t count = int64_t(kCount);
   auto always = [](Fault f) { return [f](scclSparsifier_t) { return f; }; };
   return {
+      // The 64-byte call record every collective starts with (transports/call_record.h).
+      {"garbage call record", "topk", always(fault(FaultOp::Agreement, 0, 1, garbage(19))),
+       scclRemoteError},
+      {"call record claiming to come from another rank", "topk",
+       always(fault(FaultOp::Agreement, 0, 2,
+                    [](std::byte* data, size_t) {
+                      sccl::CallRecord record;
+                      std::memcpy(&record, data, sizeof record);
+                      record.rank = 0;
+                      std::memcpy(data, &record, sizeof record);
+                    })),
+       scclRemoteError},
       // The 32-byte call header.
       {"count above capacity", "topk",
        always(headerFault(2, [](CallHeader& h) { h.k_local = kCount + 1; })), scclRemoteError},

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/dtype.h"
@@ -23,7 +24,8 @@
 
 namespace sccl_test {
 
-enum class FaultOp { AllGather, AllReduce, Broadcast };
+// Agreement: the call records gathered at a collective's start (transports/call_record.h).
+enum class FaultOp { AllGather, AllReduce, Broadcast, Agreement };
 
 struct Fault {
   FaultOp op = FaultOp::AllGather;
@@ -81,6 +83,30 @@ class FaultTransport final : public sccl::Transport {
     return inner_->recv(buf, bytes, peer, tag);
   }
   scclResult_t barrier() override { return inner_->barrier(); }
+  // The records go through the inner transport's own agreement (folded or not); a fault on them
+  // rewrites the hostile rank's record before the library checks it.
+  scclResult_t agree(const sccl::CallAgreement& agreement) override {
+    if (fault_.op != FaultOp::Agreement) return inner_->agree(agreement);
+    agreement_ = agreement;
+    sccl::CallAgreement wrapped;
+    wrapped.mine = agreement.mine;
+    wrapped.context = this;
+    wrapped.check = [](const sccl::CallRecord* all, int nranks, void* self) -> scclResult_t {
+      auto* fault = static_cast<FaultTransport*>(self);
+      std::vector<sccl::CallRecord> copy(all, all + nranks);
+      if (fault->due(FaultOp::Agreement)) {
+        scclResult_t applied = fault->apply(
+            reinterpret_cast<std::byte*>(&copy[size_t(fault->fault_.hostile_rank)]),
+            sizeof(sccl::CallRecord));
+        if (applied != scclSuccess) return applied;
+      }
+      return fault->agreement_.check(copy.data(), nranks, fault->agreement_.context);
+    };
+    return inner_->agree(wrapped);
+  }
+  bool carryAgreement(const sccl::CallAgreement& /*agreement*/) override {
+    return false;  // every agreement goes through agree() above, where a fault can reach it
+  }
   scclResult_t createWindow(size_t bytes, std::unique_ptr<sccl::Window>* out) override {
     return inner_->createWindow(bytes, out);
   }
@@ -108,7 +134,8 @@ class FaultTransport final : public sccl::Transport {
 
   std::unique_ptr<sccl::Transport> inner_;
   Fault fault_;
-  int seen_[3] = {0, 0, 0};
+  int seen_[4] = {0, 0, 0, 0};
+  sccl::CallAgreement agreement_;
   std::atomic<int> fired_{0};
 };
 
