@@ -11,8 +11,9 @@
 //
 // Input layout: byte 0 preset, byte 1 ranks and calls, byte 2 header fix-up flags (a random
 // 64-bit config fingerprint and call number would never match, which would stop the fuzzer at
-// the first check: with the flag set they are copied from rank 0's own header), bytes 3-4 the
-// element count; the rest is the peers' data in the order the transport asks for it.
+// the first check: with the flag set they are copied from rank 0's own header, and the peers'
+// call records are rank 0's), bytes 3-4 the element count; the rest is the peers' data in the
+// order the transport asks for it (without the flag, each call's records come first).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,19 @@ class PeerInput final : public sccl::Transport {
     return take(static_cast<uint8_t*>(buf), bytes) ? scclSuccess : scclRemoteError;
   }
   scclResult_t barrier() override { return scclSuccess; }
+  // The call records every collective starts with: with the fix-up flag (or while the sparsifier
+  // is created) the peers send rank 0's own record, as matched calls would; otherwise each
+  // peer's 64 bytes come from the input (a hostile record must be refused, never trusted).
+  scclResult_t agree(const sccl::CallAgreement& agreement) override {
+    std::vector<sccl::CallRecord> all(static_cast<size_t>(nranks_), *agreement.mine);
+    for (int r = 1; r < nranks_; ++r) {
+      all[size_t(r)].rank = r;
+      if (!armed || fix_headers_) continue;
+      if (!take(reinterpret_cast<uint8_t*>(&all[size_t(r)]), sizeof(sccl::CallRecord)))
+        return scclRemoteError;
+    }
+    return agreement.check(all.data(), nranks_, agreement.context);
+  }
   void abort() override {}
 
  private:
