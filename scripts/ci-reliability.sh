@@ -4,7 +4,7 @@
 #     ASan + UBSan; build-fuzz/);
 #  2. ASan + UBSan over the reliability tests ([peerfault], [threads]), built in the same
 #     instrumented build-fuzz/ (one instrumented library build serves both);
-#  3. ThreadSanitizer over the [threads] and [peerfault] cases (build-tsan/);
+#  3. ThreadSanitizer over the [threads], [peerfault], [agreement] and [hostile] cases (build-tsan/);
 #  4. valgrind memcheck over [peerfault] in the release build (build/).
 # The full unit suite under sanitizers is scripts/sanitize.sh asan|tsan (too slow for CI here).
 set -uo pipefail
@@ -22,8 +22,8 @@ nice cmake --build build-fuzz -j 2 --target sccl_reliability_tests >/dev/null &&
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     build-fuzz/tests/reliability/sccl_reliability_tests || failed=1
 
-step "TSan: sccl_reliability_tests [threads],[peerfault]"
-SANITIZE_TARGET=sccl_reliability_tests bash scripts/sanitize.sh tsan "[threads],[peerfault]" ||
+step "TSan: sccl_reliability_tests [threads],[peerfault],[agreement],[hostile]"
+SANITIZE_TARGET=sccl_reliability_tests bash scripts/sanitize.sh tsan "[threads],[peerfault],[agreement],[hostile]" ||
   failed=1
 
 step "valgrind memcheck: sccl_reliability_tests [peerfault]"
