@@ -146,6 +146,7 @@ class LocalTransport final : public Transport {
   }
 
   void abort() override { job_->markBroken("a rank aborted its communicator"); }
+  scclResult_t pollHealth() override { return job_->health(); }
 
  private:
   std::shared_ptr<LocalJob> job_;
