@@ -202,8 +202,8 @@ SCCL_API scclResult_t scclBarrier(scclComm_t comm);
  * dtype: scclFloat32, scclFloat64, scclFloat16 or scclBfloat16. threshold must be >= 0 and not
  * NaN; it is compared exactly (as a real number) with |x|. valOut may be NULL (indices only).
  * Host buffers with stream NULL run on the CPU backend. Errors: scclInvalidArgument for null
- * buffers, begin > end, end > count, capacity 0, an unsupported dtype, a negative or NaN
- * threshold, or count * element size overflowing size_t. */
+ * buffers (buf may be NULL when begin == end), begin > end, end > count, capacity 0, an
+ * unsupported dtype, a negative or NaN threshold, or count * element size above 2^56 bytes. */
 SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclDataType_t dtype,
                                             size_t begin, size_t end, double threshold,
                                             int64_t* idxOut, void* valOut, size_t capacity,
