@@ -370,7 +370,7 @@ TEST_CASE("hostile input: an unknown algorithm name is answered with the registe
 }
 
 // Finding 10.
-TEST_CASE("hostile input: every boolean JSON key takes true, false, 1 and 0", "[hostile]") {
+TEST_CASE("hostile input: every boolean JSON key takes true false 1 and 0 alike", "[hostile]") {
   for (const char* key : {"error_feedback", "stream_ordered"}) {
     for (const char* value : {"true", "false", "1", "0"}) {
       scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
@@ -447,8 +447,9 @@ TEST_CASE("hostile input: the dense preset follows the non-finite policy on ever
             float want = 0;
             for (int r = 0; r < kRanks; ++r)
               want += r == 1 ? 0.0f : float(sccl_test::testValue(3, r, 100));
-            log.check(out[100] == want, "good dense call after the refused one: " +
-                                        std::to_string(out[100]) + " != " + std::to_string(want));
+            log.check(out[100] == want,
+                      "good dense call after the refused one: " + std::to_string(out[100]) +
+                          " != " + std::to_string(want));
           }
           log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
           allReduceWorks(rank, kRanks, comm, log);
