@@ -94,6 +94,14 @@ class Transport {
   // Marks the communication failed so that peers blocked with this rank are released (where the
   // engine allows it). Must not block. Destruction after abort must not block either.
   virtual void abort() = 0;
+
+  // Non-blocking health check for scclCommGetAsyncError: scclSuccess while the communication is
+  // healthy as far as this rank can tell without waiting; the error a next operation would
+  // return once a peer is known to have failed or aborted (scclRemoteError) or the job timed
+  // out. Must not block, communicate, or change state; callable from another thread while an
+  // operation runs. The default reports nothing: that transport's errors show at the next call
+  // (docs/reliability.md lists what each transport detects).
+  virtual scclResult_t pollHealth() { return scclSuccess; }
 };
 
 }  // namespace sccl

@@ -126,7 +126,8 @@ typedef struct {
   const char* transport; /* "local" (ranks are threads of one process), "mpi", "ucx", "nccl" (as
                             built; docs/transports.md); NULL: SCCL_TRANSPORT, else "mpi" for
                             scclCommInitMpi and "local" otherwise */
-  int timeoutMs;         /* deadline of every wait; UNDEF: SCCL_TIMEOUT_MS (default 30000) */
+  int timeoutMs;         /* deadline of every wait, > 0; UNDEF: SCCL_TIMEOUT_MS (default 30000,
+                            at most INT_MAX) */
   const char* commName;  /* shown in logs; NULL: none */
 } scclConfig_t;
 
@@ -139,7 +140,8 @@ typedef struct {
 /* Creates a unique id and starts the rendezvous service in this process. Call once per
  * communicator, on one rank (conventionally rank 0), which must then also join with
  * scclCommInitRank. The service listens on loopback, or on the interface named by
- * SCCL_SOCKET_IFNAME. */
+ * SCCL_SOCKET_IFNAME. All services of a process share one thread; an id never used holds its
+ * listening socket until SCCL_BOOTSTRAP_TIMEOUT_MS (1 .. INT_MAX ms, default 120000) passes. */
 SCCL_API scclResult_t scclGetUniqueId(scclUniqueId* uniqueId);
 
 /* Collective over the nranks callers (threads or processes) that pass the same id. Blocks until
@@ -160,7 +162,9 @@ SCCL_API scclResult_t scclCommDestroy(scclComm_t comm);
 /* Marks the communicator failed (peers blocked in a collective with it get scclRemoteError where
  * the transport can tell them) and frees it. Always returns. */
 SCCL_API scclResult_t scclCommAbort(scclComm_t comm);
-/* *asyncError = scclSuccess while the communicator is healthy, else the error that broke it. */
+/* *asyncError = scclSuccess while the communicator is healthy, else the error that broke it.
+ * Never blocks; a peer's abort or timeout is reported here before this rank's next call where
+ * the transport can tell without waiting (local: scclRemoteError; docs/reliability.md). */
 SCCL_API scclResult_t scclCommGetAsyncError(scclComm_t comm, scclResult_t* asyncError);
 SCCL_API scclResult_t scclCommCount(const scclComm_t comm, int* count);
 SCCL_API scclResult_t scclCommUserRank(const scclComm_t comm, int* rank);
@@ -170,6 +174,9 @@ SCCL_API scclResult_t scclCommTransportName(const scclComm_t comm, const char** 
 /* ---------------------------------------------------------------------------------------------
  * Dense collectives (the transport's, exposed for baselines and frameworks)
  * ------------------------------------------------------------------------------------------- */
+/* Common to all: no buffer above 2^56 bytes, and sendbuf and recvbuf either disjoint or exactly
+ * in place (all-reduce, broadcast: sendbuf == recvbuf; all-gather: sendbuf == recvbuf + rank *
+ * sendcount); else scclInvalidArgument on that rank, nothing touched. */
 /* recvbuf = sum (or average) over ranks of sendbuf, `count` elements; sendbuf == recvbuf allowed.
  * Every rank gets bitwise the same result: element-wise ((x_0 + x_1) + x_2) + ... in rank order;
  * float16 and bfloat16 are summed in float32 and rounded once. Buffers of a call are all host
@@ -202,8 +209,8 @@ SCCL_API scclResult_t scclBarrier(scclComm_t comm);
  * dtype: scclFloat32, scclFloat64, scclFloat16 or scclBfloat16. threshold must be >= 0 and not
  * NaN; it is compared exactly (as a real number) with |x|. valOut may be NULL (indices only).
  * Host buffers with stream NULL run on the CPU backend. Errors: scclInvalidArgument for null
- * buffers, begin > end, end > count, capacity 0, an unsupported dtype, a negative or NaN
- * threshold, or count * element size overflowing size_t. */
+ * buffers (buf may be NULL when begin == end), begin > end, end > count, capacity 0, an
+ * unsupported dtype, a negative or NaN threshold, or count * element size above 2^56 bytes. */
 SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclDataType_t dtype,
                                             size_t begin, size_t end, double threshold,
                                             int64_t* idxOut, void* valOut, size_t capacity,

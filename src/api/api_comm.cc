@@ -76,6 +76,13 @@ SCCL_API scclResult_t scclCommGetAsyncError(scclComm_t comm, scclResult_t* async
   return sccl::guardedCall(__func__, comm, [&] {
     SCCL_CHECK(sccl::requireLiveComm(comm));
     SCCL_REQUIRE_ARG(asyncError != nullptr, "asyncError pointer is NULL");
+    // A peer's failure is reported as soon as the transport knows it, not at the next call.
+    // Its text becomes the communicator's last error (scclGetLastError(comm)).
+    if (comm->async_error.load() == scclSuccess && comm->transport != nullptr &&
+        sccl::commRecordFailure(comm, comm->transport->pollHealth()) != scclSuccess) {
+      std::lock_guard<std::mutex> lock(comm->last_error_mutex);
+      comm->last_error = sccl::threadLastError();
+    }
     *asyncError = comm->async_error.load();
     return scclSuccess;
   });

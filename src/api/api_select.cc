@@ -48,9 +48,14 @@ SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclD
                                      nselected, stream);
     }
 #endif
-    SCCL_CHECK(sccl::requireHostBuffer(buf, bytes, "buf", stream));
+    // An empty range reads nothing, so buf may then be NULL (docs/api.md).
+    SCCL_CHECK(sccl::requireHostBuffer(buf, begin == end ? 0 : bytes, "buf", stream));
     SCCL_CHECK(sccl::requireHostBuffer(idxOut, capacity_bytes, "idxOut", stream));
     if (valOut != nullptr) SCCL_CHECK(sccl::requireHostBuffer(valOut, 1, "valOut", stream));
+    if (begin == end) {
+      *nselected = 0;
+      return scclSuccess;
+    }
     return sccl::cpuKernels().selectAbove(buf, dtype, begin, end, threshold, idxOut, valOut,
                                           capacity, nselected, nullptr);
   });

@@ -3,8 +3,10 @@
 // touched, so a rejected call has no side effect.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
+#include "core/comm.h"
 #include "core/device_collectives.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -33,12 +35,47 @@ inline scclResult_t requireRedOp(const scclRedOp_t& op) {
   return scclSuccess;
 }
 
-// count elements of dtype: checks the type and that the byte size fits in size_t.
+// The largest buffer any call takes: 2^56 bytes (64 PiB), above every 64-bit user address space
+// of today (x86-64 with 5-level paging: 2^56; AArch64: 2^52). A larger size cannot name real
+// memory, so it is refused before anything is allocated or any peer is contacted, instead of
+// failing later as out of memory or a fault (docs/api.md, "Limits").
+constexpr size_t kMaxBufferBytes = size_t{1} << 56;
+
+inline scclResult_t requireBufferBytes(size_t bytes, const char* what) {
+  SCCL_REQUIRE_ARG(bytes <= kMaxBufferBytes,
+                   "%s of %zu bytes exceeds the largest buffer sparsecoll accepts (2^56 bytes)",
+                   what, bytes);
+  return scclSuccess;
+}
+
+// count elements of dtype: checks the type, that the byte size fits in size_t and that it is at
+// most kMaxBufferBytes.
 inline scclResult_t requireByteSize(size_t count, const scclDataType_t& dtype, size_t* bytes) {
   SCCL_CHECK(requireDataType(dtype));
   SCCL_REQUIRE_ARG(byteSize(count, dtype, bytes), "count %zu of %s overflows the address space",
                    count, dataTypeName(dtype));
+  SCCL_REQUIRE_ARG(*bytes <= kMaxBufferBytes,
+                   "count %zu of %s is %zu bytes, beyond the largest buffer sparsecoll accepts "
+                   "(2^56 bytes)",
+                   count, dataTypeName(dtype), *bytes);
   return scclSuccess;
+}
+
+// sendbuf and recvbuf either do not overlap or sendbuf is exactly the in-place slot of recvbuf
+// (recvbuf + slot_offset): a partial overlap would read bytes the call has already overwritten.
+inline scclResult_t requireNoPartialOverlap(const void* send, size_t send_bytes, const void* recv,
+                                            size_t recv_bytes, size_t slot_offset) {
+  if (send_bytes == 0 || recv_bytes == 0 || send == nullptr || recv == nullptr) {
+    return scclSuccess;
+  }
+  const auto s = reinterpret_cast<uintptr_t>(send);
+  const auto r = reinterpret_cast<uintptr_t>(recv);
+  const bool overlap = s < r + recv_bytes && r < s + send_bytes;
+  if (!overlap || s == r + slot_offset) return scclSuccess;
+  return fail(scclInvalidArgument,
+              "sendbuf [%p, +%zu) overlaps recvbuf [%p, +%zu) but is not the in-place position "
+              "recvbuf + %zu: buffers must be disjoint or exactly in place",
+              send, send_bytes, recv, recv_bytes, slot_offset);
 }
 
 // A buffer the host kernels and transports can use: non-null unless empty, host memory, and no
@@ -78,9 +115,20 @@ inline scclResult_t placeBuffers(const void* send, size_t send_bytes, const void
 
 // The buffers of a dense collective (placeBuffers); GPU buffers also need a transport that
 // carries them (core/device_collectives.h: the caller's stream is then synchronised first).
+// Both sizes are at most kMaxBufferBytes, and the buffers are disjoint or in place: recvbuf +
+// rank * send_bytes when recvbuf holds one send_bytes slot per rank (all-gather), recvbuf
+// itself otherwise (all-reduce, broadcast).
 inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, size_t send_bytes,
                                              const void* recv, size_t recv_bytes, void* stream,
                                              bool* on_device) {
+  SCCL_CHECK(requireBufferBytes(send_bytes, "sendbuf"));
+  SCCL_CHECK(requireBufferBytes(recv_bytes, "recvbuf"));
+  size_t slots_bytes = 0;
+  const bool one_slot_per_rank =
+      comm->nranks > 1 && !__builtin_mul_overflow(send_bytes, size_t(comm->nranks), &slots_bytes) &&
+      slots_bytes == recv_bytes;
+  const size_t slot_offset = one_slot_per_rank ? size_t(comm->rank) * send_bytes : 0;
+  SCCL_CHECK(requireNoPartialOverlap(send, send_bytes, recv, recv_bytes, slot_offset));
   SCCL_CHECK(placeBuffers(send, send_bytes, recv, recv_bytes, stream, on_device));
   return *on_device ? prepareDeviceCollective(comm, stream) : scclSuccess;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/comm_compatibility.h"
+#include "core/config_header.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
 #include "core/params.h"
@@ -34,12 +35,10 @@ scclResult_t checkConfigHeader(const scclConfig_t* config) {
   SCCL_REQUIRE_ARG(config->magic == SCCL_CONFIG_MAGIC,
                    "config was not initialised with SCCL_CONFIG_INITIALIZER (magic 0x%x)",
                    config->magic);
-  // Fields are appended over versions; a caller's struct must at least reach the fields we read.
-  SCCL_REQUIRE_ARG(config->size >= offsetof(scclConfig_t, commName) + sizeof(config->commName),
-                   "config size %zu is smaller than any released scclConfig_t", config->size);
-  SCCL_REQUIRE_ARG(config->version <= SCCL_VERSION_CODE || config->size <= sizeof(scclConfig_t),
-                   "config from a newer sparsecoll (%u) with unknown fields", config->version);
-  return scclSuccess;
+  // Fields are appended over versions (core/config_header.h); 0.1.0's struct ends at commName.
+  return checkConfigVersionAndSize("config", config->size, config->version,
+                                   offsetof(scclConfig_t, commName) + sizeof(config->commName),
+                                   sizeof(scclConfig_t));
 }
 
 scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resolved) {
@@ -65,7 +64,10 @@ scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resol
     SCCL_REQUIRE_ARG(config->timeoutMs > 0, "config timeoutMs %d must be > 0", config->timeoutMs);
     resolved->timeout_ms = config->timeoutMs;
   }
-  SCCL_REQUIRE_ARG(resolved->timeout_ms > 0, "SCCL_TIMEOUT_MS must be > 0");
+  SCCL_REQUIRE_ARG(resolved->timeout_ms > 0 && resolved->timeout_ms <= kMaxTimeoutMs,
+                   "SCCL_TIMEOUT_MS %lld must be in [1, %lld] ms (at most about 24.8 days)",
+                   static_cast<long long>(resolved->timeout_ms),
+                   static_cast<long long>(kMaxTimeoutMs));
   if (config != nullptr && config->commName != nullptr) resolved->name = config->commName;
   return scclSuccess;
 }

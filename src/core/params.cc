@@ -9,14 +9,16 @@ SCCL_PARAM_STRING(DebugSubsys, "DEBUG_SUBSYS", "ALL",
 SCCL_PARAM_STRING(DebugFile, "DEBUG_FILE", "",
                   "Write the log to this file instead of stderr (%h: host name, %p: pid)")
 SCCL_PARAM_INT(TimeoutMs, "TIMEOUT_MS", 30000,
-               "Deadline in ms of every wait of a communicator (config field timeoutMs wins)")
+               "Deadline in ms of every wait of a communicator, 1 .. 2147483647 (config field "
+               "timeoutMs wins)")
 SCCL_PARAM_STRING(Transport, "TRANSPORT", "",
                   "Transport when the config names none: local, mpi, ucx or nccl (empty: mpi for "
                   "scclCommInitMpi, local otherwise)")
 SCCL_PARAM_STRING(SocketIfname, "SOCKET_IFNAME", "",
                   "Network interface the bootstrap listens on (empty: loopback)")
 SCCL_PARAM_INT(BootstrapTimeoutMs, "BOOTSTRAP_TIMEOUT_MS", 120000,
-               "How long the rendezvous service of scclGetUniqueId waits for all ranks to join")
+               "How long the rendezvous service of scclGetUniqueId waits for all ranks to join, "
+               "1 .. 2147483647 ms")
 SCCL_PARAM_INT(CpuThreads, "CPU_THREADS", 0,
                "Threads of the CPU kernel backend (0: one per hardware thread)")
 SCCL_PARAM_STRING(CpuIsa, "CPU_ISA", "",

@@ -5,6 +5,12 @@
 #include <string>
 
 namespace sccl {
+// The longest timeout a communicator or the bootstrap accepts, from SCCL_TIMEOUT_MS,
+// SCCL_BOOTSTRAP_TIMEOUT_MS or the config: INT_MAX ms (about 24.8 days), the bound the int field
+// scclConfig_t::timeoutMs has anyway. Longer values are scclInvalidArgument at creation; a
+// deadline now + timeout then never overflows steady_clock.
+constexpr int64_t kMaxTimeoutMs = 2147483647;
+
 const std::string& paramDebug();
 const std::string& paramDebugSubsys();
 const std::string& paramDebugFile();

@@ -5,27 +5,14 @@
 #include <cstring>
 
 #include "algorithms/algorithm.h"
+#include "core/config_header.h"
 #include "core/error.h"
+#include "core/registry_names.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 
 namespace sccl {
 namespace {
-
-template <typename Registry>
-bool registryHas(const Registry& registry, const std::string& name) {
-  for (const auto& entry : registry) {
-    if (name == entry.name) return true;
-  }
-  return false;
-}
-
-template <typename Registry>
-std::string registryNames(const Registry& registry) {
-  std::string names;
-  for (const auto& entry : registry) names += (names.empty() ? "" : ", ") + std::string(entry.name);
-  return names;
-}
 
 // An axis: the caller's choice if given, else the preset's; either way it must be registered.
 template <typename Registry>
@@ -43,12 +30,11 @@ scclResult_t resolveAxis(const char* field, const char* chosen, const char* pres
 scclResult_t checkHeader(const scclSparseConfig_t& config) {
   SCCL_REQUIRE_ARG(config.magic == SCCL_SPARSE_CONFIG_MAGIC,
                    "sparse config was not initialised with SCCL_SPARSE_CONFIG_INITIALIZER");
-  SCCL_REQUIRE_ARG(config.size >= sizeof(scclSparseConfig_t) || config.version < SCCL_VERSION_CODE,
-                   "sparse config size %zu is smaller than this library's (%zu)", config.size,
-                   sizeof(scclSparseConfig_t));
-  SCCL_REQUIRE_ARG(config.size <= sizeof(scclSparseConfig_t) || config.version <= SCCL_VERSION_CODE,
-                   "sparse config from a newer sparsecoll (%u) has fields this library lacks",
-                   config.version);
+  // 0.1.0's struct ends at streamOrdered (core/config_header.h).
+  SCCL_CHECK(checkConfigVersionAndSize(
+      "sparse config", config.size, config.version,
+      offsetof(scclSparseConfig_t, streamOrdered) + sizeof(config.streamOrdered),
+      sizeof(scclSparseConfig_t)));
   return scclSuccess;
 }
 

@@ -10,6 +10,8 @@
 
 #include "algorithms/algorithm.h"
 #include "core/error.h"
+#include "core/json_flag.h"
+#include "core/registry_names.h"
 #include "core/sparse_config.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
@@ -38,8 +40,8 @@ KeyApplier registryName(const char* key, const Registry& (*registry)(),
         return scclSuccess;
       }
     }
-    return fail(scclInvalidArgument, "sparse config key \"%s\": '%s' is unknown", key,
-                text.c_str());
+    return fail(scclInvalidArgument, "sparse config key \"%s\": '%s' is unknown (choose from: %s)",
+                key, text.c_str(), registryNames(registry()).c_str());
   };
 }
 
@@ -63,16 +65,14 @@ KeyApplier integer(const char* key, int scclSparseConfig_t::*field) {
   };
 }
 
-scclResult_t applyErrorFeedback(const Json& value, scclSparseConfig_t& config) {
-  if (!value.is_boolean()) return wrongType("error_feedback", "true or false", value);
-  config.errorFeedback = value.get<bool>() ? 1 : 0;
-  return scclSuccess;
-}
-
-scclResult_t applyStreamOrdered(const Json& value, scclSparseConfig_t& config) {
-  if (!value.is_boolean()) return wrongType("stream_ordered", "true or false", value);
-  config.streamOrdered = value.get<bool>() ? 1 : 0;
-  return scclSuccess;
+// Boolean keys: true/false or 1/0 (core/json_flag.h).
+KeyApplier flag(const char* key, int scclSparseConfig_t::*field) {
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    int bit = 0;
+    if (!readJsonFlag(value, &bit)) return wrongType(key, kJsonFlagForms, value);
+    config.*field = bit;
+    return scclSuccess;
+  };
 }
 
 scclResult_t applyScalingRule(const Json& value, scclSparseConfig_t& config) {
@@ -147,8 +147,8 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"search", registryName("search", searchSpaceRegistry, &scclSparseConfig_t::searchSpace)},
       {"reduction", registryName("reduction", reductionRegistry, &scclSparseConfig_t::reduction)},
       {"density", number("density", &scclSparseConfig_t::density)},
-      {"error_feedback", applyErrorFeedback},
-      {"stream_ordered", applyStreamOrdered},
+      {"error_feedback", flag("error_feedback", &scclSparseConfig_t::errorFeedback)},
+      {"stream_ordered", flag("stream_ordered", &scclSparseConfig_t::streamOrdered)},
       {"non_finite", applyNonFinite},
       {"max_density_slack", number("max_density_slack", &scclSparseConfig_t::maxDensitySlack)},
       {"threshold", number("threshold", &scclSparseConfig_t::threshold)},

@@ -8,7 +8,9 @@
 #include <functional>
 #include <map>
 
+#include "core/config_header.h"
 #include "core/error.h"
+#include "core/json_flag.h"
 
 namespace sccl {
 namespace {
@@ -69,8 +71,8 @@ scclResult_t applyThresholdMode(const Json& value, scclEventConfig_t& config) {
 }
 
 scclResult_t applySynchronous(const Json& value, scclEventConfig_t& config) {
-  if (!value.is_boolean()) return wrongType("synchronous", "true or false", value);
-  config.synchronous = value.get<bool>() ? 1 : 0;
+  if (!readJsonFlag(value, &config.synchronous))
+    return wrongType("synchronous", kJsonFlagForms, value);
   return scclSuccess;
 }
 
@@ -119,11 +121,13 @@ const char* jsonKeyForField(const std::string& message) {
 }  // namespace
 
 scclResult_t resolveEventConfig(const scclEventConfig_t& config, ResolvedEventConfig* out) {
-  SCCL_REQUIRE_ARG(config.magic == SCCL_EVENT_CONFIG_MAGIC && config.size >= sizeof(size_t),
+  SCCL_REQUIRE_ARG(config.magic == SCCL_EVENT_CONFIG_MAGIC,
                    "event config was not made with SCCL_EVENT_CONFIG_INITIALIZER");
-  SCCL_REQUIRE_ARG(config.size <= sizeof(scclEventConfig_t),
-                   "event config size %zu is larger than this library's %zu (newer header?)",
-                   config.size, sizeof(scclEventConfig_t));
+  // 0.1.0's struct ends at averaging (core/config_header.h).
+  SCCL_CHECK(
+      checkConfigVersionAndSize("event config", config.size, config.version,
+                                offsetof(scclEventConfig_t, averaging) + sizeof(config.averaging),
+                                sizeof(scclEventConfig_t)));
   // A caller compiled against an older header passes a shorter struct: missing fields default.
   scclEventConfig_t full = SCCL_EVENT_CONFIG_INITIALIZER;
   std::memcpy(&full, &config, config.size);

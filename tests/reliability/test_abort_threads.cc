@@ -44,19 +44,10 @@ TEST_CASE("sparse all-reduces on concurrent jobs with the kernel thread pool", "
 }
 
 TEST_CASE("abort from another thread releases ranks blocked in a collective", "[threads]") {
-  scclUniqueId id;
-  REQUIRE(scclGetUniqueId(&id) == scclSuccess);
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;
   config.timeoutMs = 20000;
-  constexpr int kRanks = 3;
-  scclComm_t comms[kRanks] = {};
-  scclResult_t init[kRanks];
-  std::vector<std::thread> creators;
-  for (int r = 0; r < kRanks; ++r)
-    creators.emplace_back(
-        [&, r] { init[r] = scclCommInitRankConfig(&comms[r], kRanks, id, r, &config); });
-  for (auto& t : creators) t.join();
-  for (int r = 0; r < kRanks; ++r) REQUIRE(init[r] == scclSuccess);
+  std::vector<scclComm_t> comms = sccl_test::initLocalComms(3, &config);
+  REQUIRE(comms.size() == 3);
   // Ranks 0 and 1 enter an all-reduce that rank 2 never joins; a fourth thread aborts rank 2.
   scclResult_t results[2] = {scclSuccess, scclSuccess};
   double seconds[2] = {0, 0};

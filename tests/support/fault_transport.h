@@ -111,6 +111,7 @@ class FaultTransport final : public sccl::Transport {
     return inner_->createWindow(bytes, out);
   }
   void abort() override { inner_->abort(); }
+  scclResult_t pollHealth() override { return inner_->pollHealth(); }
 
   // How many times the fault fired (0 or 1).
   int fired() const { return fired_.load(); }

@@ -60,6 +60,31 @@ inline std::vector<std::string> runLocalRanks(int nranks, const RankBody& body,
   return failures;
 }
 
+// Creates nranks communicators of one new job on threads (creation is collective) and returns
+// them in rank order, for tests that drive the ranks themselves (abort, timeouts); empty if any
+// creation failed (the others are then destroyed). The caller destroys or aborts each one.
+inline std::vector<scclComm_t> initLocalComms(int nranks, const scclConfig_t* config = nullptr) {
+  scclUniqueId id;
+  if (scclGetUniqueId(&id) != scclSuccess) return {};
+  std::vector<scclComm_t> comms(static_cast<size_t>(nranks), nullptr);
+  std::vector<scclResult_t> results(comms.size(), scclSuccess);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] = config ? scclCommInitRankConfig(&comms[r], nranks, id, r, config)
+                          : scclCommInitRank(&comms[r], nranks, id, r);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (scclResult_t result : results) {
+    if (result == scclSuccess) continue;
+    for (scclComm_t comm : comms)
+      if (comm != nullptr) scclCommDestroy(comm);
+    return {};
+  }
+  return comms;
+}
+
 // A value derived from (seed, rank, index): a small integer, so sums over up to 64 ranks are exact
 // in every floating type including float16 (|sum| <= 64 * 15 < 2048).
 inline int testValue(uint32_t seed, int rank, size_t index) {

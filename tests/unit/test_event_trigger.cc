@@ -153,7 +153,7 @@ TEST_CASE("event config from JSON rejects bad keys and values and leaves the con
       {R"({"initial_passes": -2})", "initial_passes"},
       {R"({"static_threshold": -0.5})", "static_threshold"},
       {R"({"threshold": "sometimes"})", "threshold"},
-      {R"({"synchronous": 1})", "synchronous"},
+      {R"({"synchronous": 2})", "synchronous"},
       {R"({"max_silent_passes": -1})", "max_silent_passes"},
       {R"({"averaging": "median"})", "averaging"},
       {R"({"history": 2.5})", "history"},

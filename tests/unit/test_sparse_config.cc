@@ -86,7 +86,7 @@ TEST_CASE("JSON errors name the key and change nothing", "[sparse][config][error
       {R"({"scaling_step": 1.0})", "scaling_step"},
       {R"({"min_blocks_factor": -1})", "min_blocks_factor"},
       {R"({"non_finite": "ignore"})", "non_finite"},
-      {R"({"error_feedback": 1})", "error_feedback"},
+      {R"({"error_feedback": 2})", "error_feedback"},
       {R"({"rebalance_move_blocks": 0})", "rebalance_move_blocks"},
       {R"({"density_correction": "exact"})", "density_correction"},
       {R"({"density_correction": 1})", "density_correction"},

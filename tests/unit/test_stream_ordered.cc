@@ -94,7 +94,7 @@ TEST_CASE("stream ordered config key parses and needs a sync free preset", "[str
   REQUIRE(scclSparseConfigFromJson(R"({"algorithm": "micro_sync_free", "stream_ordered": true})",
                                    &config) == scclSuccess);
   CHECK(config.streamOrdered == 1);
-  CHECK(scclSparseConfigFromJson(R"({"stream_ordered": 1})", &config) == scclInvalidArgument);
+  CHECK(scclSparseConfigFromJson(R"({"stream_ordered": 2})", &config) == scclInvalidArgument);
   CHECK(std::string(scclGetLastError(nullptr)).find("stream_ordered") != std::string::npos);
   CHECK(config.streamOrdered == 1);  // untouched by the failed parse
 

@@ -1,5 +1,7 @@
-// The root service of the bootstrap: a detached thread of the process that called
-// scclGetUniqueId, serving one job (one unique id).
+// The root service of the bootstrap: serves one job (one unique id) in the process that called
+// scclGetUniqueId. Every service of the process runs on one detached root thread that polls all
+// their sockets together, so an id costs one listening socket (until its rendezvous completes or
+// times out) and no thread of its own.
 //
 // Rendezvous: it accepts connections and checks each hello (magic, protocol version, job token,
 // nranks equal to that of the ranks already joined, rank in range and not taken). A bad hello
@@ -13,10 +15,13 @@
 // job: every rank gets a RoundError frame (the reason names the first offending rank) and the
 // connections are closed, so nobody waits for a round that cannot complete.
 //
-// Lifetime: the thread owns everything it uses (listening socket, connections, token) and
-// shares no memory with its creator, so it cannot touch freed memory and does not keep the
-// process from exiting. It ends when every rank has closed its connection after the rendezvous,
-// when the rendezvous does not complete within its timeout, or after a failed round.
+// Lifetime: the root thread owns every service and everything it uses (listening socket,
+// connections, token) and shares no memory with their creators, so it cannot touch freed memory
+// and does not keep the process from exiting. A service ends when every rank has closed its
+// connection after the rendezvous, when the rendezvous does not complete within its timeout, or
+// after a failed round; the thread ends with its last service and the next id starts it again.
+// A child forked while the thread runs starts its own at its first id (the parent's services
+// stay the parent's).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The bootstrap root's event loop: accepting, reading whole frames into bounded buffers,
 // flushing queued replies, deadlines and closing (the protocol is in root_protocol.cc).
-// Single-threaded: every handler runs to completion between two poll() calls, and connections
-// are only removed at the end of a loop iteration, so handlers may touch any connection.
+// Single-threaded: the process-wide root thread (bootstrap_root.cc) runs every handler to
+// completion between two poll() calls, and connections are only removed at the end of a turn,
+// so handlers may touch any connection.
 #include "transports/bootstrap/root_service.h"
 
 #include <poll.h>
@@ -57,42 +58,42 @@ RootService::RootService(Socket listener, const JobToken& token, std::string add
       rendezvous_deadline_(Clock::now() + std::chrono::milliseconds(std::min(
                                               rendezvous_timeout_ms, kMaxRendezvousTimeoutMs))) {}
 
-void RootService::run() {
-  std::vector<pollfd> fds;
-  std::vector<Connection*> owners;
-  while (phase_ != Phase::Done) {
-    fds.clear();
-    owners.clear();
-    bool listening = listener_.valid() && Clock::now() >= accept_paused_until_;
-    if (listening) fds.push_back({listener_.fd(), POLLIN, 0});
-    for (auto& connection : connections_) {
-      // Every connection is read, closing ones too (their input is discarded), so that a peer
-      // hanging up is noticed at once.
-      short events = POLLIN;
-      if (!connection->outbox.empty()) events |= POLLOUT;
-      fds.push_back({connection->socket.fd(), events, 0});
-      owners.push_back(connection.get());
-    }
-    int ready = poll(fds.data(), fds.size(), pollTimeoutMs());
-    if (ready < 0 && errno != EINTR) {
-      SCCL_WARN(LogSubsys::Bootstrap, "bootstrap root %s: poll failed: %s; stopping",
-                address_.c_str(), strerror(errno));
-      break;
-    }
-    size_t first = listening ? 1 : 0;
-    if (ready > 0 && listening && fds[0].revents != 0) acceptConnections();
-    for (size_t i = first; ready > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents != 0) service(*owners[i - first], fds[i].revents);
-    }
-    enforceDeadlines();
-    removeClosed();
+void RootService::appendPollFds(std::vector<pollfd>* fds) {
+  polled_.clear();
+  polled_listener_ = listener_.valid() && Clock::now() >= accept_paused_until_;
+  if (polled_listener_) fds->push_back({listener_.fd(), POLLIN, 0});
+  for (auto& connection : connections_) {
+    // Every connection is read, closing ones too (their input is discarded), so that a peer
+    // hanging up is noticed at once.
+    short events = POLLIN;
+    if (!connection->outbox.empty()) events |= POLLOUT;
+    fds->push_back({connection->socket.fd(), events, 0});
+    polled_.push_back(connection.get());
   }
+}
+
+void RootService::handlePoll(const pollfd* fds) {
+  if (phase_ == Phase::Done) return;
+  size_t first = polled_listener_ ? 1 : 0;
+  if (polled_listener_ && fds[0].revents != 0) acceptConnections();
+  for (size_t i = 0; i < polled_.size(); ++i) {
+    if (fds[first + i].revents != 0) service(*polled_[i], fds[first + i].revents);
+  }
+  polled_.clear();
+  enforceDeadlines();
+  removeClosed();
+  if (phase_ == Phase::Done) stop();
+}
+
+void RootService::stop() {
+  phase_ = Phase::Done;
+  polled_.clear();
   connections_.clear();
   listener_.reset();
   SCCL_INFO(LogSubsys::Bootstrap, "bootstrap root %s: exiting", address_.c_str());
 }
 
-int RootService::pollTimeoutMs() const {
+RootService::Clock::time_point RootService::nextDeadline() const {
   Clock::time_point next = Clock::time_point::max();
   if (phase_ == Phase::Rendezvous) next = rendezvous_deadline_;
   if (listener_.valid() && accept_paused_until_ > Clock::now()) {
@@ -101,9 +102,7 @@ int RootService::pollTimeoutMs() const {
   for (const auto& connection : connections_) {
     if (connection->state != ConnState::Rank) next = std::min(next, connection->deadline);
   }
-  if (next == Clock::time_point::max()) return -1;  // rounds may be hours apart
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 60 * 60 * 1000));
+  return next;  // max(): rounds may be hours apart
 }
 
 void RootService::acceptConnections() {

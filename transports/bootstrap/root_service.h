@@ -1,6 +1,9 @@
 // The state machine of the bootstrap root (its behaviour is described in bootstrap_root.h).
-// Internal to transports/bootstrap: startBootstrapRoot builds one and runs it on its own thread.
+// Internal to transports/bootstrap: startBootstrapRoot builds one per unique id and hands it to
+// the process-wide root thread, which polls every service's sockets in one poll() call.
 #pragma once
+
+#include <poll.h>
 
 #include <chrono>
 #include <cstdint>
@@ -23,11 +26,22 @@ class RootService {
  public:
   RootService(Socket listener, const JobToken& token, std::string address,
               int64_t rendezvous_timeout_ms);
-  // Serves until the job is over (see bootstrap_root.h), then closes every socket.
-  void run();
+  using Clock = std::chrono::steady_clock;
+
+  // One turn of the event loop, driven by the root thread (bootstrap_root.cc) between which the
+  // thread polls: appendPollFds adds this service's descriptors at the end of *fds;
+  // handlePoll(fds) then gets a pointer to the first of them, after poll() filled revents,
+  // services the ready ones and enforces the deadlines. nextDeadline bounds the poll timeout
+  // (time_point::max(): none).
+  void appendPollFds(std::vector<pollfd>* fds);
+  void handlePoll(const pollfd* fds);
+  Clock::time_point nextDeadline() const;
+  // True once the job is over (see bootstrap_root.h); the service may then be destroyed.
+  bool done() const { return phase_ == Phase::Done; }
+  // Ends the job at once (the root thread cannot poll any more): closes every socket.
+  void stop();
 
  private:
-  using Clock = std::chrono::steady_clock;
   enum class Phase { Rendezvous, Rounds, Draining, Done };
   enum class ConnState {
     AwaitingHello,  // connected, hello not (completely) received
@@ -51,7 +65,6 @@ class RootService {
   };
 
   // Event loop (root_service.cc).
-  int pollTimeoutMs() const;
   void acceptConnections();
   void service(Connection& connection, short revents);
   void receive(Connection& connection);
@@ -87,6 +100,9 @@ class RootService {
   const int64_t rendezvous_timeout_ms_;
   const Clock::time_point rendezvous_deadline_;
   Clock::time_point accept_paused_until_{};
+  // What the last appendPollFds added: the listener (first) if polled, then these connections.
+  bool polled_listener_ = false;
+  std::vector<Connection*> polled_;
 
   Phase phase_ = Phase::Rendezvous;
   std::vector<std::unique_ptr<Connection>> connections_;

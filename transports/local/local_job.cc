@@ -81,4 +81,9 @@ void LocalJob::markBroken(const char* reason) {
   changed_.notify_all();
 }
 
+scclResult_t LocalJob::health() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return broken_ ? brokenError("communicator") : scclSuccess;
+}
+
 }  // namespace sccl

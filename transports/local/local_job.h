@@ -70,6 +70,10 @@ class LocalJob {
   // Releases every waiting rank with scclRemoteError (abort by one rank).
   void markBroken(const char* reason);
 
+  // Without waiting: scclRemoteError (with the reason) once the job is broken by an abort or a
+  // rank's timeout, else scclSuccess (Transport::pollHealth of the in-process transport).
+  scclResult_t health();
+
  private:
   scclResult_t brokenError(const char* what) const;
 

@@ -196,6 +196,7 @@ class LocalTransport final : public Transport {
   }
 
   void abort() override { job_->markBroken("a rank aborted its communicator"); }
+  scclResult_t pollHealth() override { return job_->health(); }
 
  private:
   // Posts what this rank entered, waits for every rank, and checks what they entered before the
