@@ -177,9 +177,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int r = 1; r < nranks; ++r) matched &= calls[size_t(r)].sameAs(calls[0]);
 
   Group& g = groupOf(nranks);
-  std::vector<scclResult_t> results(size_t(nranks));
-  std::vector<std::string> messages(size_t(nranks));
-  std::vector<std::string> after(size_t(nranks));
+  std::vector<scclResult_t> results(static_cast<size_t>(nranks));
+  std::vector<std::string> messages(static_cast<size_t>(nranks));
+  std::vector<std::string> after(static_cast<size_t>(nranks));
   onRanks(nranks, [&](int r) {
     results[size_t(r)] = runCall(g, r, calls[size_t(r)]);
     messages[size_t(r)] = scclGetLastError(g.comms[size_t(r)]);
