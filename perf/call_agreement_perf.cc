@@ -55,8 +55,7 @@ std::vector<Row> measure(scclComm_t comm, const PerfOptions& options,
     };
     auto agreed = [&] {
       ok &= sccl::runAgreedCall(comm, record, *comm->transport, [&](sccl::Transport& t) {
-              return t.allReduce(send.data(), recv.data(), count, scclFloat32,
-                                 sccl::ReduceOp::Sum);
+              return t.allReduce(send.data(), recv.data(), count, scclFloat32, sccl::ReduceOp::Sum);
             }) == scclSuccess;
     };
     auto api = [&] {

@@ -19,16 +19,16 @@ namespace sccl {
 struct CallRecord {
   static constexpr uint32_t kMagic = 0x53434341u;  // "SCCA"
   uint32_t magic = kMagic;
-  uint32_t operation = 0;  // CallOperation (core/call_agreement.h)
-  uint64_t sequence = 0;   // the communicator's agreed call number
-  uint64_t count = 0;      // elements (0 where the operation has none)
-  int16_t dtype = -1;      // scclDataType_t, -1: none
-  int16_t redop = -1;      // scclRedOp_t, -1: none
-  int32_t root = -1;       // broadcast root, -1: none
-  uint32_t flags = 0;      // CallRecord::kInPlace... (informational: not compared)
-  int32_t rank = -1;       // the sender (checked against its position)
-  uint64_t object = 0;     // the sparsifier's or event communicator's identity, 0: none
-  uint64_t config = 0;     // fingerprint of its configuration, 0: none
+  uint32_t operation = 0;    // CallOperation (core/call_agreement.h)
+  uint64_t sequence = 0;     // the communicator's agreed call number
+  uint64_t count = 0;        // elements (0 where the operation has none)
+  int16_t dtype = -1;        // scclDataType_t, -1: none
+  int16_t redop = -1;        // scclRedOp_t, -1: none
+  int32_t root = -1;         // broadcast root, -1: none
+  uint32_t flags = 0;        // CallRecord::kInPlace... (informational: not compared)
+  int32_t rank = -1;         // the sender (checked against its position)
+  uint64_t object = 0;       // the sparsifier's or event communicator's identity, 0: none
+  uint64_t config = 0;       // fingerprint of its configuration, 0: none
   uint64_t object_call = 0;  // the sparsifier's own call number
 
   static constexpr uint32_t kInPlace = 1;

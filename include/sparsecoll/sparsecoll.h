@@ -176,7 +176,12 @@ SCCL_API scclResult_t scclCommTransportName(const scclComm_t comm, const char** 
  * ------------------------------------------------------------------------------------------- */
 /* Common to all: no buffer above 2^56 bytes, and sendbuf and recvbuf either disjoint or exactly
  * in place (all-reduce, broadcast: sendbuf == recvbuf; all-gather: sendbuf == recvbuf + rank *
- * sendcount); else scclInvalidArgument on that rank, nothing touched. */
+ * sendcount); else scclInvalidArgument on that rank, nothing touched.
+ * Call agreement (every collective of this header, sparse and EventGraD ones included): before
+ * any data moves the ranks compare what they called (operation, count, dtype, reduction, root,
+ * sparsifier or event communicator, call number). Ranks that called different things all return
+ * scclInvalidUsage with the same message naming the field, values and ranks; nothing was
+ * exchanged and the communicator stays usable (docs/api.md, "Call agreement"). */
 /* recvbuf = sum (or average) over ranks of sendbuf, `count` elements; sendbuf == recvbuf allowed.
  * Every rank gets bitwise the same result: element-wise ((x_0 + x_1) + x_2) + ... in rank order;
  * float16 and bfloat16 are summed in float32 and rounded once. Buffers of a call are all host
@@ -337,15 +342,15 @@ typedef struct {
  * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
  * "dgc_sample_ratio", "dgc_seed", "sketch_block_size", "sketch_block_selection" ("topk" |
  * "nonzero"), "sketch_rows", "sketch_lambda", "sketch_seed", "sketch_feedback" ("unselected" |
- * "decode_error"), "stream_ordered" (true | false). An unknown key, a wrong type or an out-of-range value is
- * scclInvalidArgument naming the key, and leaves *config untouched. String fields point to
- * static storage of the library. */
+ * "decode_error"), "stream_ordered" (true | false). Booleans take true, false, 1 or 0. An
+ * unknown key, a wrong type or an out-of-range value is scclInvalidArgument naming the key, and
+ * leaves *config untouched. String fields point to static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);
 
 /* Per-buffer state of the sparse all-reduce: error-feedback residual, threshold, partitions,
  * iteration and statistics. Collective over comm: every rank must pass the same count, dtype and
- * config (checked; a mismatch is scclInvalidUsage naming the first differing rank). dtype:
- * float32, float16 or bfloat16 (residual kept in float32) or float64. */
+ * config (checked; a mismatch is scclInvalidUsage on every rank, naming the field and ranks).
+ * dtype: float32, float16 or bfloat16 (residual kept in float32) or float64. */
 SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclComm_t comm,
                                            size_t count, scclDataType_t dtype,
                                            const scclSparseConfig_t* config);

@@ -18,7 +18,9 @@ struct RecordField {
   std::string (*show)(uint64_t);
 };
 
-std::string showNumber(uint64_t value) { return std::to_string(value); }
+std::string showNumber(uint64_t value) {
+  return std::to_string(value);
+}
 
 std::string showHex(uint64_t value) {
   char text[24];
@@ -46,7 +48,9 @@ std::string showRedOp(uint64_t value) {
   }
 }
 
-std::string showSigned(uint64_t value) { return std::to_string(static_cast<int32_t>(value)); }
+std::string showSigned(uint64_t value) {
+  return std::to_string(static_cast<int32_t>(value));
+}
 
 std::string showObject(uint64_t value) {
   return value == 0 ? "none" : "the one created by call " + std::to_string(value - 1);
@@ -73,8 +77,7 @@ const RecordField kFields[] = {
 };
 
 // "1, 3" (at most eight ranks listed).
-std::string rankList(const CallRecord* all, int nranks, const RecordField& field,
-                     uint64_t value) {
+std::string rankList(const CallRecord* all, int nranks, const RecordField& field, uint64_t value) {
   std::string list;
   int listed = 0, more = 0;
   for (int r = 0; r < nranks; ++r) {
@@ -97,8 +100,7 @@ scclResult_t checkRecords(const CallRecord* all, int nranks, void* context) {
   uint64_t next = 0;
   for (int r = 0; r < nranks; ++r) {
     if (all[r].magic != CallRecord::kMagic || all[r].rank != r) {
-      return fail(scclRemoteError,
-                  "%s: rank %d sent a malformed call record (magic %08x, rank %d)",
+      return fail(scclRemoteError, "%s: rank %d sent a malformed call record (magic %08x, rank %d)",
                   callOperationName(state->record.operation), r, all[r].magic, all[r].rank);
     }
     next = std::max(next, all[r].sequence);

@@ -48,9 +48,8 @@ struct Call {
 Call drawCall(const uint8_t* b, int nranks) {
   Call c;
   c.operation = b[0] % 8;
-  const scclDataType_t types[] = {scclInt8,    scclUint8,   scclInt32,   scclUint32,
-                                  scclInt64,   scclUint64,  scclFloat16, scclFloat32,
-                                  scclFloat64, scclBfloat16};
+  const scclDataType_t types[] = {scclInt8,   scclUint8,   scclInt32,   scclUint32,  scclInt64,
+                                  scclUint64, scclFloat16, scclFloat32, scclFloat64, scclBfloat16};
   switch (c.operation) {
     case 0:
     case 1:
@@ -75,9 +74,7 @@ Call drawCall(const uint8_t* b, int nranks) {
       c.object = b[4] & 1;
       break;
     case 6:
-    case 7:
-      c.object = b[4] & 1;
-      break;
+    case 7: c.object = b[4] & 1; break;
     default: break;
   }
   return c;
@@ -143,8 +140,7 @@ scclResult_t runCall(const Group& g, int rank, const Call& c) {
     case 0: return scclAllReduce(send.data(), recv.data(), c.count, c.dtype, c.op, comm, nullptr);
     case 1: return scclAllReduce(recv.data(), recv.data(), c.count, c.dtype, c.op, comm, nullptr);
     case 2: return scclAllGather(send.data(), recv.data(), c.count, c.dtype, comm, nullptr);
-    case 3:
-      return scclBroadcast(send.data(), recv.data(), c.count, c.dtype, c.root, comm, nullptr);
+    case 3: return scclBroadcast(send.data(), recv.data(), c.count, c.dtype, c.root, comm, nullptr);
     case 4: return scclBarrier(comm);
     case 5: {
       std::vector<float> grad(kSparseCount), out(kSparseCount);
@@ -154,8 +150,8 @@ scclResult_t runCall(const Group& g, int rank, const Call& c) {
     }
     case 6: {
       std::vector<float> params(kEventCount, float(rank));
-      return scclEventCommStep(g.events[size_t(rank)][size_t(c.object)], params.data(),
-                               kEventCount, scclFloat32, nullptr);
+      return scclEventCommStep(g.events[size_t(rank)][size_t(c.object)], params.data(), kEventCount,
+                               scclFloat32, nullptr);
     }
     default: {
       std::vector<float> params(kEventCount, float(rank)), out(kEventCount);

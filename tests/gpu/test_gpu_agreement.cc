@@ -49,8 +49,8 @@ TEST_CASE("device buffers over the in-process transport: mismatched counts are r
         [&](int rank, scclComm_t comm) -> std::string {
           const size_t count = rank == 0 ? 8 : 16;
           DeviceBuffer<float> send(std::vector<float>(16, 1.0f)), recv(16);
-          const scclResult_t got = scclAllReduce(send.get(), recv.get(), count, scclFloat32,
-                                                 scclSum, comm, nullptr);
+          const scclResult_t got =
+              scclAllReduce(send.get(), recv.get(), count, scclFloat32, scclSum, comm, nullptr);
           messages[size_t(rank)] = scclGetLastError(comm);
           if (got != scclInvalidUsage)
             return std::string("returned ") + scclGetErrorString(got) + ": " +

@@ -54,16 +54,21 @@ TEST_CASE("mpi agreement: mismatched calls are refused on every rank", "[api][ag
     std::vector<float> grad(count, 0.25f), out(count, 0.0f);
     return scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, op, sp, comm, nullptr);
   };
-  runCase({"sparse sum vs avg", 2,
+  runCase({"sparse sum vs avg",
+           2,
            [&](int r, scclComm_t) { return sparse(a, r == 0 ? scclSum : scclAvg); },
            {"reduction is scclSum on rank(s) 0 but scclAvg on rank(s) 1"}},
           comm);
-  runCase({"sparsifier A vs B", 2, [&](int r, scclComm_t) { return sparse(r == 0 ? a : b, scclSum); },
+  runCase({"sparsifier A vs B",
+           2,
+           [&](int r, scclComm_t) { return sparse(r == 0 ? a : b, scclSum); },
            {"object (sparsifier or event communicator)"}},
           comm);
-  runCase({"sparse vs dense all-reduce", 2,
+  runCase({"sparse vs dense all-reduce",
+           2,
            [&](int r, scclComm_t c) {
-             return r == 0 ? sparse(a, scclSum) : sccl_test::allReduceOf(c, 8, scclFloat32, scclSum);
+             return r == 0 ? sparse(a, scclSum)
+                           : sccl_test::allReduceOf(c, 8, scclFloat32, scclSum);
            },
            {"scclSparseAllreduce on rank(s) 0 but scclAllReduce on rank(s) 1"}},
           comm);
@@ -79,7 +84,8 @@ TEST_CASE("mpi agreement: mismatched calls are refused on every rank", "[api][ag
   REQUIRE(scclEventCommCreate(&eb, comm, 16, scclFloat32, sizes, 2, nullptr, 0, nullptr,
                               &event_config) == scclSuccess);
   std::vector<float> params(16, 1.0f), average(16, 0.0f);
-  runCase({"event step vs model average", 2,
+  runCase({"event step vs model average",
+           2,
            [&](int r, scclComm_t) {
              return r == 0 ? scclEventCommStep(ea, params.data(), 16, scclFloat32, nullptr)
                            : scclEventCommAverageModel(ea, params.data(), average.data(), 16,
@@ -87,7 +93,8 @@ TEST_CASE("mpi agreement: mismatched calls are refused on every rank", "[api][ag
            },
            {"scclEventCommStep on rank(s) 0 but scclEventCommAverageModel on rank(s) 1"}},
           comm);
-  runCase({"event communicator A vs B", 2,
+  runCase({"event communicator A vs B",
+           2,
            [&](int r, scclComm_t) {
              return scclEventCommStep(r == 0 ? ea : eb, params.data(), 16, scclFloat32, nullptr);
            },

@@ -108,8 +108,8 @@ std::vector<std::string> expectSparseRefused(const SparseBodies& bodies,
     std::vector<float> grad(kSparseCount), out(kSparseCount, -1.0f);
     for (size_t i = 0; i < kSparseCount; ++i)
       grad[i] = float(sccl_test::testValue(7, rank, i)) / 8.0f;
-    log.checkResult(scclSparseAllreduce(grad.data(), out.data(), kSparseCount, scclFloat32,
-                                        scclSum, a, comm, nullptr),
+    log.checkResult(scclSparseAllreduce(grad.data(), out.data(), kSparseCount, scclFloat32, scclSum,
+                                        a, comm, nullptr),
                     scclSuccess, "a matched sparse all-reduce after the refused call");
     checkStillUsable(rank, comm, log);
     scclSparsifierDestroy(a);
@@ -141,18 +141,18 @@ TEST_CASE("sparse all-reduce: mismatched calls are refused on every rank", "[agr
         {"operation is scclSparseAllreduce on rank(s) 0 but scclAllReduce on rank(s) 1"}));
   }
   SECTION("scclSum vs scclAvg") {
-    REQUIRE_NO_RANK_FAILURES(expectSparseRefused(
-        {[](int r, scclComm_t c, scclSparsifier_t a, scclSparsifier_t) {
-          return sparseCall(c, a, r == 0 ? scclSum : scclAvg);
-        }},
-        {"reduction is scclSum on rank(s) 0 but scclAvg on rank(s) 1"}));
+    REQUIRE_NO_RANK_FAILURES(
+        expectSparseRefused({[](int r, scclComm_t c, scclSparsifier_t a, scclSparsifier_t) {
+                              return sparseCall(c, a, r == 0 ? scclSum : scclAvg);
+                            }},
+                            {"reduction is scclSum on rank(s) 0 but scclAvg on rank(s) 1"}));
   }
   SECTION("two identically configured sparsifiers, A on rank 0 and B on rank 1") {
-    REQUIRE_NO_RANK_FAILURES(expectSparseRefused(
-        {[](int r, scclComm_t c, scclSparsifier_t a, scclSparsifier_t b) {
-          return sparseCall(c, r == 0 ? a : b, scclSum);
-        }},
-        {"object (sparsifier or event communicator)"}));
+    REQUIRE_NO_RANK_FAILURES(
+        expectSparseRefused({[](int r, scclComm_t c, scclSparsifier_t a, scclSparsifier_t b) {
+                              return sparseCall(c, r == 0 ? a : b, scclSum);
+                            }},
+                            {"object (sparsifier or event communicator)"}));
   }
   SECTION("a sparsifier reset on one rank only (its call numbers differ)") {
     REQUIRE_NO_RANK_FAILURES(expectSparseRefused(

@@ -26,7 +26,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum OperationKind : uint32_t { kAllGatherV = 1, kAllReduce, kBroadcast, kBarrier, kWindow, kAgree };
+enum OperationKind : uint32_t {
+  kAllGatherV = 1,
+  kAllReduce,
+  kBroadcast,
+  kBarrier,
+  kWindow,
+  kAgree
+};
 
 const char* kindName(uint32_t kind) {
   switch (kind) {
@@ -159,7 +166,9 @@ class LocalTransport final : public Transport {
     return job_->popMessage(peer, rank_, tag, buf, bytes, Clock::now() + timeout_);
   }
 
-  scclResult_t barrier() override { return arrive(operation(kBarrier, 0), Clock::now() + timeout_); }
+  scclResult_t barrier() override {
+    return arrive(operation(kBarrier, 0), Clock::now() + timeout_);
+  }
 
   // One barrier: the records travel in the arrivals.
   scclResult_t agree(const CallAgreement& agreement) override {
@@ -246,8 +255,8 @@ class LocalTransport final : public Transport {
   std::shared_ptr<LocalJob> job_;
   const int rank_;
   const std::chrono::milliseconds timeout_;
-  uint64_t number_ = 0;         // operations this rank entered (arrive)
-  CallAgreement carried_;       // the agreement the next operation carries (carryAgreement)
+  uint64_t number_ = 0;              // operations this rank entered (arrive)
+  CallAgreement carried_;            // the agreement the next operation carries (carryAgreement)
   std::vector<CallRecord> records_;  // every rank's record, gathered for the check
 };
 
