@@ -7,7 +7,9 @@
 // transport that runs out of input fails the operation as a peer that closed mid-frame would.
 // The sparsifier is created honestly (peers echo rank 0), then 1-3 calls run on hostile data.
 // Each must return success or a documented error code and never crash, read out of bounds or
-// write outside recvbuf (ASan + UBSan); after a failure the communicator must refuse calls.
+// write outside recvbuf (ASan + UBSan); after a failure the communicator must refuse calls,
+// except after a refused call agreement (a peer's well-formed record that differs), which
+// leaves it usable.
 //
 // Input layout: byte 0 preset, byte 1 ranks and calls, byte 2 header fix-up flags (a random
 // 64-bit config fingerprint and call number would never match, which would stop the fuzzer at
@@ -171,7 +173,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case scclSuccess:
       case scclInvalidArgument:  // the non-finite policy, on NaN/Inf from peers
         break;
-      case scclInvalidUsage:
+      case scclInvalidUsage: {
+        // A peer's well-formed call record that differs from ours is a refused call agreement:
+        // nothing was exchanged and the communicator stays usable. Any other refusal breaks it.
+        scclResult_t state = scclSuccess;
+        scclCommGetAsyncError(comm, &state);
+        const bool refused_agreement =
+            std::strncmp(scclGetLastError(comm), "call agreement:", 15) == 0;
+        if (state == scclSuccess && !refused_agreement) std::abort();
+        if (state != scclSuccess) broken = true;
+        break;
+      }
       case scclRemoteError: broken = true; break;
       default: std::abort();
     }
