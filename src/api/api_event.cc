@@ -48,7 +48,8 @@ SCCL_API scclResult_t scclEventCommCreate(scclEventComm_t* eventComm, scclComm_t
   return sccl::guardedCall(__func__, comm, [&] {
     SCCL_REQUIRE_ARG(eventComm != nullptr, "event communicator output pointer is NULL");
     SCCL_CHECK(sccl::requireHealthyComm(comm));
-    SCCL_CHECK(sccl::requireDataType(dtype));
+    size_t bytes = 0;  // the parameter buffer: at most 2^56 bytes, as every buffer
+    SCCL_CHECK(sccl::requireByteSize(count, dtype, &bytes));
     SCCL_REQUIRE_ARG(config != nullptr, "event config is NULL (use SCCL_EVENT_CONFIG_INITIALIZER)");
     sccl::EventLayout layout;
     layout.count = count;

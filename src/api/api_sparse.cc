@@ -41,6 +41,12 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     SCCL_REQUIRE_ARG(sparsifier != nullptr, "sparsifier output pointer is NULL");
     SCCL_CHECK(sccl::requireHealthyComm(comm));
     SCCL_CHECK(sccl::requireDataType(dtype));
+    // The residual (float32, or float64 for float64 gradients) is the largest buffer it holds.
+    size_t residual_bytes = 0;
+    SCCL_REQUIRE_ARG(sccl::byteSize(count, dtype == scclFloat64 ? scclFloat64 : scclFloat32,
+                                    &residual_bytes),
+                     "sparsifier count %zu overflows the address space", count);
+    SCCL_CHECK(sccl::requireBufferBytes(residual_bytes, "the sparsifier's residual"));
     SCCL_REQUIRE_ARG(config != nullptr,
                      "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
     scclSparsifier* created = nullptr;
@@ -81,6 +87,8 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
                      sccl::dataTypeName(dtype), sccl::dataTypeName(sparsifier->dtype));
     SCCL_CHECK(sccl::requireRedOp(op));
     size_t bytes = count * sccl::dataTypeSize(dtype);
+    // In place is sendbuf == recvbuf; a partial overlap would read what the call already wrote.
+    SCCL_CHECK(sccl::requireNoPartialOverlap(sendbuf, bytes, recvbuf, bytes, 0));
     // GPU buffers run on the device path (core/sparsifier_device.h).
     bool on_device = false;
     SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));

@@ -456,3 +456,53 @@ TEST_CASE("hostile input: the dense preset follows the non-finite policy on ever
         }));
   }
 }
+
+// Finding 3 for the objects that own buffers, and finding 5 for the sparse all-reduce.
+TEST_CASE("hostile input: sparsifiers and event communicators beyond 2^56 bytes are refused",
+          "[hostile]") {
+  REQUIRE_NO_RANK_FAILURES(sccl_test::runLocalRanks(2, [](int rank, scclComm_t comm,
+                                                          RankLog& log) {
+    scclSparseConfig_t sparse = SCCL_SPARSE_CONFIG_INITIALIZER;
+    scclSparsifier_t sp = nullptr;
+    // 2^55 float16 gradients: the float32 residual is 2^57 bytes.
+    expectInvalid(log, scclSparsifierCreate(&sp, comm, size_t{1} << 55, scclFloat16, &sparse),
+                  comm, "sparsifier of 2^55 float16", "2^56");
+    log.check(sp == nullptr, "a refused sparsifier was returned");
+    const size_t sizes[1] = {size_t{1} << 54};
+    const scclEventConfig_t event = SCCL_EVENT_CONFIG_INITIALIZER;
+    scclEventComm_t ec = nullptr;
+    expectInvalid(log,
+                  scclEventCommCreate(&ec, comm, size_t{1} << 54, scclFloat64, sizes, 1, nullptr,
+                                      0, nullptr, &event),
+                  comm, "event communicator of 2^54 float64", "2^56");
+    allReduceWorks(rank, 2, comm, log);
+  }));
+}
+
+TEST_CASE("hostile input: a sparse all-reduce with partially overlapping buffers is refused",
+          "[hostile]") {
+  constexpr size_t kCount = 256;
+  REQUIRE_NO_RANK_FAILURES(sccl_test::runLocalRanks(2, [](int rank, scclComm_t comm,
+                                                          RankLog& log) {
+    for (const char* algorithm : {"dense", "topk"}) {
+      scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+      config.algorithm = algorithm;
+      config.density = 0.1;
+      scclSparsifier_t sp = nullptr;
+      if (!log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config),
+                           scclSuccess, "create"))
+        return;
+      std::vector<float> buffer(2 * kCount, 1.0f);
+      expectInvalid(log,
+                    scclSparseAllreduce(buffer.data() + 5, buffer.data(), kCount, scclFloat32,
+                                        scclSum, sp, comm, nullptr),
+                    comm, std::string(algorithm) + " with sendbuf = recvbuf + 5", "overlaps");
+      // In place still works, the same on every rank.
+      log.checkResult(scclSparseAllreduce(buffer.data(), buffer.data(), kCount, scclFloat32,
+                                          scclSum, sp, comm, nullptr),
+                      scclSuccess, std::string(algorithm) + " in place");
+      scclSparsifierDestroy(sp);
+    }
+    allReduceWorks(rank, 2, comm, log);
+  }));
+}
