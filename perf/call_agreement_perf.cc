@@ -4,7 +4,10 @@
 //   transport  the communicator's transport called directly: no agreement, no API checks;
 //   agreed     the same with the call record agreed first (runAgreedCall: folded into the first
 //              barrier in-process, an all-gather of 64 bytes on the other transports);
-//   api        scclAllReduce, what a user calls (argument checks + agreement + transport).
+//   api        scclAllReduce, what a user calls (argument checks + agreement + transport);
+//   exchange   the explicit agreement alone (agreeOnCall: a one-barrier exchange in-process, a
+//              64-byte all-gather elsewhere), what the sparse all-reduce, sparsifier and event
+//              communicator creation and a synchronous EventGraD step pay before their own work.
 // The overhead is agreed - transport (median of each, in microseconds, and as a ratio).
 // In-process ranks are threads (-r ranks); under mpirun (one rank per process) the communicator
 // is scclCommInitMpi's, over SCCL_TRANSPORT (mpi by default, ucx). Links the library's objects
@@ -33,7 +36,7 @@ using namespace sccl_perf;
 
 struct Row {
   size_t bytes = 0;
-  Timing transport, agreed, api;
+  Timing transport, agreed, api, exchange;
 };
 
 // The three ways, interleaved, at every size; every rank calls this with the same options.
@@ -58,19 +61,20 @@ std::vector<Row> measure(scclComm_t comm, const PerfOptions& options,
               return t.allReduce(send.data(), recv.data(), count, scclFloat32, sccl::ReduceOp::Sum);
             }) == scclSuccess;
     };
+    auto exchange = [&] { ok &= sccl::agreeOnCall(comm, record) == scclSuccess; };
     auto api = [&] {
       ok &= scclAllReduce(send.data(), recv.data(), count, scclFloat32, scclSum, comm, nullptr) ==
             scclSuccess;
     };
     // Small messages: many more iterations, so that the median is stable.
     const int iters = bytes <= 65536 ? options.iters * 100 : options.iters;
-    std::vector<Timing> t = timeInterleaved(options.warmup, iters, direct, agreed, api);
+    std::vector<Timing> t = timeInterleaved(options.warmup, iters, direct, agreed, api, exchange);
     if (!ok) {
       std::fprintf(stderr, "call_agreement_perf: an all-reduce failed: %s\n",
                    scclGetLastError(comm));
       std::exit(1);
     }
-    rows.push_back({bytes, t[0], t[1], t[2]});
+    rows.push_back({bytes, t[0], t[1], t[2], t[3]});
   }
   return rows;
 }
@@ -87,12 +91,13 @@ void report(const std::vector<Row>& rows, const PerfOptions& options, const char
                      {"agreed", "agreed_us", 9, 2},
                      {"api", "api_us", 9, 2},
                      {"overhead", "overhead_us", 9, 2},
-                     {"ratio", "agreed_over_transport", 7, 4}});
+                     {"ratio", "agreed_over_transport", 7, 4},
+                     {"exchange", "exchange_us", 9, 2}});
   table.printHeader(stdout);
   for (const Row& row : rows) {
     table.addRow({double(row.bytes), row.transport.median_us, row.agreed.median_us,
                   row.api.median_us, row.agreed.median_us - row.transport.median_us,
-                  row.agreed.median_us / row.transport.median_us},
+                  row.agreed.median_us / row.transport.median_us, row.exchange.median_us},
                  stdout);
   }
   if (!options.json_path.empty()) {
