@@ -86,6 +86,29 @@ scclResult_t CudaKernels::accumulate(void* acc, const void* residual, scclDataTy
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* stream) const {
+  SCCL_REQUIRE_ARG(a.begin <= a.end && a.end <= a.count,
+                   "accumulateSelect: range [%zu, %zu) outside [0, %zu)", a.begin, a.end, a.count);
+  SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
+                        stream));
+  if (a.bins > 0) {
+    if (a.begin < a.end) {
+      SCCL_CHECK(absBitHistogram(a.acc, a.acc_dtype, a.begin, a.end, a.base_bits, a.shift, a.bins,
+                                 a.counts, stream));
+    } else {
+      SCCL_CHECK(fillZero(a.counts, (a.bins + 1) * sizeof(uint64_t), stream));
+    }
+  }
+  if (a.idx == nullptr) return scclSuccess;
+  SCCL_REQUIRE_ARG(a.ncandidates != nullptr, "accumulateSelect: candidates need a count output");
+  if (a.begin == a.end) {
+    *a.ncandidates = 0;
+    return scclSuccess;
+  }
+  return selectAbove(a.acc, a.acc_dtype, a.begin, a.end, a.floor, a.idx, a.val, a.capacity,
+                     a.ncandidates, stream);
+}
+
 scclResult_t CudaKernels::selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                       double threshold, int64_t* idx, void* val, size_t capacity,
                                       size_t* nselected, void* stream) const {

@@ -30,6 +30,9 @@ class CudaKernels final : public KernelBackend {
                           const void* grad, scclDataType_t grad_dtype, size_t count,
                           uint64_t* nonfinite, void* stream) const override;
   // nonfinite above is a device word (added to, not overwritten; zero it first).
+  // The fused pass, composed of the three kernels it replaces (accumulate, absBitHistogram over
+  // the range, selectAbove at the floor): the same results, three passes (docs/gpu.md).
+  scclResult_t accumulateSelect(const AccumulateSelectArgs& args, void* stream) const override;
   scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                            double threshold, int64_t* idx, void* val, size_t capacity,
                            size_t* nselected, void* stream) const override;

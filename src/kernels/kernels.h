@@ -36,6 +36,39 @@ struct AbsMoments {
   double min_abs = 0;       // min |x| over counted elements (0 if none)
 };
 
+// The fused pass of a sparse all-reduce with error feedback (KernelBackend::accumulateSelect):
+// what accumulate(), absBitHistogram() and selectAbove() compute, in one streaming pass over the
+// gradient and the residual (docs/kernels.md, "The fused pass").
+struct AccumulateSelectArgs {
+  // accumulate(): acc[i] = residual[i] + grad[i] widened, i < count (residual null: the gradient
+  // widened); *nonfinite as accumulate()'s (the kernels' memory; may be null).
+  void* acc = nullptr;
+  const void* residual = nullptr;
+  scclDataType_t acc_dtype = scclFloat32;
+  const void* grad = nullptr;
+  scclDataType_t grad_dtype = scclFloat32;
+  size_t count = 0;
+  uint64_t* nonfinite = nullptr;
+  // Selection range [begin, end) of acc (empty: the pass only accumulates).
+  size_t begin = 0, end = 0;
+  // Candidates: selectAbove(acc, begin, end, floor, idx, val, capacity, ncandidates) on the
+  // accumulated values: ascending indices, values in acc's type (val may be null), at most
+  // capacity written, *ncandidates (host memory) = the number qualifying. idx null: none.
+  double floor = 0;
+  int64_t* idx = nullptr;
+  void* val = nullptr;
+  size_t capacity = 0;
+  size_t* ncandidates = nullptr;
+  // Histogram (bins > 0): counts = absBitHistogram(acc, begin, end, base_bits, shift, bins) (the
+  // kernels' memory). With candidates, the floor must not lie above the window's base
+  // (thresholdBits(acc_dtype, floor) <= base_bits): every counted element is then a candidate,
+  // which lets a backend build the histogram from the candidates alone.
+  uint64_t base_bits = 0;
+  unsigned shift = 0;
+  size_t bins = 0;
+  uint64_t* counts = nullptr;
+};
+
 class KernelBackend {
  public:
   virtual ~KernelBackend() = default;
@@ -52,6 +85,12 @@ class KernelBackend {
   virtual scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
                                   const void* grad, scclDataType_t grad_dtype, size_t count,
                                   uint64_t* nonfinite, void* stream) const = 0;
+
+  // accumulate(), then absBitHistogram() and selectAbove() on the accumulated range, with the
+  // results of those three calls bit for bit (AccumulateSelectArgs), in one pass where the
+  // backend can: the CPU accumulates, counts and selects block by block while the block is in
+  // cache, so memory sees the three streams of accumulate() alone.
+  virtual scclResult_t accumulateSelect(const AccumulateSelectArgs& args, void* stream) const = 0;
 
   // The selection primitive behind scclPartitionedSelect (same contract, arguments already
   // validated): elements of [begin, end) with !(|x| < threshold), ascending indices; writes at

@@ -232,7 +232,7 @@ uint64_t accumulateRange(CpuIsa isa, void* acc, const void* residual, const void
   return nonfinite + accumulateScalar<kKind, kHasResidual>(acc, residual, grad, vector_end, end);
 }
 
-using RangeFn = uint64_t (*)(CpuIsa, void*, const void*, const void*, size_t, size_t);
+using RangeFn = AccumulateRangeFn;
 
 template <AccumulateKind kKind>
 RangeFn rangeFnFor(bool has_residual) {
@@ -259,6 +259,11 @@ RangeFn chooseRangeFn(scclDataType_t acc_dtype, scclDataType_t grad_dtype, bool 
 constexpr size_t kMinPartElements = size_t{1} << 16;
 
 }  // namespace
+
+AccumulateRangeFn accumulateRangeFor(scclDataType_t acc_dtype, scclDataType_t grad_dtype,
+                                     bool has_residual) {
+  return chooseRangeFn(acc_dtype, grad_dtype, has_residual);
+}
 
 scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
                         scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite) {

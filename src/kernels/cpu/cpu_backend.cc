@@ -24,6 +24,10 @@ class CpuBackend final : public KernelBackend {
     return cpu::accumulate(acc, residual, acc_dtype, grad, grad_dtype, count, nonfinite);
   }
 
+  scclResult_t accumulateSelect(const AccumulateSelectArgs& args, void*) const override {
+    return cpu::accumulateSelect(args);
+  }
+
   scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                            double threshold, int64_t* idx, void* val, size_t capacity,
                            size_t* nselected, void*) const override {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/kernels.h"
 
 namespace sccl::cpu {
@@ -15,6 +16,16 @@ scclResult_t selectAbove(const void* x, scclDataType_t dtype, size_t begin, size
 
 scclResult_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype, const void* grad,
                         scclDataType_t grad_dtype, size_t count, uint64_t* nonfinite);
+
+// One part of accumulate() on the calling thread, for the kernels that fuse it with more work:
+// elements [begin, end) with the ISA's vector loop; returns their non-finite count.
+using AccumulateRangeFn = uint64_t (*)(CpuIsa isa, void* acc, const void* residual,
+                                       const void* grad, size_t begin, size_t end);
+// Null when the (acc, grad) pair is not supported.
+AccumulateRangeFn accumulateRangeFor(scclDataType_t acc_dtype, scclDataType_t grad_dtype,
+                                     bool has_residual);
+
+scclResult_t accumulateSelect(const AccumulateSelectArgs& args);
 
 scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n, void* out);
 scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,

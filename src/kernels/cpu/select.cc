@@ -97,14 +97,6 @@ struct SelectCall {
   size_t capacity;
 };
 
-// The emit style for the next block, from the fraction of elements the last block selected:
-// branch-free where about 20-90 % of the 64-element groups hold a hit (the branchy loop would
-// mispredict on many groups), branchy where groups are nearly all empty or all full.
-cpu_select::EmitStyle nextEmitStyle(size_t selected, size_t elements) {
-  bool unpredictable = selected * 256 >= elements && selected * 32 <= elements;
-  return unpredictable ? cpu_select::EmitStyle::BranchFree : cpu_select::EmitStyle::Branchy;
-}
-
 void selectPart(const SelectCall& call, StagingBuffer& staging, PartResult& part) {
   cpu_select::EmitStyle style = cpu_select::EmitStyle::Branchy;
   try {
@@ -122,7 +114,7 @@ void selectPart(const SelectCall& call, StagingBuffer& staging, PartResult& part
       }
       size_t selected = call.kernel(call.x, block, block_end, call.threshold_bits, style, idx, val);
       part.count += selected;
-      style = nextEmitStyle(selected, block_end - block);
+      style = cpu_select::nextEmitStyle(selected, block_end - block);
     }
   } catch (const std::bad_alloc&) {
     part.out_of_memory = true;

@@ -26,6 +26,14 @@ constexpr size_t kGroupElements = 64;
 // the same output; which is faster depends on how predictable the groups are.
 enum class EmitStyle { Branchy, BranchFree };
 
+// The emit style for the next block, from the fraction of elements the last block selected:
+// branch-free where about 20-90 % of the 64-element groups hold a hit (the branchy loop would
+// mispredict on many groups), branchy where groups are nearly all empty or all full.
+inline EmitStyle nextEmitStyle(size_t selected, size_t elements) {
+  bool unpredictable = selected * 256 >= elements && selected * 32 <= elements;
+  return unpredictable ? EmitStyle::BranchFree : EmitStyle::Branchy;
+}
+
 // Selects the elements x[i], begin <= i < end, whose magnitude bits are >= threshold_bits:
 // writes i to idx[n] and the raw element to val[n] (element_bytes wide) and returns n. idx and
 // val need room for (end - begin) entries; nothing is written past that.
