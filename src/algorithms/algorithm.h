@@ -26,6 +26,12 @@ struct SparseCall {
   void* recvbuf = nullptr;
   scclRedOp_t op = scclSum;
   void* acc = nullptr;  // residual + gradient (float32, or float64 for float64 data)
+  // For a reduction that accumulates in its own pass (ReductionEntry::fused_accumulate): the
+  // residual to add (null without error feedback) and, on device buffers, the device word the
+  // kernels count non-finite values into (null on host buffers). Other reductions find acc
+  // already accumulated and nonfinite_local set.
+  const void* residual = nullptr;
+  uint64_t* nonfinite_word = nullptr;
   // Where acc lives: null kernels and device on host buffers (the CPU kernels read the host
   // arrays); on device buffers the CUDA backend, the caller's stream and the device staging of
   // the index and value arrays (algorithms/device_staging.h).
@@ -69,6 +75,10 @@ struct ReductionEntry {
   // Called once when a sparsifier is created, after the ranks agreed on its config (null:
   // nothing to prepare): checks what depends on the count and builds sp->reduction_state.
   scclResult_t (*prepare)(scclSparsifier& sp);
+  // true: run() accumulates the gradient itself, in the pass that also selects
+  // (KernelBackend::accumulateSelect), from SparseCall::residual and sendbuf; false: the caller
+  // accumulates into acc first.
+  bool fused_accumulate;
 };
 
 const std::vector<PresetEntry>& presetRegistry();

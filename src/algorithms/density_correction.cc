@@ -15,16 +15,21 @@
 //     of them. base = bits(delta 2^-W) rounded down to a bin edge; 2 W B bins plus one bin for
 //     everything above the window (inf and NaN included). Log-spaced to within the linear
 //     spacing of patterns inside an octave: bin widths are 1/B of an octave's span.
-//  2. Count |acc| of this rank's exclusive range into the bins (kernel absBitHistogram, one
-//     pass) and all-reduce the 2 W B + 1 uint64 counts (sum: exact, identical everywhere).
+//  2. Count |acc| of this rank's exclusive range into the bins and all-reduce the 2 W B + 1 uint64
+//     counts (sum: exact, identical everywhere). The count is made by the pass that accumulates
+//     the gradient (KernelBackend::accumulateSelect, histogram of absBitHistogram's definition),
+//     which also keeps every entry at or above edge 0 as a candidate, so step 3's threshold
+//     selects from the candidates without reading the range again.
 //  3. C(j) = entries of all ranks at or above edge j. Pick the edge whose C(j) is nearest k;
 //     among edges with the same C (empty bins) the one nearest delta, so the threshold does not
 //     wander. The edge read back as a value is the threshold: selectAbove at it selects exactly
 //     the entries counted at or above it, so k' = C(j) is known before selecting.
 //  4. The estimator adopts the threshold (so the next window is centred on it) and then observes
 //     k' as usual: if k lay outside the window, the scaling rule moves delta on toward it.
-// Cost: one more pass over this rank's range (the histogram) and one all-reduce of
-// 8 (2 W B + 1) bytes (4104 bytes with the defaults W = 1, B = 256); bytes on the wire
+// Cost: no pass of its own on the CPU (the fused pass bins the candidates only; a separate
+// histogram pass cost 4x its memory time at 26M float32, binning being compute-bound), the
+// candidates' staging (12 bytes each: ~10x k at density 0.01 on a Laplace tail, ~30x at 0.001),
+// and one all-reduce of 8 (2 W B + 1) bytes (4104 bytes with the defaults W = 1, B = 256); bytes on the wire
 // 2 (n-1)/n 8 (2 W B + 1) each way. Accuracy: k' differs from k by at most half the global count
 // of the bin at the target, about k ln(1/density) ln(2)/B / 2 for an exponential tail (0.6 % of k
 // at density 0.01 with B = 256) as long as the target lies inside the window.
@@ -33,27 +38,18 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cfloat>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/threshold_query.h"
 #include "core/error.h"
 #include "core/sparsifier.h"
-#include "kernels/kernels.h"
 
 namespace sccl {
 namespace {
-
-struct BitWindow {
-  uint64_t base = 0;   // bit pattern of edge 0
-  unsigned shift = 0;  // a bin is 2^shift patterns
-  size_t bins = 0;     // window bins; counts[bins] is everything above
-};
 
 uint64_t magnitudeBits(double value, scclDataType_t acc_dtype) {
   if (acc_dtype == scclFloat64) return std::bit_cast<uint64_t>(std::fabs(value));
@@ -66,11 +62,11 @@ double edgeValue(uint64_t bits, scclDataType_t acc_dtype) {
   return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
 }
 
-BitWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave, int octaves) {
+CorrectionWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave, int octaves) {
   const unsigned mantissa_bits = acc_dtype == scclFloat64 ? 52 : 23;
   const uint64_t infinity_bits =
       acc_dtype == scclFloat64 ? 0x7ff0000000000000ull : uint64_t{0x7f800000};
-  BitWindow w;
+  CorrectionWindow w;
   w.shift = mantissa_bits - unsigned(std::countr_zero(unsigned(bins_per_octave)));
   w.bins = size_t(2) * size_t(octaves) * size_t(bins_per_octave);
   const uint64_t octave = uint64_t{1} << mantissa_bits;
@@ -108,27 +104,20 @@ size_t chooseEdge(const std::vector<uint64_t>& counts, size_t bins, uint64_t k, 
 
 }  // namespace
 
-scclResult_t correctThreshold(SparseCall& call, IndexRange range, double* threshold,
-                              uint64_t* predicted_k) {
+CorrectionWindow correctionWindow(const scclSparsifier& sp) {
+  return windowAround(sp.estimator->currentThreshold(), sp.acc_dtype,
+                      sp.config.correction_bins_per_octave, sp.config.correction_octaves);
+}
+
+double windowFloor(const CorrectionWindow& w, scclDataType_t acc_dtype) {
+  return edgeValue(w.base, acc_dtype);
+}
+
+scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
+                               std::vector<uint64_t>& counts, double* threshold,
+                               uint64_t* predicted_k) {
   scclSparsifier& sp = *call.sp;
-  const ResolvedSparseConfig& c = sp.config;
   const double delta = sp.estimator->currentThreshold();
-  const BitWindow w =
-      windowAround(delta, sp.acc_dtype, c.correction_bins_per_octave, c.correction_octaves);
-  std::vector<uint64_t> counts(w.bins + 1, 0);
-  auto start = std::chrono::steady_clock::now();
-  if (range.size() > 0) {
-    const size_t bytes = counts.size() * sizeof(uint64_t);
-    void* bins = nullptr;  // on device buffers the kernel counts into device memory
-    SCCL_CHECK(
-        stagedArray(call.device, DeviceStaging::kCounts, counts.data(), bytes, false, &bins));
-    SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end,
-                                                 w.base, w.shift, w.bins,
-                                                 static_cast<uint64_t*>(bins), call.stream));
-    SCCL_CHECK(unstageArray(call.device, counts.data(), bins, bytes));
-  }
-  call.time_select_us +=
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
     return t.allReduce(counts.data(), counts.data(), counts.size(), scclUint64, ReduceOp::Sum);
   }));

@@ -1,12 +1,15 @@
 // gather: the data path of MiCRO, ExDyna, Top-k, CLT-k and the hard threshold.
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
-// Steps of one call on rank r at iteration t (acc = residual + gradient is already computed):
-//  0. density correction (if on; density_correction.cc): the threshold that selects about k
-//     entries of this call's data, from a counting pass and an all-reduce of the bin counts.
-//  1. range = search space's range for (r, t); threshold from the estimator; select |acc| >=
-//     threshold in the range (exact top-k: ties at the k-th value trimmed by highest index;
-//     max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest).
+// Steps of one call on rank r at iteration t (gather_selection.cc has steps 0 and 1):
+//  0. acc = residual + gradient, in one pass that also selects what the threshold allows before
+//     the data is known; with the density correction (density_correction.cc) that pass counts
+//     the bins around the threshold and keeps the candidates, and an all-reduce of the bin
+//     counts gives the threshold that selects about k entries of this call's data.
+//  1. range = search space's range for (r, t); threshold from the estimator (or the
+//     correction); select |acc| >= threshold in the range (exact top-k: ties at the k-th value
+//     trimmed by highest index; max_density_slack: at most ceil(k/n (1 + slack)) entries, the
+//     largest).
 //  2. all-gather a 32-byte header per rank: k_i, non-finite count, config fingerprint, sequence.
 //     Mismatched fingerprints or sequences are scclInvalidUsage naming the rank; any non-finite
 //     value triggers the scclNonFinitePolicy_t on every rank.
@@ -31,12 +34,11 @@
 #include <limits>
 
 #include "algorithms/call_header.h"
-#include "algorithms/density_correction.h"
+#include "algorithms/gather_selection.h"
 #include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
-#include "algorithms/selection_trim.h"
 #include "algorithms/threshold_query.h"
 #include "core/average.h"
 #include "core/dtype.h"
@@ -46,68 +48,6 @@
 
 namespace sccl {
 namespace {
-
-// Step 1: this rank's selection into sp.local_indices; returns its size. With a corrected
-// threshold already in call.threshold the estimator is not asked again. On device buffers the
-// kernels select into a device buffer and the indices come to the host (8 bytes each: the one
-// device-to-host transfer of the call besides the count), the values too when a trim needs them.
-scclResult_t selectLocal(SparseCall& call, IndexRange range, bool corrected, size_t* selected) {
-  scclSparsifier& sp = *call.sp;
-  const KernelBackend& kernels = callKernels(call);
-  const ThresholdQuery query = selectionQuery(call, range);
-  if (!corrected) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
-  // Size the index buffer for what is likely, not for the whole range (which would cost 8 bytes
-  // per element): the selection reports the exact count on overflow, so one retry suffices.
-  size_t capacity = std::min<size_t>(
-      range.size(), std::max<size_t>({4096, 2 * query.k_target_local, 2 * sp.stats.kLocal}));
-  size_t n = 0;
-  int64_t* idx = nullptr;  // where the kernels write: the host array, or its device buffer
-  auto select = [&](size_t room) -> scclResult_t {
-    if (sp.local_indices.size() < room) sp.local_indices.resize(room);
-    void* array = nullptr;
-    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
-                           room * sizeof(int64_t), false, &array));
-    idx = static_cast<int64_t*>(array);
-    return kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold, idx,
-                               nullptr, room, &n, call.stream);
-  };
-  SCCL_CHECK(select(std::max(capacity, sp.local_indices.size())));
-  if (n > sp.local_indices.size()) SCCL_CHECK(select(n));
-  SCCL_CHECK(unstageArray(call.device, sp.local_indices.data(), idx, n * sizeof(int64_t)));
-
-  size_t cap = n;  // max_density_slack: at most ceil(k/n (1 + slack)) entries, the largest
-  if (sp.config.max_density_slack >= 0) {
-    double per_rank = double(sp.k_target) / double(sp.comm->nranks);
-    // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
-    cap = size_t(
-        std::min(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)), double(sp.count)));
-    cap = std::max<size_t>(cap, 1);
-  }
-  const bool exact = sp.estimator->exactCount() && n > query.k_target_local;
-  if (exact || n > cap) {
-    // Both trims read the selected values, aligned with the indices (on the host).
-    const size_t element = accElementSize(sp);
-    sp.values.resize(n * element);
-    void* values = nullptr;
-    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), n * element,
-                           false, &values));
-    SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, n, values, call.stream));
-    SCCL_CHECK(unstageArray(call.device, sp.values.data(), values, n * element));
-    if (exact) {
-      n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n,
-                               query.k_target_local, call.threshold);
-    }
-    if (n > cap) {
-      double cutoff = 0;
-      SCCL_CHECK(
-          cpuKernels().kthLargestAbs(sp.values.data(), sp.acc_dtype, 0, n, cap, &cutoff, nullptr));
-      n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n, cap,
-                               cutoff);
-    }
-  }
-  *selected = n;
-  return scclSuccess;
-}
 
 // Step 3: the global index list in sp.global_indices.
 scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
@@ -190,18 +130,10 @@ scclResult_t runGatherReduction(SparseCall& call) {
   const int sole = sp.search->soleSelector(sp.iteration);
   IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   call.threshold = sp.estimator->currentThreshold();
-  const bool corrected = sp.config.density_correction == "histogram";
-  if (corrected) {
-    uint64_t predicted_k = 0;
-    SCCL_CHECK(correctThreshold(call, range, &call.threshold, &predicted_k));
-  }
-  auto start = std::chrono::steady_clock::now();
   size_t selected = 0;
-  if ((sole < 0 || sole == rank) && range.size() > 0)
-    SCCL_CHECK(selectLocal(call, range, corrected, &selected));
+  const bool selects = (sole < 0 || sole == rank) && range.size() > 0;
+  SCCL_CHECK(accumulateAndSelect(call, range, selects, &selected));
   call.k_local = selected;
-  call.time_select_us +=
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 
   // Step 2. A peer may claim at most the size of its range (a sole selector: the others none).
   std::vector<CallHeader> headers;

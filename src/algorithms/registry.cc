@@ -34,13 +34,13 @@ const std::vector<PresetEntry>& presetRegistry() {
 
 const std::vector<ReductionEntry>& reductionRegistry() {
   static const std::vector<ReductionEntry> reductions = {
-      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr},
+      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr, false},
       {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
-       runGatherReduction, nullptr},
+       runGatherReduction, nullptr, true},
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
-       runSketchReduction, prepareSketchReduction},
+       runSketchReduction, prepareSketchReduction, false},
       {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
-       runSyncFreeReduction, prepareSyncFreeReduction},
+       runSyncFreeReduction, prepareSyncFreeReduction, false},
   };
   return reductions;
 }

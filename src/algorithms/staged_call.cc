@@ -11,11 +11,16 @@ namespace sccl {
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
                            StagedVectors& vectors, void* stream) {
   scclSparsifier& sp = *call.sp;
-  SCCL_CHECK(kernels.fillZero(vectors.nonfinite, sizeof(uint64_t), stream));
-  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
-                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, vectors.nonfinite,
-                                stream));
-  SCCL_CHECK(staging.toHost(&call.nonfinite_local, vectors.nonfinite, sizeof(uint64_t)));
+  const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
+  if (sp.reduction->fused_accumulate) {
+    call.residual = residual;  // the reduction accumulates in its own pass
+    call.nonfinite_word = vectors.nonfinite;
+  } else {
+    SCCL_CHECK(kernels.fillZero(vectors.nonfinite, sizeof(uint64_t), stream));
+    SCCL_CHECK(kernels.accumulate(vectors.acc, residual, sp.acc_dtype, call.sendbuf, sp.dtype,
+                                  sp.count, vectors.nonfinite, stream));
+    SCCL_CHECK(staging.toHost(&call.nonfinite_local, vectors.nonfinite, sizeof(uint64_t)));
+  }
   call.acc = vectors.acc;
   call.kernels = &kernels;
   call.device = &staging;

@@ -220,9 +220,13 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   call.acc = sp->acc.data();
   if (sp->reduction->needs_selection) {
     const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;
-    SCCL_CHECK(cpuKernels().accumulate(call.acc, residual, sp->acc_dtype, sendbuf, sp->dtype,
-                                       sp->count, &call.nonfinite_local, nullptr));
-    call.time_select_us = microsecondsSince(start);
+    if (sp->reduction->fused_accumulate) {
+      call.residual = residual;  // the reduction's own pass accumulates and selects
+    } else {
+      SCCL_CHECK(cpuKernels().accumulate(call.acc, residual, sp->acc_dtype, sendbuf, sp->dtype,
+                                         sp->count, &call.nonfinite_local, nullptr));
+      call.time_select_us = microsecondsSince(start);
+    }
   }
   // Anything but an invalid argument (bad data from a peer, a mismatched call, a transport
   // failure) leaves the ranks out of step: the communicator is broken from here on.

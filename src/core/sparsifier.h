@@ -56,6 +56,10 @@ struct scclSparsifier {
   std::vector<int64_t> gathered_indices;
   std::vector<int64_t> global_indices;
   sccl::AlignedBuffer values;
+  // The density correction's candidates of the fused pass (algorithms/gather_selection.cc):
+  // indices and values at or above the window's floor; the size is the pass's capacity.
+  std::vector<int64_t> candidate_indices;
+  sccl::AlignedBuffer candidate_values;
 };
 
 namespace sccl {

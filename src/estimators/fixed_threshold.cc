@@ -16,6 +16,7 @@ class FixedEstimator final : public ThresholdEstimator {
  public:
   explicit FixedEstimator(double threshold) : threshold_(threshold) {}
   const char* name() const override { return "fixed"; }
+  bool thresholdBeforeData() const override { return true; }
   scclResult_t threshold(const ThresholdQuery&, double* threshold) override {
     SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'fixed': threshold output is null");
     *threshold = threshold_;

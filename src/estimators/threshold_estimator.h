@@ -87,6 +87,10 @@ class ThresholdEstimator {
   // it actually used through adoptThreshold(), before observe(). Estimators that fit the data of
   // the call (top-k, distribution fits) keep the default: not correctable, never adopted.
   virtual bool correctable() const { return false; }
+  // True when threshold() does not read the query's data (scaling, fixed): the reduction may
+  // then ask before the data is accumulated and select in the same pass that accumulates it
+  // (KernelBackend::accumulateSelect).
+  virtual bool thresholdBeforeData() const { return correctable(); }
   virtual void adoptThreshold(double /*used*/) {}
   // The scaling rule, for estimators whose threshold update can run on the device from the
   // gathered counts alone (scaling): the stream-ordered sync_free call updates its threshold in a

@@ -1,0 +1,254 @@
+// accumulateAndSelect: see gather_selection.h.
+//
+// A call must read the gradient and the residual and write the new residual; this file makes
+// everything else small. The pass that accumulates (KernelBackend::accumulateSelect) also does
+// what the threshold allows before the data is known:
+//  - density correction (micro, exdyna): the pass counts the window of the correction and keeps
+//    every entry at or above its floor (edge 0) as a candidate, with its value; after the bin
+//    all-reduce, the corrected threshold (an edge) selects among the candidates alone, exactly
+//    the entries selectAbove would find in the range (the edges split the bit patterns the same
+//    way). On device buffers the pass only counts (the candidates would cross to the host) and
+//    the range is selected again on the device at the corrected threshold.
+//  - a threshold known before the data (scaling without correction, fixed): the pass selects at
+//    it, and that is the selection.
+//  - an estimator that fits this call's data (top-k, SIDCo, DGC, RedSync, GaussianK): the pass
+//    only accumulates; the estimator reads the range, then it is selected.
+// The candidates' buffer holds about what the last call needed; when more qualify the pass still
+// counts them exactly and the range is selected again at the threshold (correct, one more pass),
+// and the buffer grows for the next call.
+// Then the trims of step 1 (exact top-k, max_density_slack) on the selected values.
+#include "algorithms/gather_selection.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/density_correction.h"
+#include "algorithms/device_staging.h"
+#include "algorithms/selection_trim.h"
+#include "algorithms/threshold_query.h"
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/sparsifier.h"
+#include "kernels/kernels.h"
+#include "kernels/shared/magnitude_bits.h"
+
+namespace sccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Room for a selection over `range`: what is likely, not the whole range (which would cost 8
+// bytes per element); the kernels report the exact count on overflow, so one retry suffices.
+size_t likelySelection(const scclSparsifier& sp, IndexRange range, uint64_t k_local) {
+  return std::min<size_t>(range.size(),
+                          std::max<size_t>({4096, 2 * k_local, 2 * sp.stats.kLocal}));
+}
+
+// Room for the density correction's candidates: what is wanted, at most a quarter of the range
+// (12 bytes per candidate against 4 per element; past that a second selection pass over the
+// range costs less memory traffic than the staging would).
+size_t candidateRoom(IndexRange range, size_t wanted) {
+  return std::min<size_t>(range.size(), std::max<size_t>(4096, std::min(wanted, range.size() / 4)));
+}
+
+// selectAbove over the range at `threshold` into sp.local_indices (through the staging on device
+// buffers), with `room` entries first and the exact count on overflow. *idx is the kernels'
+// array of the indices.
+scclResult_t selectRange(SparseCall& call, IndexRange range, double threshold, size_t room,
+                         size_t* n, int64_t** idx) {
+  scclSparsifier& sp = *call.sp;
+  auto select = [&](size_t capacity) -> scclResult_t {
+    if (sp.local_indices.size() < capacity) sp.local_indices.resize(capacity);
+    void* array = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
+                           capacity * sizeof(int64_t), false, &array));
+    *idx = static_cast<int64_t*>(array);
+    return callKernels(call).selectAbove(call.acc, sp.acc_dtype, range.begin, range.end,
+                                         threshold, *idx, nullptr, capacity, n, call.stream);
+  };
+  SCCL_CHECK(select(std::max(room, sp.local_indices.size())));
+  if (*n > sp.local_indices.size()) SCCL_CHECK(select(*n));
+  return unstageArray(call.device, sp.local_indices.data(), *idx, *n * sizeof(int64_t));
+}
+
+// The candidates at or above `threshold`, compacted into sp.local_indices and sp.values (host).
+template <typename Bits>
+size_t keepAtOrAbove(scclSparsifier& sp, size_t ncandidates, double threshold) {
+  const Bits bits = static_cast<Bits>(thresholdBits(sp.acc_dtype, threshold));
+  if (sp.local_indices.size() < ncandidates) sp.local_indices.resize(ncandidates);
+  sp.values.resize(std::max<size_t>(1, ncandidates) * sizeof(Bits));
+  const auto* values = reinterpret_cast<const Bits*>(sp.candidate_values.data());
+  auto* kept_values = reinterpret_cast<Bits*>(sp.values.data());
+  size_t n = 0;
+  for (size_t j = 0; j < ncandidates; ++j) {
+    // Written unconditionally and kept only when selected: no branch to mispredict.
+    sp.local_indices[n] = sp.candidate_indices[j];
+    kept_values[n] = values[j];
+    n += magnitudeBits(values[j]) >= bits;
+  }
+  return n;
+}
+
+// The trims of step 1: exact top-k (ties at the k-th value by lowest index) and
+// max_density_slack (at most ceil(k/n (1 + slack)) entries, the largest). They read the selected
+// values aligned with the indices on the host: sp.values when `values_ready`, else gathered from
+// acc at idx (the kernels' array).
+scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t* idx,
+                       bool values_ready, size_t* selected) {
+  scclSparsifier& sp = *call.sp;
+  size_t n = *selected;
+  size_t cap = n;
+  if (sp.config.max_density_slack >= 0) {
+    double per_rank = double(sp.k_target) / double(sp.comm->nranks);
+    // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
+    cap = size_t(
+        std::min(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)), double(sp.count)));
+    cap = std::max<size_t>(cap, 1);
+  }
+  const bool exact = sp.estimator->exactCount() && n > k_target_local;
+  if (!exact && n <= cap) return scclSuccess;
+  const size_t element = accElementSize(sp);
+  if (!values_ready) {
+    sp.values.resize(n * element);
+    void* values = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), n * element,
+                           false, &values));
+    SCCL_CHECK(callKernels(call).gather(call.acc, sp.acc_dtype, idx, n, values, call.stream));
+    SCCL_CHECK(unstageArray(call.device, sp.values.data(), values, n * element));
+  }
+  if (exact) {
+    n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n,
+                             k_target_local, call.threshold);
+  }
+  if (n > cap) {
+    double cutoff = 0;
+    SCCL_CHECK(
+        cpuKernels().kthLargestAbs(sp.values.data(), sp.acc_dtype, 0, n, cap, &cutoff, nullptr));
+    n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n, cap,
+                             cutoff);
+  }
+  *selected = n;
+  return scclSuccess;
+}
+
+// The fused pass itself, with the call's vectors; the non-finite count comes to the host.
+scclResult_t runPass(SparseCall& call, AccumulateSelectArgs& a) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = callKernels(call);
+  a.acc = call.acc;
+  a.residual = call.residual;
+  a.acc_dtype = sp.acc_dtype;
+  a.grad = call.sendbuf;
+  a.grad_dtype = sp.dtype;
+  a.count = sp.count;
+  if (call.device == nullptr) {
+    a.nonfinite = &call.nonfinite_local;
+    return kernels.accumulateSelect(a, call.stream);
+  }
+  // The device word is added to: zeroed first, read back after (8 bytes).
+  SCCL_CHECK(kernels.fillZero(call.nonfinite_word, sizeof(uint64_t), call.stream));
+  a.nonfinite = call.nonfinite_word;
+  SCCL_CHECK(kernels.accumulateSelect(a, call.stream));
+  return call.device->toHost(&call.nonfinite_local, call.nonfinite_word, sizeof(uint64_t));
+}
+
+}  // namespace
+
+scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool selects,
+                                 size_t* selected) {
+  scclSparsifier& sp = *call.sp;
+  const ThresholdQuery query = selectionQuery(call, range);
+  const bool corrected = sp.config.density_correction == "histogram";
+  const bool early = !corrected && selects && sp.estimator->thresholdBeforeData();
+  const bool host = call.device == nullptr;
+  AccumulateSelectArgs a;
+  if (selects) {
+    a.begin = range.begin;
+    a.end = range.end;
+  }
+  CorrectionWindow window;
+  std::vector<uint64_t> counts;
+  size_t ncandidates = 0;
+  int64_t* idx = nullptr;  // the kernels' array of this rank's selection
+  Clock::time_point start = Clock::now();
+  if (corrected) {
+    window = correctionWindow(sp);
+    counts.assign(window.bins + 1, 0);
+    void* bins = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kCounts, counts.data(),
+                           counts.size() * sizeof(uint64_t), false, &bins));
+    a.bins = window.bins;
+    a.shift = window.shift;
+    a.base_bits = window.base;
+    a.counts = static_cast<uint64_t*>(bins);
+    if (host && selects) {
+      const size_t element = accElementSize(sp);
+      if (sp.candidate_indices.empty()) {
+        sp.candidate_indices.resize(candidateRoom(range, 32 * query.k_target_local));
+      }
+      sp.candidate_values.resize(sp.candidate_indices.size() * element);
+      a.floor = windowFloor(window, sp.acc_dtype);
+      a.idx = sp.candidate_indices.data();
+      a.val = sp.candidate_values.data();
+      a.capacity = sp.candidate_indices.size();
+      a.ncandidates = &ncandidates;
+    }
+  } else if (early) {
+    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    const size_t room = std::max(likelySelection(sp, range, query.k_target_local),
+                                 sp.local_indices.size());
+    if (sp.local_indices.size() < room) sp.local_indices.resize(room);
+    void* array = nullptr;
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
+                           room * sizeof(int64_t), false, &array));
+    idx = static_cast<int64_t*>(array);
+    a.floor = call.threshold;
+    a.idx = idx;
+    a.capacity = room;
+    a.ncandidates = &ncandidates;
+  }
+  SCCL_CHECK(runPass(call, a));
+  call.time_select_us += microsecondsSince(start);
+
+  if (corrected) {
+    SCCL_CHECK(unstageArray(call.device, counts.data(), a.counts, counts.size() * sizeof(uint64_t)));
+    uint64_t predicted_k = 0;
+    SCCL_CHECK(correctFromCounts(call, window, counts, &call.threshold, &predicted_k));
+  }
+  *selected = 0;
+  if (!selects) return scclSuccess;
+
+  start = Clock::now();
+  size_t n = 0;
+  bool values_ready = false;
+  if (corrected && host && ncandidates <= a.capacity) {
+    n = sp.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(sp, ncandidates, call.threshold)
+                                    : keepAtOrAbove<uint32_t>(sp, ncandidates, call.threshold);
+    idx = sp.local_indices.data();
+    values_ready = true;
+  } else if (early && ncandidates <= a.capacity) {
+    n = ncandidates;
+    SCCL_CHECK(unstageArray(call.device, sp.local_indices.data(), idx, n * sizeof(int64_t)));
+  } else {
+    if (!corrected && !early) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    // Overflowed candidates: the count was exact; the next call's buffer is sized for it.
+    if (ncandidates > a.capacity && corrected) {
+      sp.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
+    }
+    const size_t room = std::max(likelySelection(sp, range, query.k_target_local), ncandidates);
+    SCCL_CHECK(selectRange(call, range, call.threshold, room, &n, &idx));
+  }
+  SCCL_CHECK(trimLocal(call, query.k_target_local, idx, values_ready, &n));
+  *selected = n;
+  call.time_select_us += microsecondsSince(start);
+  return scclSuccess;
+}
+
+}  // namespace sccl

@@ -1,0 +1,20 @@
+// Steps 0 and 1 of the gather reduction (gather_reduction.cc): accumulate this call's gradient,
+// find the threshold and select this rank's entries, in as few passes over the vectors as the
+// estimator allows (gather_selection.cc).
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/algorithm.h"
+#include "partition/search_space.h"
+
+namespace sccl {
+
+// Collective when the density correction is on (every rank calls it, selecting or not). On return
+// call.acc holds residual + gradient, call.nonfinite_local its non-finite count, call.threshold
+// the threshold used, sp.local_indices[0, *selected) this rank's selection (ascending; empty
+// when !selects).
+scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool selects,
+                                 size_t* selected);
+
+}  // namespace sccl
