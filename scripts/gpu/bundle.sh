@@ -12,6 +12,7 @@
 #   mpi/     a relocated Open MPI runtime (mpirun, orted, MCA components, help files, PMIx's
 #            plugins) used with OPAL_PREFIX; mpi/env.sh sets the variables
 #   python/  the Python package (bindings/python/sparsecoll) and its tests, used in place
+#   peers/   torch_micro_peer.py (perf/peers/): the PyTorch peer run.sh times after the GPU rows
 #   run.sh, summarize.py (scripts/gpu/), BUILD_INFO.json (commit, date, architectures)
 #
 # Usage: scripts/gpu/bundle.sh [--no-build] [--out DIR]
@@ -86,7 +87,7 @@ finish_elf_files() {
 }
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/python"
+mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/peers"
 status_lines=()
 for p in "${programs[@]}" "${optional_programs[@]}"; do
   src=$(find_built "$p")
@@ -218,6 +219,8 @@ fi
 # Python package and its tests, used in place (run.sh sets PYTHONPATH and SPARSECOLL_LIBRARY).
 cp -r "$root/bindings/python/sparsecoll" "$root/bindings/python/tests" "$out/python/"
 find "$out/python" -name __pycache__ -prune -exec rm -rf {} +
+# The PyTorch peer of the GPU rows (run.sh runs it with the machine's python3 and torch).
+install -m 755 "$root/perf/peers/torch_micro_peer.py" "$out/peers/torch_micro_peer.py"
 
 install -m 755 "$root/scripts/gpu/run.sh" "$out/run.sh"
 install -m 644 "$root/scripts/gpu/summarize.py" "$out/summarize.py"

@@ -11,7 +11,10 @@
 #   tests        sccl_gpu_tests, one run per Catch tag it lists (--list-tags: new tags are
 #                picked up), then the test cases no tag but [gpu] selects, if any
 #   multiprocess sccl_gpu_multiprocess --ranks 2, 3, 4 --transport ucx (when the bundle has it)
-#   perf         select_perf -g 1 and sparse_allreduce_perf -g 1, 26M float32, d = 0.001, 0.01
+#   perf         select_perf -g 1 and sparse_allreduce_perf -g 1, 26M float32, d = 0.001, 0.01;
+#                then their PyTorch peer, peers/torch_micro_peer.py --device cuda (the seeds'
+#                MiCRO step in torch, one rank, same sizes; its JSON also in OUTDIR), when
+#                python3 has torch with CUDA
 #   python       the Python package's CUDA tests (pytest -k cuda), when python3 has torch,
 #                numpy and pytest
 #   mpirun       sccl_gpu_multiprocess --launcher mpi under the bundle's relocated Open MPI, 2, 3
@@ -122,6 +125,7 @@ note "bundle: $B"
 nccl_dir=$(find_nccl) || nccl_dir=""
 machine nccl_dir "$nccl_dir"
 note "NCCL: ${nccl_dir:-not found}"
+ld_path_outside=${LD_LIBRARY_PATH:-}  # what the PyTorch peer runs with: torch's own libraries
 export LD_LIBRARY_PATH="$B/lib${nccl_dir:+:$nccl_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
@@ -283,19 +287,55 @@ run_step perf "sparse_allreduce_perf -g 1" 180 -- "$B/bin/sparse_allreduce_perf"
   -u elements -b 26000000 -e 26000000 -D 0.001,0.01 -n 5 -w 1 -W 3 -L 10 -T 120 -J "$step_json"
 step_json=""
 
-# 4. the Python package on CUDA tensors
+# python3 and its torch, asked once for the peer (3b) and the package's tests (4); the probe also
+# reads torch's files into the page cache, so the peer's import is not a cold one.
 py=$(command -v python3 || true)
+torch_ok=0 torch_probe="" tv="" tcuda="" nv="" tavail=""
+if [[ -n $py ]] && torch_probe=$(cd "$work" && timeout 120 "$py" -c '
+import torch
+try:
+    import numpy
+    numpy_version = numpy.__version__
+except ImportError:
+    numpy_version = "none"
+print(torch.__version__, torch.version.cuda, numpy_version, torch.cuda.is_available())' 2>&1); then
+  torch_ok=1
+  read -r tv tcuda nv tavail <<<"$(tail -n 1 <<<"$torch_probe")"
+  machine torch "$tv (CUDA $tcuda, numpy $nv, cuda available $tavail)"
+fi
+
+# 3b. the PyTorch peer of those rows, on the same GPU right after them: the seeds' MiCRO step
+#     (kljp/micro's MicroReducer) in torch, one rank, same size and densities; estimated at
+#     under 20 s, most of it starting torch and the warm-up its band rule needs. Without the
+#     bundle's libraries (torch brings its own CUDA runtime and NCCL). Rows into the JSON and
+#     $outdir.
+peer_step="torch_micro_peer --device cuda"
+if [[ -z $py ]]; then
+  skip_step perf "$peer_step" "no python3"
+elif ((!torch_ok)); then
+  skip_step perf "$peer_step" "python3 lacks torch: $(tail -n 1 <<<"$torch_probe")"
+elif [[ $tavail != True ]]; then
+  skip_step perf "$peer_step" "torch sees no CUDA device"
+else
+  peer_env=(env -u LD_LIBRARY_PATH)
+  [[ -n $ld_path_outside ]] && peer_env=(env LD_LIBRARY_PATH="$ld_path_outside")
+  step_json=$outdir/torch_micro_peer.json
+  run_step perf "$peer_step" 45 -- "${peer_env[@]}" PYTHONDONTWRITEBYTECODE=1 "$py" \
+    "$B/peers/torch_micro_peer.py" --device cuda -b 26000000 -D 0.001,0.01 -n 30 -w 20 -L 600 \
+    -J "$step_json"
+  step_json=""
+fi
+
+# 4. the Python package on CUDA tensors
 if [[ -z $py ]]; then
   skip_step python "pytest -k cuda" "no python3"
-elif ! probe=$(cd "$work" && timeout 120 "$py" -c 'import torch, numpy; print(torch.__version__, torch.version.cuda, numpy.__version__, torch.cuda.is_available())' 2>&1); then
-  skip_step python "pytest -k cuda" "python3 lacks torch or numpy: $(tail -n 1 <<<"$probe")"
+elif ((!torch_ok)); then
+  skip_step python "pytest -k cuda" "python3 lacks torch: $(tail -n 1 <<<"$torch_probe")"
+elif [[ $nv == none ]]; then
+  skip_step python "pytest -k cuda" "python3 lacks numpy"
 elif ! (cd "$work" && timeout 60 "$py" -c 'import pytest' >/dev/null 2>&1); then
-  read -r tv tcuda nv tavail <<<"$probe"
-  machine torch "$tv (CUDA $tcuda, numpy $nv, cuda available $tavail)"
   skip_step python "pytest -k cuda" "pytest is not importable by $py"
 else
-  read -r tv tcuda nv tavail <<<"$probe"
-  machine torch "$tv (CUDA $tcuda, numpy $nv, cuda available $tavail)"
   mapfile -t py_tests < <(cd "$B/python" && grep -l 'cuda' tests/test_*.py)
   run_step python "pytest -k cuda" 150 -- env PYTHONPATH="$B/python" \
     SPARSECOLL_LIBRARY="$B/lib/libsparsecoll.so.0" PYTHONDONTWRITEBYTECODE=1 \

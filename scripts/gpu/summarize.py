@@ -4,7 +4,9 @@
 Inputs, in run.sh's work folder: steps.tsv (group, name, status, seconds, exit code, note, output
 file, perf JSON file: one step a line), machine.tsv (key, value) and the steps' output files. The
 CUDA runtime, driver API and NCCL versions are asked of the libraries themselves (ctypes, with
-run.sh's LD_LIBRARY_PATH), so they are what the run loaded. Only the standard library is used.
+run.sh's LD_LIBRARY_PATH), so they are what the run loaded. peer_comparison: sparsecoll's MiCRO
+rows of sparse_allreduce_perf -g 1 over the PyTorch peer's time at the same size and density.
+Only the standard library is used.
 """
 
 import argparse
@@ -78,11 +80,54 @@ def perf_of(step):
                 data = json.load(f)
             entry["rows"] = data.get("results", [])
             entry["options"] = data.get("options", {})
+            entry["header"] = data.get("header", entry["header"])  # the PyTorch peer's own
             return entry
         except (OSError, ValueError):
             pass
     entry["rows"] = parse_table(text)
     return entry
+
+
+# sparsecoll's MiCRO rows compared with the PyTorch peer (perf/peers/torch_micro_peer.py: the
+# seeds' MiCRO step in torch), which run.sh times on the same GPU right after them.
+PEER_TOOL = "torch_micro_peer"
+SPARSECOLL_TOOL = "sparse_allreduce_perf -g 1"
+COMPARED_ALGORITHMS = ("micro", "micro_sync_free", "micro_sync_free:graph")
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def same_number(a, b):
+    return is_number(a) and is_number(b) and abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def peer_comparison(perf):
+    """Per density and MiCRO row of sparse_allreduce_perf -g 1: its median time over the peer's
+    (ratio below 1: sparsecoll is faster), with both k'/count. Empty unless both steps have rows."""
+    ours = [p for p in perf if p["tool"] == SPARSECOLL_TOOL and p.get("rows")]
+    peers = [p for p in perf if p["tool"].split()[0] == PEER_TOOL and p.get("rows")]
+    if not ours or not peers:
+        return []
+    compared = []
+    for peer in peers[0]["rows"]:
+        for name in COMPARED_ALGORITHMS:
+            match = [r for r in ours[0]["rows"] if r.get("algorithm") == name and
+                     same_number(r.get("target_density"), peer.get("target_density")) and
+                     same_number(r.get("count"), peer.get("count"))]
+            if not match:
+                continue
+            row = match[0]
+            ours_us, peer_us = row.get("time_us"), peer.get("time_us")
+            valid = is_number(ours_us) and is_number(peer_us) and peer_us > 0
+            compared.append({
+                "count": peer.get("count"), "density": peer.get("target_density"),
+                "algorithm": name, "sparsecoll_time_us": ours_us, "peer_time_us": peer_us,
+                "ratio_sparsecoll_to_peer": ours_us / peer_us if valid else None,
+                "sparsecoll_actual_density": row.get("actual_density"),
+                "peer_actual_density": peer.get("actual_density")})
+    return compared
 
 
 def load(names):
@@ -169,6 +214,7 @@ def main():
         "counts": counts,
         "steps": steps,
         "perf": perf,
+        "peer_comparison": peer_comparison(perf),
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
