@@ -89,6 +89,11 @@ scclResult_t CudaKernels::accumulate(void* acc, const void* residual, scclDataTy
 scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* stream) const {
   SCCL_REQUIRE_ARG(a.begin <= a.end && a.end <= a.count,
                    "accumulateSelect: range [%zu, %zu) outside [0, %zu)", a.begin, a.end, a.count);
+  // The contract of the CPU's single pass (kernels.h), checked alike so both refuse the same.
+  SCCL_REQUIRE_ARG(a.bins == 0 || a.idx == nullptr ||
+                       thresholdBits(a.acc_dtype, a.floor) <= a.base_bits,
+                   "accumulateSelect: the candidates' floor %g lies above the histogram's base",
+                   a.floor);
   SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
                         stream));
   if (a.bins > 0) {
@@ -107,6 +112,20 @@ scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* 
   }
   return selectAbove(a.acc, a.acc_dtype, a.begin, a.end, a.floor, a.idx, a.val, a.capacity,
                      a.ncandidates, stream);
+}
+
+scclResult_t CudaKernels::gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx,
+                                        size_t n, void* out, void* stream) const {
+  SCCL_CHECK(gather(src, dtype, idx, n, out, stream));
+  return zeroAt(src, dtype, idx, n, stream);
+}
+
+scclResult_t CudaKernels::writeDense(void* dst, scclDataType_t dst_dtype, size_t count,
+                                     const int64_t* idx, const void* vals,
+                                     scclDataType_t val_dtype, size_t n, double scale,
+                                     void* stream) const {
+  SCCL_CHECK(fillZero(dst, count * dataTypeSize(dst_dtype), stream));
+  return scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale, stream);
 }
 
 scclResult_t CudaKernels::selectAbove(const void* x, scclDataType_t dtype, size_t begin, size_t end,

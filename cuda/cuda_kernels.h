@@ -38,6 +38,12 @@ class CudaKernels final : public KernelBackend {
                            size_t* nselected, void* stream) const override;
   scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
                       void* out, void* stream) const override;
+  // gather then zeroAt; fillZero then scatterValues (two kernels each, the same results).
+  scclResult_t gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                             void* out, void* stream) const override;
+  scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const int64_t* idx,
+                          const void* vals, scclDataType_t val_dtype, size_t n, double scale,
+                          void* stream) const override;
   scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                        size_t n, void* stream) const override;
   scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,

@@ -16,8 +16,9 @@
 //  3. indices: a sole selector (CLT-k's leader) broadcasts its k indices; otherwise all-gather
 //     the index lists padded to max k_i. Peer indices are range-checked before use.
 //  4. gather acc at the k' global indices, all-reduce those float32 (float64) values.
-//  5. recvbuf = zeros + scatter (divided by n for scclAvg); residual = acc zeroed at all k'
-//     indices, including those other ranks chose, since this rank's values there were sent too.
+//  5. recvbuf = zeros + scatter (divided by n for scclAvg), written once (writeDense); residual =
+//     acc zeroed at all k' indices as step 4 reads them, including those other ranks chose,
+//     since this rank's values there were sent too.
 //  6. estimator and search space observe (k', k_i): identical on every rank.
 // Bytes per rank (int64 indices, float32 values): header 32 (n-1) in; indices: max_k*8 out,
 // (n-1)*max_k*8 in (padded), or k*8 broadcast; values 2 (n-1)/n k' 4 each way.
@@ -101,7 +102,8 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), k * element, false,
                          &values));
   const int64_t* idx = static_cast<const int64_t*>(indices);
-  SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, k, values, call.stream));
+  // acc (the new residual) is zeroed where sent as its values are read: one visit per entry.
+  SCCL_CHECK(kernels.gatherAndZero(call.acc, sp.acc_dtype, idx, k, values, call.stream));
   if (k > 0) {
     if (call.device != nullptr) SCCL_CHECK(call.device->synchronize());
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
@@ -114,10 +116,8 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
                    ? call.device->divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks)
                    : divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks));
   }
-  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), call.stream));
-  SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, values, sp.acc_dtype, k, 1.0,
-                                   call.stream));
-  SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, k, call.stream));
+  SCCL_CHECK(kernels.writeDense(call.recvbuf, sp.dtype, sp.count, idx, values, sp.acc_dtype, k,
+                                1.0, call.stream));
   call.residual_updated = true;
   return scclSuccess;
 }

@@ -103,6 +103,20 @@ class KernelBackend {
   virtual scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
                               void* out, void* stream) const = 0;
 
+  // out[j] = src[idx[j]], then src[idx[j]] = 0, j < n, indices distinct: gather() and zeroAt()
+  // with one visit of each element (the residual's entries that were sent).
+  virtual scclResult_t gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx,
+                                     size_t n, void* out, void* stream) const = 0;
+
+  // fillZero(dst, count elements) and then scatterValues(dst, ..., idx, vals, n, scale), indices
+  // distinct, with the results of those two calls bit for bit, writing dst once: the dense
+  // output of a sparse all-reduce. Fastest when idx is a few ascending runs (the exchange's
+  // slices, one per rank); the CPU zeroes the output block by block and scatters each block's
+  // entries while it is in cache.
+  virtual scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count,
+                                  const int64_t* idx, const void* vals, scclDataType_t val_dtype,
+                                  size_t n, double scale, void* stream) const = 0;
+
   // dst[idx[j]] = vals[j], j < n (indices distinct; with repeats the last write wins).
   virtual scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx,
                                const void* vals, size_t n, void* stream) const = 0;

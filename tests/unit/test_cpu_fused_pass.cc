@@ -294,3 +294,88 @@ TEST_CASE("cpu fused pass: refuses a floor above the histogram's base and a bad 
   CHECK(n == 100);
   CHECK(counts[0] == 100);
 }
+
+namespace {
+
+// Distinct indices below `count` as `runs` ascending runs of interleaved ranges (the exchange's
+// per-rank slices in rotated order), or shuffled when runs is 0.
+std::vector<int64_t> runIndices(size_t count, size_t n, size_t runs, uint64_t seed) {
+  std::vector<int64_t> all;
+  for (size_t i = 0; i < count && all.size() < n; i += 1 + cpu_kernel_test::mix(seed, i) % 7)
+    all.push_back(int64_t(i));
+  if (runs == 0) {
+    for (size_t j = all.size(); j > 1; --j) std::swap(all[j - 1], all[cpu_kernel_test::mix(seed, j) % j]);
+    return all;
+  }
+  std::vector<int64_t> out;
+  const size_t slice = (all.size() + runs - 1) / runs;
+  for (size_t r = 0; r < runs; ++r) {  // slices in reverse order: runs ascending, list not
+    const size_t from = (runs - 1 - r) * slice, to = std::min(all.size(), from + slice);
+    if (from < to) out.insert(out.end(), all.begin() + long(from), all.begin() + long(to));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu writeDense equals fillZero then scatterValues bit for bit", "[kernels][fused]") {
+  const sccl::KernelBackend& k = sccl::cpuKernels();
+  struct Pair {
+    scclDataType_t dst, val;
+  };
+  KernelSettingsGuard guard;
+  for (const Pair pair : {Pair{scclFloat32, scclFloat32}, Pair{scclFloat16, scclFloat32},
+                          Pair{scclBfloat16, scclFloat32}, Pair{scclFloat64, scclFloat64}}) {
+    const size_t count = 300007, width = sccl::dataTypeSize(pair.dst);
+    for (size_t runs : {size_t{0}, size_t{1}, size_t{4}, size_t{300}}) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{5000}, size_t{60000}}) {
+        const std::vector<int64_t> idx = runIndices(count, n, runs, 5 + runs);
+        const Bytes vals = makeData(pair.val, idx.size(), 17);
+        for (double scale : {1.0, 0.25}) {
+          sccl::setKernelPartsForTesting(1);
+          Bytes want(count * width, 0x5a);
+          REQUIRE(k.fillZero(want.data(), want.size(), nullptr) == scclSuccess);
+          REQUIRE(k.scatterValues(want.data(), pair.dst, idx.data(), vals.data(), pair.val,
+                                  idx.size(), scale, nullptr) == scclSuccess);
+          for (int parts : kPartCounts) {
+            sccl::setKernelPartsForTesting(parts);
+            Bytes got(count * width, 0xa5);
+            REQUIRE(k.writeDense(got.data(), pair.dst, count, idx.data(), vals.data(), pair.val,
+                                 idx.size(), scale, nullptr) == scclSuccess);
+            INFO(sccl::dataTypeName(pair.dst) << ", runs " << runs << ", n " << idx.size()
+                                              << ", scale " << scale << ", parts " << parts);
+            CHECK(got == want);
+          }
+        }
+      }
+    }
+  }
+  std::vector<float> out(4);
+  const int64_t one = 0;
+  const double value = 1.0;
+  CHECK(k.writeDense(out.data(), scclFloat32, 4, &one, &value, scclFloat64, 1, 1.0, nullptr) ==
+        scclInvalidArgument);
+}
+
+TEST_CASE("cpu gatherAndZero equals gather then zeroAt bit for bit", "[kernels][fused]") {
+  const sccl::KernelBackend& k = sccl::cpuKernels();
+  KernelSettingsGuard guard;
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16}) {
+    const size_t count = 200001, width = sccl::dataTypeSize(dtype);
+    const Bytes src = makeData(dtype, count, 29);
+    const std::vector<int64_t> idx = runIndices(count, 40000, 3, 31);
+    sccl::setKernelPartsForTesting(1);
+    Bytes want_src = src, want_out(idx.size() * width);
+    REQUIRE(k.gather(want_src.data(), dtype, idx.data(), idx.size(), want_out.data(), nullptr) ==
+            scclSuccess);
+    REQUIRE(k.zeroAt(want_src.data(), dtype, idx.data(), idx.size(), nullptr) == scclSuccess);
+    for (int parts : kPartCounts) {
+      sccl::setKernelPartsForTesting(parts);
+      Bytes got_src = src, got_out(idx.size() * width);
+      REQUIRE(k.gatherAndZero(got_src.data(), dtype, idx.data(), idx.size(), got_out.data(),
+                              nullptr) == scclSuccess);
+      CHECK(got_src == want_src);
+      CHECK(got_out == want_out);
+    }
+  }
+}

@@ -39,6 +39,17 @@ class CpuBackend final : public KernelBackend {
     return cpu::gather(src, dtype, idx, n, out);
   }
 
+  scclResult_t gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                             void* out, void*) const override {
+    return cpu::gatherAndZero(src, dtype, idx, n, out);
+  }
+
+  scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const int64_t* idx,
+                          const void* vals, scclDataType_t val_dtype, size_t n, double scale,
+                          void*) const override {
+    return cpu::writeDense(dst, dst_dtype, count, idx, vals, val_dtype, n, scale);
+  }
+
   scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                        size_t n, void*) const override {
     return cpu::scatter(dst, dtype, idx, vals, n);

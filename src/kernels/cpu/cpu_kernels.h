@@ -28,6 +28,10 @@ AccumulateRangeFn accumulateRangeFor(scclDataType_t acc_dtype, scclDataType_t gr
 scclResult_t accumulateSelect(const AccumulateSelectArgs& args);
 
 scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, size_t n, void* out);
+scclResult_t gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                           void* out);
+scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const int64_t* idx,
+                        const void* vals, scclDataType_t val_dtype, size_t n, double scale);
 scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                      size_t n);
 scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n);

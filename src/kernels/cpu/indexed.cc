@@ -115,6 +115,22 @@ scclResult_t gather(const void* src, scclDataType_t dtype, const int64_t* idx, s
   });
 }
 
+scclResult_t gatherAndZero(void* src, scclDataType_t dtype, const int64_t* idx, size_t n,
+                           void* out) {
+  // Indices are distinct, so splitting the list gives every element one writer.
+  return withElementType(dtype, "gatherAndZero", [&]<typename Element>() {
+    Element* from = static_cast<Element*>(src);
+    Element* to = static_cast<Element*>(out);
+    size_t nparts = kernelPartCount(n, kMinPartIndices);
+    cpuThreadPool().parallelFor(nparts, [&](size_t p) {
+      for (size_t j = n * p / nparts; j < n * (p + 1) / nparts; ++j) {
+        to[j] = from[idx[j]];
+        from[idx[j]] = Element{0};
+      }
+    });
+  });
+}
+
 scclResult_t scatter(void* dst, scclDataType_t dtype, const int64_t* idx, const void* vals,
                      size_t n) {
   return withElementType(dtype, "scatter", [&]<typename Element>() {
