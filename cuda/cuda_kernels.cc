@@ -96,6 +96,7 @@ scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* 
                    a.floor);
   SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
                         stream));
+  if (a.out != nullptr) SCCL_CHECK(fillZero(a.out, a.count * dataTypeSize(a.out_dtype), stream));
   if (a.bins > 0) {
     if (a.begin < a.end) {
       SCCL_CHECK(absBitHistogram(a.acc, a.acc_dtype, a.begin, a.end, a.base_bits, a.shift, a.bins,

@@ -49,6 +49,12 @@ struct AccumulateSelectArgs {
   scclDataType_t grad_dtype = scclFloat32;
   size_t count = 0;
   uint64_t* nonfinite = nullptr;
+  // The dense output (optional): out[0, count) = 0 in out_dtype's width, each block written after
+  // its gradient was read, so out may equal grad (an in-place call); fillZero(out) after the pass
+  // gives the same bits. The output of a sparse all-reduce is zeros but k' entries: zeroing it
+  // in this pass leaves only the k' entries to write after the exchange.
+  void* out = nullptr;
+  scclDataType_t out_dtype = scclFloat32;
   // Selection range [begin, end) of acc (empty: the pass only accumulates).
   size_t begin = 0, end = 0;
   // Candidates: selectAbove(acc, begin, end, floor, idx, val, capacity, ncandidates) on the
@@ -86,8 +92,9 @@ class KernelBackend {
                                   const void* grad, scclDataType_t grad_dtype, size_t count,
                                   uint64_t* nonfinite, void* stream) const = 0;
 
-  // accumulate(), then absBitHistogram() and selectAbove() on the accumulated range, with the
-  // results of those three calls bit for bit (AccumulateSelectArgs), in one pass where the
+  // accumulate(), then absBitHistogram() and selectAbove() on the accumulated range (and
+  // fillZero() of the output), with the results of those calls bit for bit
+  // (AccumulateSelectArgs), in one pass where the
   // backend can: the CPU accumulates, counts and selects block by block while the block is in
   // cache, so memory sees the three streams of accumulate() alone.
   virtual scclResult_t accumulateSelect(const AccumulateSelectArgs& args, void* stream) const = 0;

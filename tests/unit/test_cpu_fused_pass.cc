@@ -37,6 +37,7 @@ constexpr Pair kPairs[] = {{scclFloat32, scclFloat32},
 // What one call produced.
 struct PassOutput {
   Bytes acc;
+  Bytes out;  // the output buffer after the call (empty without one)
   uint64_t nonfinite = 0;
   std::vector<uint64_t> counts;
   std::vector<int64_t> idx;
@@ -56,6 +57,8 @@ struct PassCase {
   uint64_t base_bits = 0;
   bool in_place = false;
   bool residual = true;
+  // 0: no output; 1: a separate output zeroed by the pass; 2: the output is the gradient.
+  int output = 0;
 };
 
 // The window of the density correction around `centre` (kernels.h: base on a bin edge).
@@ -81,14 +84,19 @@ double edgeValue(scclDataType_t dtype, uint64_t bits) {
 }
 
 // The definition: three kernel calls.
-PassOutput separatePasses(const PassCase& c, const Bytes& residual, const Bytes& grad) {
+PassOutput separatePasses(const PassCase& c, const Bytes& residual, const Bytes& grad_in) {
   const sccl::KernelBackend& k = sccl::cpuKernels();
   const size_t width = sccl::dataTypeSize(c.pair.acc);
+  Bytes grad = grad_in;
   PassOutput out;
   out.acc = c.in_place ? residual : Bytes(c.count * width, 0xab);
   const void* res = c.residual ? (c.in_place ? out.acc.data() : residual.data()) : nullptr;
   REQUIRE(k.accumulate(out.acc.data(), res, c.pair.acc, grad.data(), c.pair.grad, c.count,
                        &out.nonfinite, nullptr) == scclSuccess);
+  if (c.output != 0) {
+    out.out = c.output == 2 ? grad : Bytes(grad.size(), 0x77);
+    REQUIRE(k.fillZero(out.out.data(), out.out.size(), nullptr) == scclSuccess);
+  }
   if (c.bins > 0) {
     out.counts.assign(c.bins + 1, 0);
     if (c.begin < c.end) {
@@ -108,9 +116,11 @@ PassOutput separatePasses(const PassCase& c, const Bytes& residual, const Bytes&
   return out;
 }
 
-PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad) {
+PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad_in) {
   const size_t width = sccl::dataTypeSize(c.pair.acc);
+  Bytes grad = grad_in;
   PassOutput out;
+  if (c.output == 1) out.out.assign(grad.size(), 0x77);
   out.acc = c.in_place ? residual : Bytes(c.count * width, 0xab);
   sccl::AccumulateSelectArgs a;
   a.acc = out.acc.data();
@@ -120,6 +130,10 @@ PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad
   a.grad_dtype = c.pair.grad;
   a.count = c.count;
   a.nonfinite = &out.nonfinite;
+  if (c.output != 0) {
+    a.out = c.output == 2 ? grad.data() : out.out.data();
+    a.out_dtype = c.pair.grad;
+  }
   a.begin = c.begin;
   a.end = c.end;
   a.floor = c.floor;
@@ -140,6 +154,7 @@ PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad
   }
   REQUIRE(sccl::cpuKernels().accumulateSelect(a, nullptr) == scclSuccess);
   if (c.candidates) CHECK(out.idx[c.capacity] == -7);  // nothing written past the capacity
+  if (c.output == 2) out.out = grad;
   return out;
 }
 
@@ -154,6 +169,7 @@ void keepWritten(PassOutput& out, size_t width) {
 // The first difference, for a short failure message.
 std::string firstDifference(const PassOutput& want, const PassOutput& got) {
   if (want.acc != got.acc) return "acc";
+  if (want.out != got.out) return "output";
   if (want.nonfinite != got.nonfinite) return "nonfinite";
   if (want.ncandidates != got.ncandidates) {
     return "ncandidates " + std::to_string(want.ncandidates) + " vs " +
@@ -237,6 +253,14 @@ TEST_CASE("cpu fused pass: in place, without residual, without candidates or his
       c.in_place = true;
       c.residual = true;
       checkCase(c, 31);
+    }
+    SECTION("the output zeroed in the pass, separate or the gradient itself") {
+      setWindow(c, 1.0);
+      c.floor = edgeValue(pair.acc, c.base_bits);
+      c.output = 1;
+      checkCase(c, 53);
+      c.output = 2;
+      checkCase(c, 59);
     }
     SECTION("no residual") {
       c.residual = false;

@@ -10,8 +10,12 @@
 // candidates only (every element at or above the window's base is a candidate), a few per cent
 // of the range instead of all of it.
 //
-// Results: the same bits as accumulate(), absBitHistogram() and selectAbove() called one after
-// the other, because the blocks run those very kernels (the ISA's accumulate loop and block
+// The dense output, when given, is zeroed block by block with streaming stores right after the
+// block's gradient was read (so it may be the gradient itself): the fourth stream of the call,
+// in the same pass.
+//
+// Results: the same bits as accumulate(), absBitHistogram() and selectAbove() (and fillZero())
+// called one after the other, because the blocks run those very kernels (the ISA's accumulate loop and block
 // selection) and the histogram is integer counts of the same bit patterns. Parts and blocks only
 // decide where the work is cut, which none of the three results depends on.
 //
@@ -29,6 +33,7 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/select.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/shared/magnitude_bits.h"
 
@@ -89,6 +94,35 @@ void growTo(std::vector<T>& v, size_t entries) {
   if (v.size() < entries) v.resize(std::max(entries, 2 * v.size()));
 }
 
+// Zeroes [begin, end) of bytes with streaming stores where the ISA has them: the output is not
+// read again in this call, so caching it would only cost a read of every line before its write
+// (the zeroing of 26M float32 on 4 ranks took 7-10 ms this way against 10-13 ms with memset on
+// the development machine).
+SCCL_TARGET_AVX2 void zeroStreaming(unsigned char* begin, unsigned char* end) {
+  unsigned char* aligned = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(begin) + 31) & ~uintptr_t{31});
+  if (aligned >= end) {
+    std::memset(begin, 0, size_t(end - begin));
+    return;
+  }
+  std::memset(begin, 0, size_t(aligned - begin));
+  const __m256i zero = _mm256_setzero_si256();
+  unsigned char* at = aligned;
+  for (; at + 32 <= end; at += 32) _mm256_stream_si256(reinterpret_cast<__m256i*>(at), zero);
+  std::memset(at, 0, size_t(end - at));
+}
+
+void zeroOutput(const FusedPlan& plan, size_t begin, size_t end) {
+  const AccumulateSelectArgs& a = *plan.args;
+  unsigned char* out = static_cast<unsigned char*>(a.out);
+  const size_t width = dataTypeSize(a.out_dtype);
+  if (plan.isa == CpuIsa::Scalar) {
+    std::memset(out + begin * width, 0, (end - begin) * width);
+  } else {
+    zeroStreaming(out + begin * width, out + end * width);
+  }
+}
+
 void runPart(const FusedPlan& plan, FusedPart& part) {
   const AccumulateSelectArgs& a = *plan.args;
   cpu_select::EmitStyle style = cpu_select::EmitStyle::Branchy;
@@ -96,6 +130,8 @@ void runPart(const FusedPlan& plan, FusedPart& part) {
     for (size_t block = part.begin; block < part.end; block += kBlockElements) {
       const size_t block_end = std::min(part.end, block + kBlockElements);
       part.nonfinite += plan.accumulate(plan.isa, a.acc, a.residual, a.grad, block, block_end);
+      // After the block's gradient was read: the output may be the gradient itself.
+      if (a.out != nullptr) zeroOutput(plan, block, block_end);
       if (plan.select == nullptr) continue;
       const size_t from = std::max(block, a.begin), to = std::min(block_end, a.end);
       if (from >= to) continue;
@@ -129,6 +165,9 @@ void runPart(const FusedPlan& plan, FusedPart& part) {
   } catch (const std::bad_alloc&) {
     part.out_of_memory = true;
   }
+  // Streaming stores are weakly ordered: fence them on the thread that issued them, before the
+  // pool hands the part back.
+  if (a.out != nullptr) _mm_sfence();
 }
 
 // Copies a part's kept candidates to their place in the output, cut at capacity.
