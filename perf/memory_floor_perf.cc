@@ -38,7 +38,12 @@ using namespace sccl_perf;
 
 // One rank's vectors, allocated and first touched by the thread that uses them.
 struct RankArrays {
-  std::unique_ptr<float[]> grad, residual, out, acc;
+  std::unique_ptr<float[]> grad, residual, out;
+  // 64-byte aligned as the sparsifier's (core/aligned_buffer.h), for the streaming stores.
+  struct AlignedFree {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], AlignedFree> acc;
   std::unique_ptr<float[]> fused_residual;  // the fused row's own, never written (the floor's grows)
   std::vector<int64_t> idx;
   std::vector<float> val;
@@ -49,7 +54,7 @@ void touch(RankArrays& a, size_t count, int rank) {
   a.grad.reset(new float[count]);
   a.residual.reset(new float[count]);
   a.out.reset(new float[count]);
-  a.acc.reset(new float[count]);
+  a.acc.reset(static_cast<float*>(std::aligned_alloc(64, (count * 4 + 63) / 64 * 64)));
   a.fused_residual.reset(new float[count]);
   for (size_t i = 0; i < count; ++i) {
     a.acc[i] = 0;

@@ -47,8 +47,7 @@ double microsecondsSince(Clock::time_point start) {
 // Room for a selection over `range`: what is likely, not the whole range (which would cost 8
 // bytes per element); the kernels report the exact count on overflow, so one retry suffices.
 size_t likelySelection(const scclSparsifier& sp, IndexRange range, uint64_t k_local) {
-  return std::min<size_t>(range.size(),
-                          std::max<size_t>({4096, 2 * k_local, 2 * sp.stats.kLocal}));
+  return std::min<size_t>(range.size(), std::max<size_t>({4096, 2 * k_local, 2 * sp.stats.kLocal}));
 }
 
 // Room for the density correction's candidates: what is wanted, at most a quarter of the range
@@ -70,8 +69,8 @@ scclResult_t selectRange(SparseCall& call, IndexRange range, double threshold, s
     SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
                            capacity * sizeof(int64_t), false, &array));
     *idx = static_cast<int64_t*>(array);
-    return callKernels(call).selectAbove(call.acc, sp.acc_dtype, range.begin, range.end,
-                                         threshold, *idx, nullptr, capacity, n, call.stream);
+    return callKernels(call).selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, threshold,
+                                         *idx, nullptr, capacity, n, call.stream);
   };
   SCCL_CHECK(select(std::max(room, sp.local_indices.size())));
   if (*n > sp.local_indices.size()) SCCL_CHECK(select(*n));
@@ -210,8 +209,8 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     }
   } else if (early) {
     SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
-    const size_t room = std::max(likelySelection(sp, range, query.k_target_local),
-                                 sp.local_indices.size());
+    const size_t room =
+        std::max(likelySelection(sp, range, query.k_target_local), sp.local_indices.size());
     if (sp.local_indices.size() < room) sp.local_indices.resize(room);
     void* array = nullptr;
     SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
@@ -226,7 +225,8 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   call.time_select_us += microsecondsSince(start);
 
   if (corrected) {
-    SCCL_CHECK(unstageArray(call.device, counts.data(), a.counts, counts.size() * sizeof(uint64_t)));
+    SCCL_CHECK(
+        unstageArray(call.device, counts.data(), a.counts, counts.size() * sizeof(uint64_t)));
     uint64_t predicted_k = 0;
     SCCL_CHECK(correctFromCounts(call, window, counts, &call.threshold, &predicted_k));
   }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
@@ -109,29 +110,45 @@ PassOutput separatePasses(const PassCase& c, const Bytes& residual, const Bytes&
     out.val.assign((c.capacity + 1) * width, 0xcd);
     if (c.begin < c.end) {
       REQUIRE(k.selectAbove(out.acc.data(), c.pair.acc, c.begin, c.end, c.floor, out.idx.data(),
-                            out.val.data(), c.capacity, &out.ncandidates,
-                            nullptr) == scclSuccess);
+                            out.val.data(), c.capacity, &out.ncandidates, nullptr) == scclSuccess);
     }
   }
   return out;
 }
 
-PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad_in) {
+// aligned: the accumulator at a 64-byte boundary (the AVX-512 loop's streaming stores), else
+// wherever the vector puts it.
+PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad_in, bool aligned) {
   const size_t width = sccl::dataTypeSize(c.pair.acc);
   Bytes grad = grad_in;
   PassOutput out;
   if (c.output == 1) out.out.assign(grad.size(), 0x77);
   out.acc = c.in_place ? residual : Bytes(c.count * width, 0xab);
+  sccl::AlignedBuffer aligned_acc(c.count * width), aligned_grad(grad.size()),
+      aligned_out(grad.size());
+  unsigned char* acc = out.acc.data();
+  unsigned char* grad_at = grad.data();
+  unsigned char* out_at = out.out.data();
+  if (aligned) {  // accumulator, gradient and output at 64-byte boundaries
+    std::memcpy(aligned_acc.data(), out.acc.data(), out.acc.size());
+    acc = static_cast<unsigned char*>(aligned_acc.data());
+    std::memcpy(aligned_grad.data(), grad.data(), grad.size());
+    grad_at = static_cast<unsigned char*>(aligned_grad.data());
+    if (c.output == 1) {
+      std::memcpy(aligned_out.data(), out.out.data(), out.out.size());
+      out_at = static_cast<unsigned char*>(aligned_out.data());
+    }
+  }
   sccl::AccumulateSelectArgs a;
-  a.acc = out.acc.data();
-  a.residual = c.residual ? (c.in_place ? out.acc.data() : residual.data()) : nullptr;
+  a.acc = acc;
+  a.residual = c.residual ? (c.in_place ? acc : residual.data()) : nullptr;
   a.acc_dtype = c.pair.acc;
-  a.grad = grad.data();
+  a.grad = grad_at;
   a.grad_dtype = c.pair.grad;
   a.count = c.count;
   a.nonfinite = &out.nonfinite;
   if (c.output != 0) {
-    a.out = c.output == 2 ? grad.data() : out.out.data();
+    a.out = c.output == 2 ? grad_at : out_at;
     a.out_dtype = c.pair.grad;
   }
   a.begin = c.begin;
@@ -153,6 +170,11 @@ PassOutput fusedPass(const PassCase& c, const Bytes& residual, const Bytes& grad
     a.counts = out.counts.data();
   }
   REQUIRE(sccl::cpuKernels().accumulateSelect(a, nullptr) == scclSuccess);
+  if (aligned) {
+    std::memcpy(out.acc.data(), acc, out.acc.size());
+    std::memcpy(grad.data(), grad_at, grad.size());
+    if (c.output == 1) std::memcpy(out.out.data(), out_at, out.out.size());
+  }
   if (c.candidates) CHECK(out.idx[c.capacity] == -7);  // nothing written past the capacity
   if (c.output == 2) out.out = grad;
   return out;
@@ -194,13 +216,17 @@ void checkCase(const PassCase& c, uint64_t seed) {
     sccl::setCpuIsaForTesting(isa);
     for (int parts : kPartCounts) {
       sccl::setKernelPartsForTesting(parts);
-      PassOutput got = fusedPass(c, residual, grad);
-      keepWritten(got, width);
-      INFO(sccl::dataTypeName(c.pair.acc)
-           << " + " << sccl::dataTypeName(c.pair.grad) << ", " << sccl::cpuIsaName(isa) << ", "
-           << parts << " parts, range [" << c.begin << ", " << c.end << "), capacity "
-           << c.capacity << ": first difference " << firstDifference(want, got));
-      CHECK(got == want);
+      for (bool aligned : {false, true}) {
+        PassOutput got = fusedPass(c, residual, grad, aligned);
+        keepWritten(got, width);
+        INFO("accumulator " << (aligned ? "64-byte aligned" : "as allocated") << ", "
+                            << sccl::dataTypeName(c.pair.acc) << " + "
+                            << sccl::dataTypeName(c.pair.grad) << ", " << sccl::cpuIsaName(isa)
+                            << ", " << parts << " parts, range [" << c.begin << ", " << c.end
+                            << "), capacity " << c.capacity << ": first difference "
+                            << firstDifference(want, got));
+        CHECK(got == want);
+      }
     }
   }
 }
@@ -328,7 +354,8 @@ std::vector<int64_t> runIndices(size_t count, size_t n, size_t runs, uint64_t se
   for (size_t i = 0; i < count && all.size() < n; i += 1 + cpu_kernel_test::mix(seed, i) % 7)
     all.push_back(int64_t(i));
   if (runs == 0) {
-    for (size_t j = all.size(); j > 1; --j) std::swap(all[j - 1], all[cpu_kernel_test::mix(seed, j) % j]);
+    for (size_t j = all.size(); j > 1; --j)
+      std::swap(all[j - 1], all[cpu_kernel_test::mix(seed, j) % j]);
     return all;
   }
   std::vector<int64_t> out;

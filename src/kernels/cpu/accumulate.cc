@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "kernels/cpu/accumulate_simd.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/simd.h"
@@ -29,8 +30,10 @@
 namespace sccl::cpu {
 namespace {
 
-// The four supported (acc, grad) pairs.
-enum class AccumulateKind { F32F32, F32F16, F32Bf16, F64F64 };
+using accumulate_simd::AccumulateKind;
+using accumulate_simd::canonicalizeNaNAvx512;
+using accumulate_simd::loadGradAvx512;
+
 
 template <AccumulateKind kKind>
 using AccValue = std::conditional_t<kKind == AccumulateKind::F64F64, double, float>;
@@ -89,18 +92,6 @@ SCCL_TARGET_AVX2 inline __m256 loadGradAvx2(const void* grad, size_t i) {
   }
 }
 
-template <AccumulateKind kKind>
-SCCL_TARGET_AVX512 inline __m512 loadGradAvx512(const void* grad, size_t i) {
-  if constexpr (kKind == AccumulateKind::F32F32) {
-    return _mm512_loadu_ps(static_cast<const float*>(grad) + i);
-  } else {
-    __m256i h = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(grad) + i));
-    if constexpr (kKind == AccumulateKind::F32F16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-}
-
 // The canonical NaN in the lanes that are NaN (unordered with themselves), the others unchanged.
 SCCL_TARGET_AVX2 inline __m256 canonicalizeNaNAvx2(__m256 v) {
   const __m256 canonical = _mm256_castsi256_ps(_mm256_set1_epi32(int(kCanonicalNaNFloat32)));
@@ -111,11 +102,6 @@ SCCL_TARGET_AVX2 inline __m256d canonicalizeNaNAvx2(__m256d v) {
   const __m256d canonical =
       _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(kCanonicalNaNFloat64)));
   return _mm256_blendv_pd(v, canonical, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
-}
-
-SCCL_TARGET_AVX512 inline __m512 canonicalizeNaNAvx512(__m512 v) {
-  const __m512 canonical = _mm512_castsi512_ps(_mm512_set1_epi32(int(kCanonicalNaNFloat32)));
-  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), canonical);
 }
 
 SCCL_TARGET_AVX512 inline __m512d canonicalizeNaNAvx512(__m512d v) {

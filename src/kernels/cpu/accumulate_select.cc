@@ -15,9 +15,9 @@
 // in the same pass.
 //
 // Results: the same bits as accumulate(), absBitHistogram() and selectAbove() (and fillZero())
-// called one after the other, because the blocks run those very kernels (the ISA's accumulate loop and block
-// selection) and the histogram is integer counts of the same bit patterns. Parts and blocks only
-// decide where the work is cut, which none of the three results depends on.
+// called one after the other, because the blocks run those very kernels (the ISA's accumulate loop
+// and block selection) and the histogram is integer counts of the same bit patterns. Parts and
+// blocks only decide where the work is cut, which none of the three results depends on.
 //
 // Memory: each part stages its candidates in a buffer of the calling thread that is kept between
 // calls. Past `capacity` candidates in a part, later blocks are selected into a one-block scratch
@@ -31,6 +31,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/cpu/accumulate_select_avx512.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/select.h"
 #include "kernels/cpu/simd.h"
@@ -67,6 +68,8 @@ struct FusedPlan {
   const AccumulateSelectArgs* args;
   AccumulateRangeFn accumulate;
   cpu_select::BlockSelectFn select;  // null: accumulate only
+  // AVX-512 with a float32 accumulator: the in-register loop (streaming and plain stores).
+  FusedGroupsFn groups_streaming = nullptr, groups_plain = nullptr;
   CpuIsa isa;
   size_t element_bytes;
   uint64_t floor_bits;
@@ -99,8 +102,8 @@ void growTo(std::vector<T>& v, size_t entries) {
 // (the zeroing of 26M float32 on 4 ranks took 7-10 ms this way against 10-13 ms with memset on
 // the development machine).
 SCCL_TARGET_AVX2 void zeroStreaming(unsigned char* begin, unsigned char* end) {
-  unsigned char* aligned = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(begin) + 31) & ~uintptr_t{31});
+  unsigned char* aligned =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(begin) + 31) & ~uintptr_t{31});
   if (aligned >= end) {
     std::memset(begin, 0, size_t(end - begin));
     return;
@@ -123,51 +126,130 @@ void zeroOutput(const FusedPlan& plan, size_t begin, size_t end) {
   }
 }
 
+// The output as the AVX-512 loop zeroes it: float32 at the accumulator's alignment, else null
+// (finishOutput then zeroes the span after it).
+float* loopOutput(const FusedPlan& plan, size_t begin) {
+  const AccumulateSelectArgs& a = *plan.args;
+  if (a.out == nullptr || a.out_dtype != scclFloat32) return nullptr;
+  float* out = static_cast<float*>(a.out);
+  return reinterpret_cast<uintptr_t>(out + begin) % 64 == 0 ? out : nullptr;
+}
+
+// Zeroes the output of [begin, end) that the loop did not: [stop, end) when it did [begin, stop).
+void finishOutput(const FusedPlan& plan, size_t begin, size_t stop, size_t end, bool by_loop) {
+  if (plan.args->out == nullptr) return;
+  zeroOutput(plan, by_loop ? stop : begin, end);
+}
+
+// Selects [from, to) of the block into idx/val: in registers while accumulating where the AVX-512
+// loop applies (the caller then accumulates only the rest of the block), else from the block the
+// caller has just accumulated. Returns the number selected.
+size_t selectBlock(const FusedPlan& plan, FusedPart& part, size_t from, size_t to,
+                   cpu_select::EmitStyle style, int64_t* idx, unsigned char* val, bool* streamed) {
+  const AccumulateSelectArgs& a = *plan.args;
+  if (plan.groups_plain == nullptr) {  // the caller zeroes the block's output
+    return plan.select(a.acc, from, to, plan.floor_bits, style, idx, val);
+  }
+  float* acc = static_cast<float*>(a.acc);
+  const bool aligned = reinterpret_cast<uintptr_t>(acc + from) % 64 == 0;
+  *streamed |= aligned;
+  float* out = aligned ? loopOutput(plan, from) : nullptr;
+  size_t n = 0;
+  const size_t stop = (aligned ? plan.groups_streaming : plan.groups_plain)(
+      acc, static_cast<const float*>(a.residual), a.grad, from, to,
+      static_cast<uint32_t>(plan.floor_bits), idx, reinterpret_cast<uint32_t*>(val),
+      &part.nonfinite, &n, out);
+  if (stop < to) {
+    part.nonfinite += plan.accumulate(plan.isa, a.acc, a.residual, a.grad, stop, to);
+    n +=
+        plan.select(a.acc, stop, to, plan.floor_bits, style, idx + n, val + n * plan.element_bytes);
+  }
+  finishOutput(plan, from, stop, to, out != nullptr);
+  return n;
+}
+
+// Accumulates [begin, end) without selecting: through the AVX-512 loop with a floor nothing
+// reaches (its streaming stores spare the read of every accumulator line before it is written),
+// else the ISA's accumulate loop.
+void accumulateSpan(const FusedPlan& plan, FusedPart& part, size_t begin, size_t end,
+                    bool* streamed) {
+  const AccumulateSelectArgs& a = *plan.args;
+  size_t stop = begin;
+  float* out = nullptr;
+  if (plan.groups_plain != nullptr && end - begin >= 64) {
+    float* acc = static_cast<float*>(a.acc);
+    if (reinterpret_cast<uintptr_t>(acc + begin) % 64 == 0) {
+      *streamed = true;
+      size_t none = 0;
+      out = loopOutput(plan, begin);
+      stop = plan.groups_streaming(acc, static_cast<const float*>(a.residual), a.grad, begin, end,
+                                   0xffffffffu, nullptr, nullptr, &part.nonfinite, &none, out);
+    }
+  }
+  part.nonfinite += plan.accumulate(plan.isa, a.acc, a.residual, a.grad, stop, end);
+  finishOutput(plan, begin, stop, end, out != nullptr);
+}
+
 void runPart(const FusedPlan& plan, FusedPart& part) {
   const AccumulateSelectArgs& a = *plan.args;
   cpu_select::EmitStyle style = cpu_select::EmitStyle::Branchy;
+  bool streamed = false;
   try {
     for (size_t block = part.begin; block < part.end; block += kBlockElements) {
       const size_t block_end = std::min(part.end, block + kBlockElements);
-      part.nonfinite += plan.accumulate(plan.isa, a.acc, a.residual, a.grad, block, block_end);
-      // After the block's gradient was read: the output may be the gradient itself.
-      if (a.out != nullptr) zeroOutput(plan, block, block_end);
-      if (plan.select == nullptr) continue;
-      const size_t from = std::max(block, a.begin), to = std::min(block_end, a.end);
-      if (from >= to) continue;
-      const size_t room = to - from;
-      int64_t* idx;
-      unsigned char* val;
-      const bool keeping = part.kept < plan.keep;
-      if (keeping) {
-        growTo(part.idx, part.kept + room);
-        growTo(part.val, (part.kept + room) * plan.element_bytes);
-        idx = part.idx.data() + part.kept;
-        val = part.val.data() + part.kept * plan.element_bytes;
-      } else {
-        growTo(part.spill_idx, room);
-        growTo(part.spill_val, room * plan.element_bytes);
-        idx = part.spill_idx.data();
-        val = part.spill_val.data();
+      size_t from = block_end, to = block_end;  // the block's part of the selection range
+      if (plan.select != nullptr) {
+        from = std::max(block, a.begin);
+        to = std::max(from, std::min(block_end, a.end));
       }
-      const size_t n = plan.select(a.acc, from, to, plan.floor_bits, style, idx, val);
-      if (plan.histogram) {
-        if (plan.element_bytes == 4) {
-          countCandidates<uint32_t>(val, n, a, part.counts.data());
+      const bool in_registers = plan.groups_plain != nullptr && from < to;
+      if (in_registers) {  // the selected span is accumulated by selectBlock
+        accumulateSpan(plan, part, block, from, &streamed);
+        accumulateSpan(plan, part, to, block_end, &streamed);
+      } else if (plan.select == nullptr || from == to) {
+        accumulateSpan(plan, part, block, block_end, &streamed);
+      } else {  // the block selection reads back what the ISA's loop wrote
+        part.nonfinite += plan.accumulate(plan.isa, a.acc, a.residual, a.grad, block, block_end);
+      }
+      const bool plain_select = !in_registers && plan.select != nullptr && from < to;
+      if (from < to) {
+        const size_t room = to - from;
+        int64_t* idx;
+        unsigned char* val;
+        const bool keeping = part.kept < plan.keep;
+        if (keeping) {
+          growTo(part.idx, part.kept + room);
+          growTo(part.val, (part.kept + room) * plan.element_bytes);
+          idx = part.idx.data() + part.kept;
+          val = part.val.data() + part.kept * plan.element_bytes;
         } else {
-          countCandidates<uint64_t>(val, n, a, part.counts.data());
+          growTo(part.spill_idx, room);
+          growTo(part.spill_val, room * plan.element_bytes);
+          idx = part.spill_idx.data();
+          val = part.spill_val.data();
         }
+        const size_t n = selectBlock(plan, part, from, to, style, idx, val, &streamed);
+        if (plan.histogram) {
+          if (plan.element_bytes == 4) {
+            countCandidates<uint32_t>(val, n, a, part.counts.data());
+          } else {
+            countCandidates<uint64_t>(val, n, a, part.counts.data());
+          }
+        }
+        part.count += n;
+        if (keeping) part.kept += n;
+        style = cpu_select::nextEmitStyle(n, room);
       }
-      part.count += n;
-      if (keeping) part.kept += n;
-      style = cpu_select::nextEmitStyle(n, room);
+      // After the block's gradient was read (the output may be the gradient itself); the spans
+      // of accumulateSpan and selectBlock zeroed their own.
+      if (plain_select && a.out != nullptr) zeroOutput(plan, block, block_end);
     }
   } catch (const std::bad_alloc&) {
     part.out_of_memory = true;
   }
   // Streaming stores are weakly ordered: fence them on the thread that issued them, before the
   // pool hands the part back.
-  if (a.out != nullptr) _mm_sfence();
+  if (a.out != nullptr || streamed) _mm_sfence();
 }
 
 // Copies a part's kept candidates to their place in the output, cut at capacity.
@@ -187,8 +269,8 @@ scclResult_t checkArgs(const AccumulateSelectArgs& a, AccumulateRangeFn accumula
                 dataTypeName(a.acc_dtype), dataTypeName(a.acc_dtype), dataTypeName(a.grad_dtype));
   }
   if (a.begin > a.end || a.end > a.count) {
-    return fail(scclInvalidArgument, "accumulateSelect: range [%zu, %zu) outside [0, %zu)",
-                a.begin, a.end, a.count);
+    return fail(scclInvalidArgument, "accumulateSelect: range [%zu, %zu) outside [0, %zu)", a.begin,
+                a.end, a.count);
   }
   if (a.idx != nullptr && a.ncandidates == nullptr) {
     return fail(scclInvalidArgument, "accumulateSelect: candidates need a count output");
@@ -222,6 +304,10 @@ scclResult_t accumulateSelect(const AccumulateSelectArgs& a) {
   plan.element_bytes = dataTypeSize(a.acc_dtype);
   plan.histogram = selecting && a.bins > 0;
   plan.keep = a.idx != nullptr ? a.capacity : 0;
+  if (plan.isa == CpuIsa::Avx512 && a.acc_dtype == scclFloat32) {
+    plan.groups_streaming = fusedGroupsAvx512(a.grad_dtype, a.residual != nullptr, true);
+    plan.groups_plain = fusedGroupsAvx512(a.grad_dtype, a.residual != nullptr, false);
+  }
   if (selecting) {
     plan.select = cpu_select::blockSelectFor(plan.isa, plan.element_bytes);
     // Without candidates to return, the histogram's own window is the floor.

@@ -86,7 +86,8 @@ scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const
         size_t j = cursor[r];
         while (j < runs[r].end && idx[j] < static_cast<int64_t>(end)) ++j;
         if (j == cursor[r]) continue;
-        const unsigned char* span = static_cast<const unsigned char*>(vals) + cursor[r] * value_width;
+        const unsigned char* span =
+            static_cast<const unsigned char*>(vals) + cursor[r] * value_width;
         const scclResult_t result =
             scatterValues(dst, dst_dtype, idx + cursor[r], span, val_dtype, j - cursor[r], scale);
         if (result != scclSuccess) results[p] = result;
