@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 #include "sparsecoll/sparsecoll.h"
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 
 namespace sccl_perf {
 namespace {

@@ -7,7 +7,7 @@
 #include "algorithms/exchange_accounting.h"
 #include "core/comm.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "core/log.h"
 #include "core/sparsifier.h"
 

@@ -41,7 +41,7 @@
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

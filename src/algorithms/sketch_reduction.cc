@@ -71,7 +71,7 @@
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "core/sparsifier.h"
 #include "cuda/device_sparsifier_state.h"
 #include "device_buffer.h"

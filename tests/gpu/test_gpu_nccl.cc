@@ -13,7 +13,7 @@
 
 #include "core/comm.h"
 #include "bit_mismatch.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 
 namespace sccl_test {

@@ -14,7 +14,7 @@
 
 #include "algorithms/count_sketch.h"
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 #include "support/nan_patterns.h"
 #include "unit/cpu_kernel_test_data.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/magnitude_bits.h"
 
