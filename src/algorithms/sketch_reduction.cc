@@ -63,7 +63,7 @@
 #include <numeric>
 
 #include "algorithms/call_header.h"
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "algorithms/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"

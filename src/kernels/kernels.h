@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "bit_mismatch.h"
 #include "kernels/shared/half.h"
 #include "cuda/cuda_kernels.h"

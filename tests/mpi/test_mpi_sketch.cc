@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "core/sparsifier.h"
 #include "mpi_test_support.h"
 #include "sparsecoll/sparsecoll.h"

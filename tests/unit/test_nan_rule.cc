@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "core/dtype.h"
 #include "kernels/shared/half.h"
 #include "kernels/kernels.h"

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/host_device.h"
 
