@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "algorithms/exchange_accounting.h"
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "core/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "estimators/scaling_rule.h"
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/scaling_rule.h"
+#include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/sketch_element.h"
 #include "sparsecoll/sparsecoll.h"
 

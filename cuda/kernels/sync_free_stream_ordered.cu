@@ -10,12 +10,12 @@
 //   changes.
 // The checks are the host's own functions (algorithms/sync_free_slot_check.h,
 // partition/cyclic_partition.h), compiled for the device.
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
-#include "partition/cyclic_partition.h"
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/cyclic_partition.h"
+#include "kernels/shared/exdyna_rebalance.h"
 
 namespace sccl::cuda_dispatch {
 namespace {

@@ -34,7 +34,7 @@
 
 #include "core/error.h"
 #include "estimators/estimator_factories.h"
-#include "estimators/scaling_rule.h"
+#include "kernels/shared/scaling_rule.h"
 
 namespace sccl {
 namespace {

@@ -24,7 +24,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
-#include "estimators/scaling_rule.h"
+#include "kernels/shared/scaling_rule.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/exdyna_rebalance.h"
 #include "partition/search_space.h"
 
 namespace sccl {

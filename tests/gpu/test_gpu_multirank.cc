@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "bit_mismatch.h"
 #include "core/comm.h"
 #include "multirank_runs.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"
 
