@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/workspace.h"
 

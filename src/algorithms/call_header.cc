@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "core/comm.h"
 #include "core/error.h"

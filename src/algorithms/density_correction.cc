@@ -39,7 +39,7 @@
 #include <limits>
 #include <vector>
 
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/threshold_query.h"
 #include "core/error.h"

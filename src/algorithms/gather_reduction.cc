@@ -32,7 +32,7 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/density_correction.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"

@@ -64,7 +64,7 @@
 
 #include "algorithms/call_header.h"
 #include "kernels/shared/count_sketch.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
 #include "algorithms/threshold_query.h"
