@@ -2,7 +2,7 @@
 // collectives refuse them (core/sparsifier_device.h, core/device_collectives.h).
 #include "core/device_collectives.h"
 #include "core/error.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier_device.h"
 
 namespace sccl {
 

@@ -27,8 +27,8 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/staged_call.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/device_sparsifier_state.h"
 

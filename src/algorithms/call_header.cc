@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "kernels/shared/half.h"
 #include "core/log.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 namespace {

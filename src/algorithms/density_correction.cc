@@ -43,7 +43,7 @@
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/threshold_query.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

@@ -11,7 +11,7 @@
 
 #include "algorithms/algorithm.h"
 #include "core/comm.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 

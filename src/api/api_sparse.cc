@@ -1,7 +1,7 @@
 // Sparsifiers and the sparse all-reduce.
 #include "api/api_guard.h"
 #include "api/api_validate.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);

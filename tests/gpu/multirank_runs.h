@@ -18,7 +18,7 @@
 
 #include "core/dtype.h"
 #include "kernels/shared/half.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "cuda/device_sparsifier_state.h"
 #include "device_buffer.h"
 #include "gpu_gradients.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/shared/count_sketch.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "mpi_test_support.h"
 #include "sparsecoll/sparsecoll.h"
 #include "support/sketch_reference.h"

@@ -13,8 +13,8 @@
 
 #include "core/comm.h"
 #include "core/device_collectives.h"
-#include "core/sparsifier.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_device.h"
 #include "sccl_build_config.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"

@@ -1,4 +1,4 @@
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 #include <chrono>
 #include <cmath>

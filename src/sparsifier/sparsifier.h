@@ -9,8 +9,8 @@
 
 #include "algorithms/algorithm.h"
 #include "core/aligned_buffer.h"
-#include "core/sparse_config.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparse_config.h"
+#include "sparsifier/sparsifier_device.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"
