@@ -41,7 +41,7 @@
 #include "algorithms/sync_free_capacity.h"
 #include "algorithms/sync_free_slots.h"
 #include "algorithms/threshold_query.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/device_collectives.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -37,7 +37,7 @@
 #include "algorithms/exchange_accounting.h"
 #include "kernels/shared/sync_free_async_fault.h"
 #include "kernels/shared/sync_free_slot_check.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "sparsifier/sparse_config.h"

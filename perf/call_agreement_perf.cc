@@ -23,8 +23,8 @@
 #include "common/options.h"
 #include "common/report.h"
 #include "common/timing.h"
-#include "core/call_agreement.h"
-#include "core/comm.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
 #include "sparsecoll/sparsecoll.h"
 #ifdef SCCL_PERF_WITH_MPI
 #include <mpi.h>

@@ -5,7 +5,7 @@
 
 #include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "kernels/shared/half.h"
 #include "core/log.h"

@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "algorithms/algorithm.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {

@@ -7,7 +7,7 @@
 
 #include "api/api_validate.h"
 #include "core/average.h"
-#include "core/call_agreement.h"
+#include "comm/call_agreement.h"
 
 namespace {
 

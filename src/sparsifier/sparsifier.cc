@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/call_agreement.h"
-#include "core/comm.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_registry.h"

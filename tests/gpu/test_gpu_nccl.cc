@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "bit_mismatch.h"
 #include "kernels/shared/half.h"
 #include "device_buffer.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/device_collectives.h"
 #include "sparsifier/sparsifier.h"
 #include "sparsifier/sparsifier_device.h"
