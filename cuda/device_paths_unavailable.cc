@@ -1,5 +1,5 @@
 // Device buffers in a build without the CUDA kernels: scclSparseAllreduce and the dense
-// collectives refuse them (core/sparsifier_device.h, core/device_collectives.h).
+// collectives refuse them (sparsifier/sparsifier_device.h, core/device_collectives.h).
 #include "core/device_collectives.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier_device.h"

@@ -28,7 +28,7 @@ struct SparseCall {
   void* acc = nullptr;  // residual + gradient (float32, or float64 for float64 data)
   // Where acc lives: null kernels and device on host buffers (the CPU kernels read the host
   // arrays); on device buffers the CUDA backend, the caller's stream and the device staging of
-  // the index and value arrays (algorithms/device_staging.h).
+  // the index and value arrays (kernels/device_staging.h).
   const KernelBackend* kernels = nullptr;
   DeviceStaging* device = nullptr;
   void* stream = nullptr;

@@ -1,6 +1,6 @@
-// The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
-// collectives: core/device_collectives.h), which run before anything touches a buffer, so they
-// are testable without a GPU: a reduction without a device path (dense), a residual already in
+// The entry checks of the device paths (scclSparseAllreduce: sparsifier/sparsifier_device.h; the
+// dense collectives: core/device_collectives.h), which run before anything touches a buffer, so
+// they are testable without a GPU: a reduction without a device path (dense), a residual already in
 // host memory and a stream-ordered call over a transport without stream collectives are
 // scclInvalidUsage naming what is missing; the communicator stays usable afterwards. Device
 // buffers over a host transport go through pinned staging (its logic: test_pinned_staging_

@@ -35,7 +35,8 @@ enum class AccumulateKind { F32F32, F32F16, F32Bf16, F64F64 };
 template <AccumulateKind kKind>
 using AccValue = std::conditional_t<kKind == AccumulateKind::F64F64, double, float>;
 
-// The scalar widening quiets a signalling NaN as F16C does (core/half.h, shared with CUDA).
+// The scalar widening quiets a signalling NaN as F16C does (kernels/shared/half.h, shared with
+// CUDA).
 inline float widenFp16Quiet(uint16_t h) {
   return fp16ToFloatQuiet(h);
 }
