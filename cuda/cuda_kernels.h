@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "cuda/workspace.h"
-#include "estimators/scaling_rule.h"
+#include "kernels/shared/scaling_rule.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

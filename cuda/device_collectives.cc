@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/cuda_device_copier.h"

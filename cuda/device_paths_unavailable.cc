@@ -1,8 +1,8 @@
 // Device buffers in a build without the CUDA kernels: scclSparseAllreduce and the dense
-// collectives refuse them (core/sparsifier_device.h, core/device_collectives.h).
+// collectives refuse them (sparsifier/sparsifier_device.h, core/device_collectives.h).
 #include "core/device_collectives.h"
 #include "core/error.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier_device.h"
 
 namespace sccl {
 

@@ -8,12 +8,12 @@
 // Steps of one call on rank r, all on `stream` (d_ = device memory):
 //  1. d_acc = d_residual + sendbuf, non-finite count into a device word;
 //  2. syncFreeCallRanges: every rank's range at this call from the partitions in device memory
-//     and the device call number (partition/cyclic_partition.h, the host's function);
+//     and the device call number (kernels/shared/cyclic_partition.h, the host's function);
 //  3. syncFreeSelect with the device threshold: the capped selection and the slot;
 //  4. all-gather of the slots on the stream (StreamCollectives: ncclAllGather);
-//  5. syncFreeCheckHeaders: the host's slot-header checks (algorithms/sync_free_slot_check.h) and
-//     the non-finite policy, in one thread, into the call's status word; a fault also goes to the
-//     sparsifier's sticky fault word in pinned host memory;
+//  5. syncFreeCheckHeaders: the host's slot-header checks (kernels/shared/sync_free_slot_check.h)
+//     and the non-finite policy, in one thread, into the call's status word; a fault also goes to
+//     the sparsifier's sticky fault word in pinned host memory;
 //  6. syncFreeGatherSlots (every peer index range-checked; a bad one fails the call: settle);
 //  7. rank-order all-reduce of the n * capacity values on the stream (ncclAllGather into the
 //     sparsifier's scratch + the rank-order kernel: no allocation while capturing);
@@ -21,8 +21,8 @@
 //     else recvbuf = NaN; d_acc zeroed where sent and copied into d_residual if it completes;
 //  9. if the call completes, the scaling rule on the gathered counts updates the device
 //     threshold and (exdyna_sync_free) ExDyna's rebalancing moves the partition boundaries
-//     (partition/exdyna_rebalance.h, the host's pass); the call is counted for the statistics and
-//     the call number advances.
+//     (kernels/shared/exdyna_rebalance.h, the host's pass); the call is counted for the statistics
+//     and the call number advances.
 // Bytes on the wire: the host sync_free reduction's (docs/algorithms/sync_free.md). Work added
 // against the read-back path: one copy of the accumulator into the residual per call (a graph
 // holds fixed pointers, so the two buffers cannot trade roles) and a few one-thread kernels.
@@ -35,14 +35,14 @@
 #include <vector>
 
 #include "algorithms/exchange_accounting.h"
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
-#include "core/comm.h"
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/sparse_config.h"
-#include "core/sparsifier.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparse_config.h"
+#include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/device_sparsifier_state.h"
 #include "transports/stream_collectives.h"

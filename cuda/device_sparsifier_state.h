@@ -1,4 +1,4 @@
-// The device half of a sparsifier (core/sparsifier_device.h), shared by the device paths: the
+// The device half of a sparsifier (sparsifier/sparsifier_device.h), shared by the device paths: the
 // gather and sketch reductions (device_staged_call.cc) and the two of the sync_free call, the
 // read-back path (device_sparse_allreduce.cc) and the stream-ordered one
 // (device_sparse_allreduce_stream_ordered.cc). Allocated once, at the sparsifier's first call on
@@ -48,8 +48,8 @@ struct DeviceSparsifierState {
   uint64_t* sequence = nullptr;  // the call number written into the slot header
   uint32_t* status = nullptr;    // the stream-ordered call's decision (dispatch.h)
   cuda_dispatch::StreamOrderedTotals* totals = nullptr;
-  // The sticky fault of the stream-ordered path (algorithms/sync_free_async_fault.h): pinned host
-  // memory, read by the host without waiting, written by a kernel through its device alias.
+  // The sticky fault of the stream-ordered path (kernels/shared/sync_free_async_fault.h): pinned
+  // host memory, read by the host without waiting, written by a kernel through its device alias.
   uint64_t* fault_host = nullptr;
   uint64_t* fault_device = nullptr;
 

@@ -4,7 +4,7 @@
 // (accumulate, then the reduction itself, algorithms/gather_reduction.cc or
 // sketch_reduction.cc), whose kernels are the CUDA backend's and whose index, value, count,
 // norm, bitmap and table arrays move through the sparsifier's device staging
-// (algorithms/device_staging.h, cuda/device_staging_cuda.cc), so the selections, checks, exchange
+// (kernels/device_staging.h, cuda/device_staging_cuda.cc), so the selections, checks, exchange
 // and bytes on the wire are the host reduction's, tested on the CPU ([staged_call]).
 //
 // Steps of a gather call, on the caller's stream (d_ = device memory):
@@ -27,8 +27,8 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/staged_call.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/device_sparsifier_state.h"
 

@@ -1,4 +1,4 @@
-// DeviceStaging (algorithms/device_staging.h) on the CUDA runtime: one growing device buffer per
+// DeviceStaging (kernels/device_staging.h) on the CUDA runtime: one growing device buffer per
 // purpose, copies and waits on the call's stream, the NaN output and scclAvg's division by the
 // CUDA backend. One per device sparsifier (cuda/device_sparsifier_state.h), so a training loop's
 // steady state allocates nothing.
@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/workspace.h"
 

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "estimators/scaling_rule.h"
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/scaling_rule.h"
+#include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/sketch_element.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -118,7 +118,7 @@ cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t 
 
 // --- kernels/sync_free_stream_ordered.cu (the host's decisions of a call, on the device) ---
 // status: 0 the call completes, 1 discarded (non-finite values, propagate), 2 failed; fault_word:
-// the sparsifier's sticky fault (algorithms/sync_free_async_fault.h), pinned host memory mapped
+// the sparsifier's sticky fault (kernels/shared/sync_free_async_fault.h), pinned host memory mapped
 // into the device.
 struct StreamOrderedTotals {
   uint64_t completed = 0;            // calls that completed
@@ -143,9 +143,9 @@ cudaError_t syncFreeFillOutput(void* recv, scclDataType_t dtype, size_t count,
 // residual = acc (bytes, a multiple of 4) when the call completes.
 cudaError_t syncFreeCommitResidual(void* residual, const void* acc, size_t bytes,
                                    const uint32_t* status, cudaStream_t stream);
-// ExDyna's rebalancing (partition/exdyna_rebalance.h) on the gathered counts of a completed call,
-// then partitions[2p, 2p+1] rewritten from the blocks; arrays holds 4 * nranks words: blocks per
-// partition, first blocks, and two of scratch. One thread, before syncFreeEndCall.
+// ExDyna's rebalancing (kernels/shared/exdyna_rebalance.h) on the gathered counts of a completed
+// call, then partitions[2p, 2p+1] rewritten from the blocks; arrays holds 4 * nranks words: blocks
+// per partition, first blocks, and two of scratch. One thread, before syncFreeEndCall.
 cudaError_t syncFreeExDynaRebalance(const ExDynaRebalanceRule& rule, const int64_t* gathered,
                                     size_t capacity, const uint64_t* sequence,
                                     const uint32_t* status, int64_t* arrays, uint64_t* partitions,

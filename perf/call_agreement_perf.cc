@@ -1,4 +1,4 @@
-// call_agreement_perf: what call agreement (core/call_agreement.h) costs a dense all-reduce. Three
+// call_agreement_perf: what call agreement (comm/call_agreement.h) costs a dense all-reduce. Three
 // ways of running the same all-reduce, interleaved round-robin so that load bursts hit all of
 // them alike:
 //   transport  the communicator's transport called directly: no agreement, no API checks;
@@ -23,8 +23,8 @@
 #include "common/options.h"
 #include "common/report.h"
 #include "common/timing.h"
-#include "core/call_agreement.h"
-#include "core/comm.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
 #include "sparsecoll/sparsecoll.h"
 #ifdef SCCL_PERF_WITH_MPI
 #include <mpi.h>

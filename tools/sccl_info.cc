@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/comm_compatibility.h"
+#include "comm/comm_compatibility.h"
 #include "core/memory_space.h"
 #include "core/param.h"
 #include "kernels/kernels.h"

@@ -1,6 +1,6 @@
 // The call record: what each rank says about the collective it is entering, all-gathered before
 // any data moves so that ranks which called different things all return an error instead of
-// exchanging mismatched buffers (core/call_agreement.h fills and checks it; docs/reliability.md,
+// exchanging mismatched buffers (comm/call_agreement.h fills and checks it; docs/reliability.md,
 // "Call agreement").
 //
 // A transport only carries records: Transport::agree all-gathers them (one fixed-size exchange
@@ -19,7 +19,7 @@ namespace sccl {
 struct CallRecord {
   static constexpr uint32_t kMagic = 0x53434341u;  // "SCCA"
   uint32_t magic = kMagic;
-  uint32_t operation = 0;    // CallOperation (core/call_agreement.h)
+  uint32_t operation = 0;    // CallOperation (comm/call_agreement.h)
   uint64_t sequence = 0;     // the communicator's agreed call number
   uint64_t count = 0;        // elements (0 where the operation has none)
   int16_t dtype = -1;        // scclDataType_t, -1: none

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/rank_order_combine.h"
 
 namespace sccl {

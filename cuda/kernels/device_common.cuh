@@ -1,5 +1,5 @@
 // Helpers of the CUDA kernels: launch shapes, and typed loads and stores of the four floating
-// types through the shared conversions of core/half.h (the CPU backend's own).
+// types through the shared conversions of kernels/shared/half.h (the CPU backend's own).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -46,7 +46,7 @@ struct BitsOf<8> {
   using type = uint64_t;
 };
 
-// A float32 value stored as dst_dtype, rounded to nearest even (core/half.h).
+// A float32 value stored as dst_dtype, rounded to nearest even (kernels/shared/half.h).
 __device__ inline void storeFloat(void* dst, scclDataType_t dtype, size_t i, float v) {
   switch (dtype) {
     case scclFloat16: static_cast<uint16_t*>(dst)[i] = floatToFp16(v); break;

@@ -1,6 +1,6 @@
 // The count-sketch kernels of the S2 Reducer on the GPU, bitwise equal to the CPU's: block
 // bounds, hashes, signs, the median and the decode of an element are the CPU's own functions
-// (kernels/shared/sketch_element.h, algorithms/count_sketch.h).
+// (kernels/shared/sketch_element.h, kernels/shared/count_sketch.h).
 //
 // Encode must add each bucket's elements in index order, as the CPU does, for the table to be
 // bitwise the CPU's: atomicAdd on floats would add them in a different order each run. So each

@@ -17,7 +17,7 @@
 
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "kernels/shared/magnitude_bits.h"
 
 namespace sccl::cuda_dispatch {

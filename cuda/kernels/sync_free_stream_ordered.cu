@@ -8,14 +8,14 @@
 //   residual and threshold unchanged; 2 failed (a fault, now or in an earlier call, recorded in
 //   the pinned fault word that scclSparsifierGetAsyncError reads): recvbuf = NaN, nothing else
 //   changes.
-// The checks are the host's own functions (algorithms/sync_free_slot_check.h,
-// partition/cyclic_partition.h), compiled for the device.
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
+// The checks are the host's own functions (kernels/shared/sync_free_slot_check.h,
+// kernels/shared/cyclic_partition.h), compiled for the device.
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
-#include "partition/cyclic_partition.h"
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/cyclic_partition.h"
+#include "kernels/shared/exdyna_rebalance.h"
 
 namespace sccl::cuda_dispatch {
 namespace {
@@ -153,7 +153,8 @@ cudaError_t syncFreeSettle(const uint32_t* bad, const uint64_t* sequence, uint32
 cudaError_t syncFreeFillOutput(void* recv, scclDataType_t dtype, size_t count,
                                const uint32_t* status, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  // The host's patterns (fillWithNaN): float32 and float64 quiet NaN, converted by core/half.h.
+  // The host's patterns (fillWithNaN): float32 and float64 quiet NaN, converted by
+  // kernels/shared/half.h.
   const float nan = bitsToFloat(0x7fc00000u);
   switch (dtype) {
     case scclFloat64:

@@ -1,11 +1,11 @@
 // Counter-based generator (splitmix64 of seed and index) and dtype conversions for perf inputs.
-// The half-precision conversions are the library's header-only ones (core/half.h), so inputs are
-// rounded exactly as the library rounds.
+// The half-precision conversions are the library's header-only ones (kernels/shared/half.h), so
+// inputs are rounded exactly as the library rounds.
 #include "data.h"
 
 #include <cmath>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 
 namespace sccl_perf {
 namespace {

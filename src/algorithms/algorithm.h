@@ -37,7 +37,7 @@ struct SparseCall {
   bool output_zeroed = false;
   // Where acc lives: null kernels and device on host buffers (the CPU kernels read the host
   // arrays); on device buffers the CUDA backend, the caller's stream and the device staging of
-  // the index and value arrays (algorithms/device_staging.h).
+  // the index and value arrays (kernels/device_staging.h).
   const KernelBackend* kernels = nullptr;
   DeviceStaging* device = nullptr;
   void* stream = nullptr;

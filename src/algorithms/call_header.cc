@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <limits>
 
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "core/log.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 namespace {

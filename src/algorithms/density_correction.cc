@@ -46,7 +46,7 @@
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/threshold_query.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 namespace {

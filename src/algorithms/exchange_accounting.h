@@ -10,8 +10,8 @@
 #include <chrono>
 
 #include "algorithms/algorithm.h"
-#include "core/comm.h"
-#include "core/sparsifier.h"
+#include "comm/comm.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 

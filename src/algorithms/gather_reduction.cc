@@ -26,7 +26,7 @@
 // (n-1)*max_k*8 in (padded), or k*8 broadcast; values 2 (n-1)/n k' 4 each way.
 // On device buffers (cuda/device_staged_call.cc) the same code runs with the CUDA kernels: the
 // selection's indices come to the host for the exchange and the checks, the global indices go
-// back, values stay on the device (algorithms/device_staging.h).
+// back, values stay on the device (kernels/device_staging.h).
 // Differences from the reference code: n = 1 works; padding is -1 and never read; a rank that
 // selects nothing sends nothing (the reference forces one index); the in-band threshold rule
 // (see estimators/scaling_estimator.cc); NaN/Inf never stay in a residual.
@@ -38,7 +38,7 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/gather_selection.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
@@ -46,7 +46,7 @@
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

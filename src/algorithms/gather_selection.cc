@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "algorithms/density_correction.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "algorithms/selection_trim.h"
 #include "algorithms/threshold_query.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "kernels/kernels.h"
 #include "kernels/shared/magnitude_bits.h"
 

@@ -48,7 +48,7 @@
 //
 // On device buffers (cuda/device_staged_call.cc) the same code runs with the CUDA kernels: the
 // norms or the marked blocks come to the host for the selection and the header, the bitmaps go
-// back, the table is encoded, all-reduced and decoded on the device (algorithms/device_staging.h).
+// back, the table is encoded, all-reduced and decoded on the device (kernels/device_staging.h).
 // Differences from the reference code: the decoded gradient is written to recvbuf (the
 // reference assigns it to a local and drops it); the table is zeroed every call (the reference
 // table is a running sum with reuse_sketch); every sparsifier owns its sketch (the reference
@@ -63,15 +63,15 @@
 #include <numeric>
 
 #include "algorithms/call_header.h"
-#include "algorithms/count_sketch.h"
-#include "algorithms/device_staging.h"
+#include "kernels/shared/count_sketch.h"
+#include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
 #include "algorithms/threshold_query.h"
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 

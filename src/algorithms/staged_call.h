@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

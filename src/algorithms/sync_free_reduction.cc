@@ -41,7 +41,7 @@
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "kernels/kernels.h"
 
 namespace sccl {

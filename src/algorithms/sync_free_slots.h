@@ -10,7 +10,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/call_header.h"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_slot_check.h"
 
 namespace sccl {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "algorithms/algorithm.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "estimators/threshold_estimator.h"
 #include "kernels/kernels.h"
 

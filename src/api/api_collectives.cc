@@ -1,13 +1,13 @@
 // Dense collectives over the communicator's transport (the baselines of every benchmark, and
 // building blocks for frameworks), on host buffers, or on GPU buffers over a transport that
 // carries device memory (core/device_collectives.h). Each agrees on its call record with the
-// other ranks before any data moves (core/call_agreement.h).
+// other ranks before any data moves (comm/call_agreement.h).
 #include "api/api_guard.h"
 #include <cstring>
 
 #include "api/api_validate.h"
 #include "core/average.h"
-#include "core/call_agreement.h"
+#include "comm/call_agreement.h"
 
 namespace {
 

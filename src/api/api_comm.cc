@@ -1,6 +1,6 @@
 // Communicator lifecycle and queries.
 #include "api/api_guard.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "transports/bootstrap/bootstrap.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <new>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
 

@@ -2,7 +2,7 @@
 // buffers, validated here and run by the CPU kernel backend (kernels.h, kernels/cpu/sketch.cc).
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "api/api_guard.h"
 #include "api/api_validate.h"
 #include "kernels/kernels.h"

@@ -1,7 +1,7 @@
 // Sparsifiers and the sparse all-reduce.
 #include "api/api_guard.h"
 #include "api/api_validate.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);
@@ -89,7 +89,7 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
     size_t bytes = count * sccl::dataTypeSize(dtype);
     // In place is sendbuf == recvbuf; a partial overlap would read what the call already wrote.
     SCCL_CHECK(sccl::requireNoPartialOverlap(sendbuf, bytes, recvbuf, bytes, 0));
-    // GPU buffers run on the device path (core/sparsifier_device.h).
+    // GPU buffers run on the device path (sparsifier/sparsifier_device.h).
     bool on_device = false;
     SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));
     return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);

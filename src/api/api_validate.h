@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/device_collectives.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 
 namespace sccl {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "algorithms/device_staging.h"
+#include "kernels/device_staging.h"
 #include "estimators/estimator_factories.h"
 
 namespace sccl {

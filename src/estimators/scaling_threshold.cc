@@ -34,7 +34,7 @@
 
 #include "core/error.h"
 #include "estimators/estimator_factories.h"
-#include "estimators/scaling_rule.h"
+#include "kernels/shared/scaling_rule.h"
 
 namespace sccl {
 namespace {
@@ -57,7 +57,7 @@ class ScalingEstimator final : public ThresholdEstimator {
     return scclSuccess;
   }
 
-  // One definition with the device update of sync_free: estimators/scaling_rule.h.
+  // One definition with the device update of sync_free: kernels/shared/scaling_rule.h.
   void observe(uint64_t k_global, uint64_t k_target) override {
     delta_ = scaledThreshold(rule_, delta_, k_global, k_target);
   }

@@ -24,7 +24,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
-#include "estimators/scaling_rule.h"
+#include "kernels/shared/scaling_rule.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -64,7 +64,7 @@ struct ThresholdQuery {
   uint64_t iteration = 0;
   void* stream = nullptr;  // the kernels' stream (NULL on the CPU backend)
   // On device buffers: device buffers and copies for an estimator that moves index or value
-  // arrays between the kernels and the host (algorithms/device_staging.h); null on the CPU.
+  // arrays between the kernels and the host (kernels/device_staging.h); null on the CPU.
   DeviceStaging* device = nullptr;
 };
 

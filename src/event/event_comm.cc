@@ -38,9 +38,9 @@
 #include <type_traits>
 
 #include "core/average.h"
-#include "core/call_agreement.h"
+#include "comm/call_agreement.h"
 #include "kernels/shared/canonical_nan.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_registry.h"

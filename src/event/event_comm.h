@@ -27,7 +27,7 @@ struct scclEventComm {
   std::vector<size_t> tensor_sizes;
   std::vector<size_t> tensor_offsets;  // element offset of each tensor in the flat buffer
   sccl::ResolvedEventConfig config;
-  // What the ranks agree on at each collective call (core/call_agreement.h): the identity every
+  // What the ranks agree on at each collective call (comm/call_agreement.h): the identity every
   // rank gives this event communicator (1 + the number of its creation call) and the fingerprint
   // of its layout and config.
   uint64_t identity = 0;

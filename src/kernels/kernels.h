@@ -12,13 +12,14 @@
 //  - NaN is never hidden: the library is built without -ffast-math. A computed value that is
 //    NaN is written as the canonical quiet NaN of its format (kernels/shared/canonical_nan.h),
 //    whatever the operands' payloads, so that every backend writes the same bits; values that
-//    are only moved keep theirs, conversions are core/half.h's (docs/kernels.md, "NaN payloads").
+//    are only moved keep theirs, conversions are kernels/shared/half.h's (docs/kernels.md, "NaN
+//    payloads").
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -134,9 +135,9 @@ class KernelBackend {
 
   // dst[idx[j]] = vals[j] * scale converted to dst_dtype, j < n (indices distinct). float32 values
   // are multiplied in float32 by (float)scale and rounded to a float32, float16 or bfloat16
-  // destination to nearest even (core/half.h); float64 values go to float64, multiplied in double.
-  // A scale that is 1 in the values' precision copies or converts without multiplying (bit for
-  // bit, signalling NaN included). Other pairs are scclInvalidArgument.
+  // destination to nearest even (kernels/shared/half.h); float64 values go to float64, multiplied
+  // in double. A scale that is 1 in the values' precision copies or converts without multiplying
+  // (bit for bit, signalling NaN included). Other pairs are scclInvalidArgument.
   virtual scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
                                      const void* vals, scclDataType_t val_dtype, size_t n,
                                      double scale, void* stream) const = 0;
@@ -169,7 +170,7 @@ class KernelBackend {
                                        size_t end, uint64_t base_bits, unsigned shift, size_t bins,
                                        uint64_t* counts, void* stream) const = 0;
 
-  // --- Count sketch (S2 Reducer; the hash and sign functions are algorithms/count_sketch.h) ---
+  // --- Count sketch (S2 Reducer; hash and sign functions: kernels/shared/count_sketch.h) ---
   // Blocks are [b * block, min((b + 1) * block, count)); a bitmap holds one byte per block and
   // marks block b when bitmap[b] != 0. Sketch kernels take float32 or float64 data (the
   // accumulator types) with a table of the same type.

@@ -9,8 +9,8 @@
 //           donor would drop below min_blk; then adjust k_i, k_{i+1} by the expected selections
 //           of the moved blocks, int(move * sz_blk * k' / count), so later pairs see the move.
 //   Assign  At iteration t rank r takes partition (t % n + r) % n, as MiCRO.
-// The pass itself is partition/exdyna_rebalance.h (shared with the stream-ordered device call).
-// The pass shrinks the largest per-rank count m_t, and with it the padded index all-gather
+// The pass itself is kernels/shared/exdyna_rebalance.h (shared with the stream-ordered device
+// call). The pass shrinks the largest per-rank count m_t, and with it the padded index all-gather
 // (n * m_t indices instead of k'; f(t) = n * m_t / k' in the paper). Bytes on the wire:
 // docs/algorithms/exdyna.md.
 // Where we differ from the reference ExDynaReducer, on purpose:

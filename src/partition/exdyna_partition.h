@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "partition/exdyna_rebalance.h"
+#include "kernels/shared/exdyna_rebalance.h"
 #include "partition/search_space.h"
 
 namespace sccl {
@@ -46,7 +46,8 @@ class ExDynaSearchSpace final : public SearchSpace {
   int64_t firstBlock(size_t p) const { return first_block_[p]; }
   // Blocks moved across partition boundaries by the last observeCounts() (0: balanced).
   int64_t lastBlocksMoved() const { return last_moved_; }
-  // The pass's constants (partition/exdyna_rebalance.h), for the device copy of the partitions.
+  // The pass's constants (kernels/shared/exdyna_rebalance.h), for the device copy of the
+  // partitions.
   const ExDynaRebalanceRule& rebalanceRule() const { return rule_; }
 
  private:

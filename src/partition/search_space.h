@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/cyclic_partition.h"
+#include "kernels/shared/cyclic_partition.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {

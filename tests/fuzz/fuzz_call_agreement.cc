@@ -1,5 +1,5 @@
 // libFuzzer harness: random mismatches between the calls of 2-4 in-process ranks (call agreement,
-// core/call_agreement.h). Each rank makes one collective call that is valid on its own (dense
+// comm/call_agreement.h). Each rank makes one collective call that is valid on its own (dense
 // all-reduce, all-gather, broadcast, barrier, a sparse all-reduce on one of two sparsifiers,
 // an EventGraD step or model average on one of two event communicators), with the operation,
 // count, dtype, reduction, root and object drawn from the input. Then:

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/sparse_config.h"
+#include "sparsifier/sparse_config.h"
 #include "event/event_config.h"
 #include "sparsecoll/sparsecoll.h"
 

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/handle_registry.h"
 #include "sparsecoll/sparsecoll.h"

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
-#include "core/sparsifier.h"
+#include "kernels/shared/half.h"
+#include "sparsifier/sparsifier.h"
 #include "cuda/device_sparsifier_state.h"
 #include "device_buffer.h"
 #include "gpu_gradients.h"

@@ -1,4 +1,4 @@
-// Call agreement on the GPU paths (core/call_agreement.h): the mismatched calls of
+// Call agreement on the GPU paths (comm/call_agreement.h): the mismatched calls of
 // tests/support/agreement_cases.h over NCCL (one rank per GPU; needs two GPUs), and device
 // buffers over the in-process transport (the pinned staging adapter hands the folded agreement
 // to the host transport; several ranks on GPU 0). Every rank must get scclInvalidUsage with the

@@ -14,7 +14,7 @@
 
 #include "core/average.h"
 #include "bit_mismatch.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "bit_mismatch.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "cuda/cuda_kernels.h"
 #include "device_buffer.h"
 #include "kernels/kernels.h"

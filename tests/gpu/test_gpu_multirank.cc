@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "bit_mismatch.h"
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "multirank_runs.h"
 #include "run_comparison.h"
 #include "support/fault_transport.h"

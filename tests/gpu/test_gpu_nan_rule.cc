@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "bit_mismatch.h"
 #include "core/average.h"
 #include "core/dtype.h"

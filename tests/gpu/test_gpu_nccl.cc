@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "bit_mismatch.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "device_buffer.h"
 #include "gpu_ranks.h"
 #include "sccl_build_config.h"

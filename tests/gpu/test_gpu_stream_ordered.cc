@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "device_buffer.h"
 #include "kernels/shared/canonical_nan.h"
 #include "gpu_gradients.h"

@@ -12,7 +12,7 @@
 
 #include "algorithms/sync_free_capacity.h"
 #include "bit_mismatch.h"
-#include "core/sparse_config.h"
+#include "sparsifier/sparse_config.h"
 #include "cuda/cuda_kernels.h"
 #include "device_buffer.h"
 #include "kernels/shared/rank_order_combine.h"

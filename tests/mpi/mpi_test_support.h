@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "support/collective_reference.h"
 #include "transports/mpi/mpi_transport.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "mpi_test_support.h"
 #include "sparsecoll/sparsecoll.h"
 #include "support/event_reference.h"

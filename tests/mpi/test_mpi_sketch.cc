@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
-#include "core/sparsifier.h"
+#include "kernels/shared/count_sketch.h"
+#include "sparsifier/sparsifier.h"
 #include "mpi_test_support.h"
 #include "sparsecoll/sparsecoll.h"
 #include "support/sketch_reference.h"

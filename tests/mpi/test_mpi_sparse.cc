@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "mpi_test_support.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"

@@ -1,4 +1,4 @@
-// Call agreement (core/call_agreement.h): ranks that call different things all get
+// Call agreement (comm/call_agreement.h): ranks that call different things all get
 // scclInvalidUsage with the same message naming the field, and the communicator stays usable.
 // Every case here crashed, hung or succeeded silently before the agreement (issue 21).
 #include <catch2/catch.hpp>

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "algorithms/call_header.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "support/alloc_counter.h"
 #include "support/fault_transport.h"
 #include "support/local_ranks.h"

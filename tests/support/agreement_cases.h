@@ -1,4 +1,4 @@
-// Mismatched collective calls for the call-agreement tests (core/call_agreement.h), shared by the
+// Mismatched collective calls for the call-agreement tests (comm/call_agreement.h), shared by the
 // in-process (tests/reliability), MPI (tests/mpi) and UCX (tests/ucx) suites: each case says
 // what every rank calls; every rank must get scclInvalidUsage with a message naming the field.
 #pragma once

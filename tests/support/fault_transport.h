@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "transports/transport.h"

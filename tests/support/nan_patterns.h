@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 
 namespace sccl_test {
@@ -58,7 +58,8 @@ inline uint64_t getBits(scclDataType_t dtype, const void* base, size_t i) {
   return bits;
 }
 
-// The bit pattern of a (non-NaN) double rounded to a floating dtype by core/half.h's rules.
+// The bit pattern of a (non-NaN) double rounded to a floating dtype by kernels/shared/half.h's
+// rules.
 inline uint64_t valueBits(scclDataType_t dtype, double value) {
   switch (dtype) {
     case scclFloat16: return sccl::floatToFp16(float(value));

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 
 namespace sccl_test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "support/local_ranks.h"
 
 namespace sccl_test {

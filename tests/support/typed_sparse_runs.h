@@ -16,7 +16,7 @@
 
 #include "core/dtype.h"
 #include "support/sparse_reference.h"
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 #include "partition/search_space.h"
 #include "support/local_ranks.h"
 #include "support/typed_values.h"

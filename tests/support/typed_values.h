@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 
 namespace sccl_test {
 

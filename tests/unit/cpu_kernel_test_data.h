@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -67,7 +67,8 @@ inline double sampleValue(uint64_t seed, size_t i, bool with_infinities) {
   return ((r & 2048) ? -1.0 : 1.0) * -std::log(u);
 }
 
-// Stores v rounded to the dtype (to nearest even, as core/half.h does for the 16-bit types).
+// Stores v rounded to the dtype (to nearest even, as kernels/shared/half.h does for the 16-bit
+// types).
 inline void storeValue(scclDataType_t dtype, unsigned char* at, double v) {
   if (dtype == scclFloat64) {
     std::memcpy(at, &v, 8);

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "transports/reduce_ops.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"

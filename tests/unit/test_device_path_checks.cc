@@ -1,6 +1,6 @@
-// The entry checks of the device paths (scclSparseAllreduce: core/sparsifier_device.h; the dense
-// collectives: core/device_collectives.h), which run before anything touches a buffer, so they
-// are testable without a GPU: a reduction without a device path (dense), a residual already in
+// The entry checks of the device paths (scclSparseAllreduce: sparsifier/sparsifier_device.h; the
+// dense collectives: core/device_collectives.h), which run before anything touches a buffer, so
+// they are testable without a GPU: a reduction without a device path (dense), a residual already in
 // host memory and a stream-ordered call over a transport without stream collectives are
 // scclInvalidUsage naming what is missing; the communicator stays usable afterwards. Device
 // buffers over a host transport go through pinned staging (its logic: test_pinned_staging_
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/device_collectives.h"
-#include "core/sparsifier.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_device.h"
 #include "sccl_build_config.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"

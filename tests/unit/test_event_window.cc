@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "support/local_ranks.h"
 #include "support/sanitizer_build.h"
 #include "transports/slot_window.h"

@@ -1,7 +1,7 @@
 // The NaN rule of the CPU kernels (docs/kernels.md, "NaN payloads"): an arithmetic result that is
 // NaN is written as the canonical quiet NaN of its format, whatever payloads and signs its
-// operands carry; a value that is only moved or converted keeps what core/half.h makes of it.
-// The CUDA backend writes the same patterns, so GPU results compare bit for bit with these
+// operands carry; a value that is only moved or converted keeps what kernels/shared/half.h makes of
+// it. The CUDA backend writes the same patterns, so GPU results compare bit for bit with these
 // (tests/gpu/test_gpu_kernels.cc). Inputs carry payload, negative and signalling NaNs
 // (support/nan_patterns.h) next to finite values, at sizes that put them in the vector bodies and
 // the scalar tails of every instruction set, and every check is on bits.
@@ -12,9 +12,9 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "core/dtype.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/kernels.h"
 #include "support/nan_patterns.h"
 #include "unit/cpu_kernel_test_data.h"
@@ -93,7 +93,8 @@ TEST_CASE("nan rule: accumulate writes the canonical NaN on every ISA, body and 
 TEST_CASE("nan rule: accumulate without a residual moves the gradient's NaN bits",
           "[nan_rule][accumulate][isa]") {
   // No addition, so no arithmetic result: float32/float64 NaNs are copied as they are (payload,
-  // sign, signalling bit), 16-bit ones widened by core/half.h (F16C's quieting for float16).
+  // sign, signalling bit), 16-bit ones widened by kernels/shared/half.h (F16C's quieting for
+  // float16).
   KernelSettingsGuard guard;
   for (Pair pair : kPairs) {
     const size_t n = 45;
@@ -144,7 +145,7 @@ TEST_CASE("nan rule: scaled scatterValues writes the canonical NaN, a unit scale
           uint64_t bits = valueBits(dst_dtype, double(value) * scale);
           if (std::isnan(value)) {
             // Scaled: arithmetic, canonical. Unit scale: a copy (same type) keeps every bit, a
-            // narrowing is core/half.h's conversion of the value as it is.
+            // narrowing is kernels/shared/half.h's conversion of the value as it is.
             bits = scale != 1.0               ? canonicalNaNBits(dst_dtype)
                    : dst_dtype == val_dtype   ? v
                    : dst_dtype == scclFloat16 ? sccl::floatToFp16(sccl::bitsToFloat(uint32_t(v)))

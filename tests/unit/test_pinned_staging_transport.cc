@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "support/local_ranks.h"
 #include "transports/staging/pinned_staging_transport.h"

@@ -1,6 +1,6 @@
-// The host/device helpers of src/kernels/shared/ and core/half.h, compiled here by g++, checked
-// over every 16-bit pattern: a GPU is never needed to find a wrong mask or conversion (the first
-// GPU run found magnitudeBits<uint16_t> keeping the sign bit, which no CPU test exercised).
+// The host/device helpers of src/kernels/shared/ and kernels/shared/half.h, compiled here by g++,
+// checked over every 16-bit pattern: a GPU is never needed to find a wrong mask or conversion (the
+// first GPU run found magnitudeBits<uint16_t> keeping the sign bit, which no CPU test exercised).
 // Each check compares against a reference computed another way (in double, from the value), and
 // reports the first failing pattern only.
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/magnitude_bits.h"
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "support/sketch_reference.h"
 #include "support/sparse_runs.h"
 #include "support/typed_sparse_runs.h"

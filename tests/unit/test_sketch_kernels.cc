@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/kernels.h"
 #include "sparsecoll/sparsecoll.h"

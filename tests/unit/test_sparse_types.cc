@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "partition/search_space.h"
 #include "support/sparse_reference.h"
 #include "support/sparse_runs.h"

@@ -1,8 +1,8 @@
 // What the stream-ordered sync_free call (config streamOrdered; cuda/
 // device_sparse_allreduce_stream_ordered.cc) shares with the host and can be tested without a GPU:
-// the slot-header checks its kernel runs (algorithms/sync_free_slot_check.h, the host reduction's
-// own function), the encoding of its sticky fault word, the config key and the configs it
-// accepts, scclSparsifierGetAsyncError on host sparsifiers, and that the flag does not change a
+// the slot-header checks its kernel runs (kernels/shared/sync_free_slot_check.h, the host
+// reduction's own function), the encoding of its sticky fault word, the config key and the configs
+// it accepts, scclSparsifierGetAsyncError on host sparsifiers, and that the flag does not change a
 // host run. The device path itself is tests/gpu/test_gpu_stream_ordered.cc.
 #include <catch2/catch.hpp>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/sync_free_async_fault.h"
-#include "algorithms/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_async_fault.h"
+#include "kernels/shared/sync_free_slot_check.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"
 

@@ -23,7 +23,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/simd.h"

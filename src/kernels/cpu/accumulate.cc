@@ -19,8 +19,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "kernels/cpu/accumulate_simd.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/simd.h"
@@ -38,7 +38,8 @@ using accumulate_simd::loadGradAvx512;
 template <AccumulateKind kKind>
 using AccValue = std::conditional_t<kKind == AccumulateKind::F64F64, double, float>;
 
-// The scalar widening quiets a signalling NaN as F16C does (core/half.h, shared with CUDA).
+// The scalar widening quiets a signalling NaN as F16C does (kernels/shared/half.h, shared with
+// CUDA).
 inline float widenFp16Quiet(uint16_t h) {
   return fp16ToFloatQuiet(h);
 }

@@ -7,7 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/shared/canonical_nan.h"

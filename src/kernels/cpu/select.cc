@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/select.h"
 #include "kernels/shared/magnitude_bits.h"

@@ -1,6 +1,6 @@
 // The count-sketch kernels of the S2 Reducer on the CPU: block norms, non-zero block bitmap,
 // encode (scatter-add into the rows x width table), decode (gather + median over rows) and the
-// residual update of marked blocks. Hashes and signs: algorithms/count_sketch.h.
+// residual update of marked blocks. Hashes and signs: kernels/shared/count_sketch.h.
 //
 // Every computed value that is NaN (a bucket sum, a block norm, a decoded estimate, an updated
 // residual) is written as the canonical NaN (kernels/shared/canonical_nan.h), as the CUDA kernels
@@ -13,7 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/shared/canonical_nan.h"

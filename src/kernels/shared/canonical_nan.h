@@ -1,13 +1,13 @@
 // The NaN rule of every backend: an arithmetic result that is NaN is written as the canonical
 // quiet NaN of its format; values that are only moved (gather, scatter, select, copies, the slot
-// exchange) keep their bits, and conversions are those of core/half.h.
+// exchange) keep their bits, and conversions are those of kernels/shared/half.h.
 //
 // Why: IEEE 754 leaves the payload of a NaN result open. x86 returns the first NaN operand
 // (quieted), or 0xffc00000 for an invalid operation such as inf - inf; CUDA returns 0x7fffffff
 // for every NaN result. The library promises results bitwise the CPU's, so both backends write
 // one pattern: std::numeric_limits<T>::quiet_NaN(), the pattern the non-finite policy already
 // fills with (algorithms/call_header.cc) and RISC-V's canonical NaN. A canonical float32 NaN
-// narrows to the canonical 16-bit one through core/half.h (floatToFp16 -> 0x7e00,
+// narrows to the canonical 16-bit one through kernels/shared/half.h (floatToFp16 -> 0x7e00,
 // floatToBf16 -> 0x7fc0), so 16-bit results computed in float32 follow the rule too.
 //
 // One definition compiled by g++ (CPU kernels, transports, core/average.cc) and nvcc

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/half.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/host_device.h"
 #include "sparsecoll/sparsecoll.h"
 

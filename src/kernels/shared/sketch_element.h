@@ -1,13 +1,13 @@
 // The per-element and per-block logic of the count-sketch kernels, shared by the CPU kernels
 // (kernels/cpu/sketch.cc) and the CUDA kernels (cuda/kernels/sketch.cu): block bounds, the
-// median over rows and the decode of one element. Hashes and signs: algorithms/count_sketch.h.
+// median over rows and the decode of one element. Hashes and signs: kernels/shared/count_sketch.h.
 // Both backends call these same functions, so a decode is bitwise identical on both.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/count_sketch.h"
+#include "kernels/shared/count_sketch.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/host_device.h"
 

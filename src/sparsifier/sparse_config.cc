@@ -1,4 +1,4 @@
-#include "core/sparse_config.h"
+#include "sparsifier/sparse_config.h"
 
 #include <algorithm>
 #include <cmath>

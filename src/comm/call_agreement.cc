@@ -1,4 +1,4 @@
-#include "core/call_agreement.h"
+#include "comm/call_agreement.h"
 
 #include <algorithm>
 #include <cinttypes>

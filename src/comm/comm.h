@@ -29,7 +29,7 @@ struct scclComm {
   // first. Null while unused and when `transport` carries device memory itself (NCCL).
   std::unique_ptr<sccl::Transport> device_transport;
 
-  // The number of the next collective call, agreed by every rank (core/call_agreement.h).
+  // The number of the next collective call, agreed by every rank (comm/call_agreement.h).
   uint64_t call_sequence = 0;
 
   // scclSuccess while healthy; the first error that broke the communicator otherwise.

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/json_flag.h"
 #include "core/registry_names.h"
-#include "core/sparse_config.h"
+#include "sparsifier/sparse_config.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 

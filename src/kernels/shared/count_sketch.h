@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/half.h"  // SCCL_HOST_DEVICE
+#include "kernels/shared/half.h"  // SCCL_HOST_DEVICE
 
 namespace sccl {
 

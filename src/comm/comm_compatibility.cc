@@ -1,4 +1,4 @@
-#include "core/comm_compatibility.h"
+#include "comm/comm_compatibility.h"
 
 #include <unistd.h>
 

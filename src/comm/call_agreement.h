@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "transports/call_record.h"
 #include "transports/transport.h"

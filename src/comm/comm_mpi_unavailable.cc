@@ -1,6 +1,6 @@
 // scclCommInitMpi in a build without MPI: a clear refusal (the symbol stays, so the ABI is the
 // same with and without MPI).
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 
 namespace sccl {

@@ -1,11 +1,11 @@
 // Communicator creation and destruction.
-#include "core/comm.h"
+#include "comm/comm.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "core/comm_compatibility.h"
+#include "comm/comm_compatibility.h"
 #include "core/config_header.h"
 #include "core/error.h"
 #include "core/handle_registry.h"

@@ -9,8 +9,8 @@
 
 #include "algorithms/algorithm.h"
 #include "core/aligned_buffer.h"
-#include "core/sparse_config.h"
-#include "core/sparsifier_device.h"
+#include "sparsifier/sparse_config.h"
+#include "sparsifier/sparsifier_device.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"
@@ -27,7 +27,7 @@ struct scclSparsifier {
   scclDataType_t acc_dtype = scclFloat32;  // residual type: float32, or float64 for float64
   sccl::ResolvedSparseConfig config;
   uint64_t k_target = 1;
-  // What the ranks agree on at every call (core/call_agreement.h): the identity every rank gives
+  // What the ranks agree on at every call (comm/call_agreement.h): the identity every rank gives
   // this sparsifier (1 + the number of its creation call on the communicator, the same on every
   // rank) and the fingerprint of its count, dtype and config.
   uint64_t identity = 0;
@@ -44,7 +44,7 @@ struct scclSparsifier {
   sccl::AlignedBuffer residual;
   sccl::AlignedBuffer acc;
   // The residual and buffers in GPU memory once the sparsifier has run on device buffers
-  // (core/sparsifier_device.h); the host residual is then unused. Reset frees it.
+  // (sparsifier/sparsifier_device.h); the host residual is then unused. Reset frees it.
   std::unique_ptr<sccl::DeviceSparsifierState, sccl::DeviceSparsifierStateDeleter> device;
 
   uint64_t iteration = 0;
@@ -68,7 +68,8 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
                               const scclSparseConfig_t& config, scclSparsifier** out);
 void sparsifierDestroy(scclSparsifier* sp);
 scclResult_t sparsifierReset(scclSparsifier* sp);
-// on_device: sendbuf and recvbuf are GPU memory (core/sparsifier_device.h), ordered on stream.
+// on_device: sendbuf and recvbuf are GPU memory (sparsifier/sparsifier_device.h), ordered on
+// stream.
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device = false, void* stream = nullptr);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);

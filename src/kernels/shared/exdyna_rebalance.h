@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "kernels/shared/host_device.h"
-#include "partition/cyclic_partition.h"
+#include "kernels/shared/cyclic_partition.h"
 
 namespace sccl {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/params.h"
 #include "transports/bootstrap/bootstrap.h"

@@ -1,11 +1,11 @@
-#include "core/sparsifier.h"
+#include "sparsifier/sparsifier.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
-#include "core/call_agreement.h"
-#include "core/comm.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
