@@ -11,9 +11,10 @@
 //   ef_floor  res[i] = res[i] + g[i]; out[i] = 0 in one fused pass: the four streams above.
 //   fused     the library's pass of a MiCRO/ExDyna call (KernelBackend::accumulateSelect, the CPU
 //             kernels): acc = residual + gradient into a second vector (the residual is double-
-//             buffered), the output zeroed, and this rank's partition (1/ranks of the vector)
+//             buffered) and this rank's partition (1/ranks of the vector)
 //             counted into the density correction's 512 bins and selected above the window's
-//             floor (about 3 % of the partition qualifies), on SCCL_CPU_THREADS threads per rank.
+//             floor (about 3 % of the partition qualifies), then the output written
+//             (writeDense; zeros here), on SCCL_CPU_THREADS threads per rank: a call's passes.
 // The time of a round is the slowest rank's; the table reports the median over -n rounds
 // (interleaved, so both rows see the same load), GB/s over all ranks, and ef_floor / read: the
 // factor by which the bound undercounts the data path's unavoidable traffic.
@@ -106,7 +107,6 @@ void fusedPass(RankArrays& a, size_t count, int rank, int nranks) {
   args.grad = a.grad.get();
   args.count = count;
   args.nonfinite = &nonfinite;
-  args.out = a.out.get();
   args.begin = begin;
   args.end = end;
   args.floor = floor_value;
@@ -122,6 +122,12 @@ void fusedPass(RankArrays& a, size_t count, int rank, int nranks) {
       ncandidates > a.idx.size() || ncandidates == 0) {
     std::fprintf(stderr, "memory_floor_perf: the fused pass failed (%zu candidates)\n",
                  ncandidates);
+    std::exit(1);
+  }
+  // The output, written once after the exchange (zeros here: no entries).
+  if (sccl::cpuKernels().writeDense(a.out.get(), scclFloat32, count, nullptr, nullptr,
+                                    scclFloat32, 0, 1.0, nullptr) != scclSuccess) {
+    std::fprintf(stderr, "memory_floor_perf: writeDense failed\n");
     std::exit(1);
   }
 }

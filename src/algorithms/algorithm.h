@@ -32,9 +32,6 @@ struct SparseCall {
   // already accumulated and nonfinite_local set.
   const void* residual = nullptr;
   uint64_t* nonfinite_word = nullptr;
-  // Set by a reduction whose accumulating pass already zeroed recvbuf (only its k' entries are
-  // left to write).
-  bool output_zeroed = false;
   // Where acc lives: null kernels and device on host buffers (the CPU kernels read the host
   // arrays); on device buffers the CUDA backend, the caller's stream and the device staging of
   // the index and value arrays (kernels/device_staging.h).

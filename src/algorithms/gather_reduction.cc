@@ -16,9 +16,8 @@
 //  3. indices: a sole selector (CLT-k's leader) broadcasts its k indices; otherwise all-gather
 //     the index lists padded to max k_i. Peer indices are range-checked before use.
 //  4. gather acc at the k' global indices, all-reduce those float32 (float64) values.
-//  5. recvbuf = zeros + scatter (divided by n for scclAvg): zeroed by step 0's pass (policy
-//     propagate; else zeroed and scattered in one write, writeDense), the k' values scattered;
-//     residual =
+//  5. recvbuf = zeros + scatter (divided by n for scclAvg), written once (writeDense) and only
+//     now, after every peer's data passed its checks; residual =
 //     acc zeroed at all k' indices as step 4 reads them, including those other ranks chose,
 //     since this rank's values there were sent too.
 //  6. estimator and search space observe (k', k_i): identical on every rank.
@@ -118,13 +117,8 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
                    ? call.device->divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks)
                    : divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks));
   }
-  if (call.output_zeroed) {
-    SCCL_CHECK(kernels.scatterValues(call.recvbuf, sp.dtype, idx, values, sp.acc_dtype, k, 1.0,
-                                     call.stream));
-  } else {
-    SCCL_CHECK(kernels.writeDense(call.recvbuf, sp.dtype, sp.count, idx, values, sp.acc_dtype, k,
-                                  1.0, call.stream));
-  }
+  SCCL_CHECK(kernels.writeDense(call.recvbuf, sp.dtype, sp.count, idx, values, sp.acc_dtype, k,
+                                1.0, call.stream));
   call.residual_updated = true;
   return scclSuccess;
 }

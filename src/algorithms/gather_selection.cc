@@ -147,14 +147,9 @@ scclResult_t runPass(SparseCall& call, AccumulateSelectArgs& a) {
   a.grad = call.sendbuf;
   a.grad_dtype = sp.dtype;
   a.count = sp.count;
-  // The output is zeros but k' entries: zeroed in this pass (its fourth stream) unless the
-  // non-finite policy promises an untouched recvbuf when a rank's gradient is not finite, which
-  // is known only after the header exchange.
-  if (sp.config.non_finite == scclNonFinitePropagate) {
-    a.out = call.recvbuf;
-    a.out_dtype = sp.dtype;
-    call.output_zeroed = true;
-  }
+  // The output is not zeroed in this pass (AccumulateSelectArgs::out): recvbuf stays untouched
+  // until the peers' headers and indices have passed their checks (docs/reliability.md), and
+  // writeDense then writes it once.
   if (call.device == nullptr) {
     a.nonfinite = &call.nonfinite_local;
     return kernels.accumulateSelect(a, call.stream);

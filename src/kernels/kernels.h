@@ -52,8 +52,8 @@ struct AccumulateSelectArgs {
   uint64_t* nonfinite = nullptr;
   // The dense output (optional): out[0, count) = 0 in out_dtype's width, each block written after
   // its gradient was read, so out may equal grad (an in-place call); fillZero(out) after the pass
-  // gives the same bits. The output of a sparse all-reduce is zeros but k' entries: zeroing it
-  // in this pass leaves only the k' entries to write after the exchange.
+  // gives the same bits. (The sparse all-reduce does not use it: it leaves recvbuf untouched
+  // until every peer's data has passed its checks, then writes it once with writeDense.)
   void* out = nullptr;
   scclDataType_t out_dtype = scclFloat32;
   // Selection range [begin, end) of acc (empty: the pass only accumulates).
