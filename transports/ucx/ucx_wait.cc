@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -295,20 +296,32 @@ void UcxTransport::sendFailureNotices(scclResult_t reason) {
   notices_sent_ = true;
   const uint32_t* payload = &kNoticePayloads[reason == scclSuccess ? 0 : static_cast<int>(reason)];
   const uint64_t tag = (kKindNotice << 62) | (static_cast<uint64_t>(rank_) << kSourceShift);
+  std::vector<void*> in_flight;
   for (size_t r = 0; r < peers_.size(); ++r) {
     if (static_cast<int>(r) == rank_ || peers_[r].ep == nullptr) continue;
     ucp_request_param_t param{};
-    // Best effort and never waited for: a notice that cannot leave leaves that peer to its own
-    // deadline.
+    // Best effort: a notice that cannot leave leaves that peer to its own deadline.
     ucs_status_ptr_t status =
         ucp_tag_send_nbx(peers_[r].ep, payload, sizeof(*payload), tag, &param);
-    if (status != nullptr && !UCS_PTR_IS_ERR(status)) ucp_request_free(status);
+    if (status != nullptr && !UCS_PTR_IS_ERR(status)) in_flight.push_back(status);
   }
-  // Give the notices a moment to leave; the caller may destroy the transport right away.
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-  while (std::chrono::steady_clock::now() < until) {
+  // The caller may destroy the transport (or the process may exit) right after, so progress
+  // until every notice has left, for at most a second: a fixed 20 ms was not enough for 7
+  // notices over TCP with 8 ranks on 2 busy cores (a peer then waited for its 20 s deadline).
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  while (!in_flight.empty() && std::chrono::steady_clock::now() < until) {
     if (ucp_worker_progress(worker_) == 0) sched_yield();
+    for (size_t i = 0; i < in_flight.size();) {
+      if (ucp_request_check_status(in_flight[i]) != UCS_INPROGRESS) {
+        ucp_request_free(in_flight[i]);
+        in_flight[i] = in_flight.back();
+        in_flight.pop_back();
+      } else {
+        ++i;
+      }
+    }
   }
+  for (void* request : in_flight) ucp_request_free(request);  // released when it completes
 }
 
 // ---- point-to-point --------------------------------------------------------------------------
