@@ -16,6 +16,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/streaming_zero.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace sccl::cpu {
@@ -67,6 +69,9 @@ scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const
     SCCL_CHECK(fillZero(dst, count * width));
     return scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale);
   }
+  // Streaming stores write the zeros without reading the lines first; the entries scattered
+  // after them then miss the cache, which costs less than reading every line (k' << count).
+  const bool streaming = activeCpuIsa() != CpuIsa::Scalar;
   const size_t nparts = kernelPartCount(count, kMinPartElements);
   const size_t blocks = (count + kBlockElements - 1) / kBlockElements;
   std::vector<scclResult_t> results(nparts, scclSuccess);
@@ -81,7 +86,12 @@ scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const
     unsigned char* out = static_cast<unsigned char*>(dst);
     for (size_t b = first; b < last; ++b) {
       const size_t begin = b * kBlockElements, end = std::min(count, begin + kBlockElements);
-      std::memset(out + begin * width, 0, (end - begin) * width);
+      if (streaming) {
+        zeroStreaming(out + begin * width, out + end * width);
+        _mm_sfence();  // ordered before this block's entries are scattered
+      } else {
+        std::memset(out + begin * width, 0, (end - begin) * width);
+      }
       for (size_t r = 0; r < runs.size(); ++r) {
         size_t j = cursor[r];
         while (j < runs[r].end && idx[j] < static_cast<int64_t>(end)) ++j;
