@@ -105,7 +105,7 @@ void zeroOutput(const FusedPlan& plan, size_t begin, size_t end) {
   if (plan.isa == CpuIsa::Scalar) {
     std::memset(out + begin * width, 0, (end - begin) * width);
   } else {
-    zeroStreaming(out + begin * width, out + end * width);
+    zeroStreamingFor(plan.isa, out + begin * width, out + end * width);
   }
 }
 

@@ -71,7 +71,8 @@ scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const
   }
   // Streaming stores write the zeros without reading the lines first; the entries scattered
   // after them then miss the cache, which costs less than reading every line (k' << count).
-  const bool streaming = activeCpuIsa() != CpuIsa::Scalar;
+  const CpuIsa isa = activeCpuIsa();
+  const bool streaming = isa != CpuIsa::Scalar;
   const size_t nparts = kernelPartCount(count, kMinPartElements);
   const size_t blocks = (count + kBlockElements - 1) / kBlockElements;
   std::vector<scclResult_t> results(nparts, scclSuccess);
@@ -87,7 +88,7 @@ scclResult_t writeDense(void* dst, scclDataType_t dst_dtype, size_t count, const
     for (size_t b = first; b < last; ++b) {
       const size_t begin = b * kBlockElements, end = std::min(count, begin + kBlockElements);
       if (streaming) {
-        zeroStreaming(out + begin * width, out + end * width);
+        zeroStreamingFor(isa, out + begin * width, out + end * width);
         _mm_sfence();  // ordered before this block's entries are scattered
       } else {
         std::memset(out + begin * width, 0, (end - begin) * width);
