@@ -40,7 +40,7 @@ const std::vector<ReductionEntry>& reductionRegistry() {
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
        runSketchReduction, prepareSketchReduction, false},
       {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
-       runSyncFreeReduction, prepareSyncFreeReduction, false},
+       runSyncFreeReduction, prepareSyncFreeReduction, true},
   };
   return reductions;
 }

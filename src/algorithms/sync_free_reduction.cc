@@ -4,7 +4,9 @@
 //
 // Presets micro_sync_free and exdyna_sync_free (MiCRO / ExDyna partitions, threshold scaling).
 // capacity = max(1, ceil(k/n (1 + slack))), slack = maxDensitySlack (0.25 when that is < 0).
-// Steps of one call on rank r at iteration t (acc = residual + gradient is already computed):
+// Steps of one call on rank r at iteration t:
+//  0. acc = residual + gradient, in the pass that also selects when the threshold is known
+//     before the data (KernelBackend::accumulateSelect).
 //  1. range = search space's range for (r, t); threshold from the estimator; select |acc| >=
 //     threshold in the range (exact top-k trims ties by index), then keep at most `capacity`
 //     entries, the largest (ties at the cut-off: lowest indices).
@@ -51,20 +53,48 @@ uint64_t capacityOf(const scclSparsifier& sp) {
   return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
 }
 
-// Step 1: the selection into slot + kSlotHeaderWords (at most `capacity` entries).
+// Steps 0 and 1: acc = residual + gradient, and the selection into slot + kSlotHeaderWords (at
+// most `capacity` entries). With a threshold known before the data (the presets' scaling, or
+// fixed) one pass accumulates and selects (KernelBackend::accumulateSelect); else the pass
+// accumulates and the estimator then reads the range.
 scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity, size_t* selected) {
   scclSparsifier& sp = *call.sp;
   const KernelBackend& kernels = cpuKernels();
   const ThresholdQuery query = selectionQuery(call, range);
-  SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+  const bool early = range.size() > 0 && sp.estimator->thresholdBeforeData();
+  if (early) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
   // Every qualifying index is needed to keep the largest; the selection reports the exact count
   // when the buffer is short, so one retry suffices.
   std::vector<int64_t>& found = sp.global_indices;
   size_t want = std::min<size_t>(range.size(), std::max<size_t>(4096, 2 * capacity));
   if (found.size() < want) found.resize(want);
   size_t n = 0;
-  SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
-                                 found.data(), nullptr, found.size(), &n, nullptr));
+  AccumulateSelectArgs pass;
+  pass.acc = call.acc;
+  pass.residual = call.residual;
+  pass.acc_dtype = sp.acc_dtype;
+  pass.grad = call.sendbuf;
+  pass.grad_dtype = sp.dtype;
+  pass.count = sp.count;
+  pass.nonfinite = &call.nonfinite_local;
+  if (early) {
+    pass.begin = range.begin;
+    pass.end = range.end;
+    pass.floor = call.threshold;
+    pass.idx = found.data();
+    pass.capacity = found.size();
+    pass.ncandidates = &n;
+  }
+  SCCL_CHECK(kernels.accumulateSelect(pass, nullptr));
+  if (range.size() == 0) {
+    *selected = 0;
+    return scclSuccess;
+  }
+  if (!early) {
+    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+                                   found.data(), nullptr, found.size(), &n, nullptr));
+  }
   if (n > found.size()) {
     found.resize(n);
     SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
@@ -204,7 +234,7 @@ scclResult_t runSyncFreeReduction(SparseCall& call) {
   IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   call.threshold = sp.estimator->currentThreshold();
   size_t selected = 0;
-  if (range.size() > 0) SCCL_CHECK(selectCapped(call, range, capacity, &selected));
+  SCCL_CHECK(selectCapped(call, range, capacity, &selected));  // accumulates, selects if any range
   call.k_local = selected;
   int64_t* mine = sp.local_indices.data();
   mine[0] = int64_t(selected);
