@@ -17,9 +17,13 @@
 //     spacing of patterns inside an octave: bin widths are 1/B of an octave's span.
 //  2. Count |acc| of this rank's exclusive range into the bins and all-reduce the 2 W B + 1 uint64
 //     counts (sum: exact, identical everywhere). The count is made by the pass that accumulates
-//     the gradient (KernelBackend::accumulateSelect, histogram of absBitHistogram's definition),
-//     which also keeps every entry at or above edge 0 as a candidate, so step 3's threshold
-//     selects from the candidates without reading the range again.
+//     the gradient (KernelBackend::accumulateSelect, histogram of absBitHistogram's definition)
+//     from the floor edge up (a quarter octave below delta), and that pass keeps every entry
+//     there as a candidate, so step 3's threshold selects from the candidates without reading
+//     the range again. When all ranks together hold fewer than k entries from the floor edge up,
+//     the edge nearest k may lie lower: every rank then counts the whole window over its range
+//     and the counts are all-reduced once more (the result is the same as counting it all at
+//     first; it costs a pass and an all-reduce on such calls).
 //  3. C(j) = entries of all ranks at or above edge j. Pick the edge whose C(j) is nearest k;
 //     among edges with the same C (empty bins) the one nearest delta, so the threshold does not
 //     wander. The edge read back as a value is the threshold: selectAbove at it selects exactly
@@ -28,12 +32,12 @@
 //     k' as usual: if k lay outside the window, the scaling rule moves delta on toward it.
 // Cost: no pass of its own on the CPU (the fused pass bins the candidates only; a separate
 // histogram pass cost 4x its memory time at 26M float32, binning being compute-bound), the
-// candidates' staging (12 bytes each: ~10x k at density 0.01 on a Laplace tail, ~30x at 0.001),
-// and one all-reduce of 8 (2 W B + 1) bytes (4104 bytes with the defaults W = 1, B = 256); bytes on the wire
-// 2 (n-1)/n 8 (2 W B + 1) each way. Accuracy: k' differs from k by at most half the global count
-// of the bin at the target, about k ln(1/density) ln(2)/B / 2 for an exponential tail (0.6 % of k
-// at density 0.01 with B = 256) as long as the target lies inside the window.
-// Not in the papers or their code: this is sparsecoll's; "none" gives the papers' behaviour.
+// candidates' staging (12 bytes each: about 2x k at density 0.01 on a Laplace tail, 3x at 0.001),
+// and one all-reduce of 8 (2 W B + 1) bytes (4104 bytes with the defaults W = 1, B = 256); bytes on
+// the wire 2 (n-1)/n 8 (2 W B + 1) each way. Accuracy: k' differs from k by at most half the global
+// count of the bin at the target, about k ln(1/density) ln(2)/B / 2 for an exponential tail (0.6 %
+// of k at density 0.01 with B = 256) as long as the target lies inside the window. Not in the
+// papers or their code: this is sparsecoll's; "none" gives the papers' behaviour.
 #include "algorithms/density_correction.h"
 
 #include <algorithm>
@@ -62,7 +66,8 @@ double edgeValue(uint64_t bits, scclDataType_t acc_dtype) {
   return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
 }
 
-CorrectionWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave, int octaves) {
+CorrectionWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave,
+                              int octaves) {
   const unsigned mantissa_bits = acc_dtype == scclFloat64 ? 52 : 23;
   const uint64_t infinity_bits =
       acc_dtype == scclFloat64 ? 0x7ff0000000000000ull : uint64_t{0x7f800000};
@@ -105,23 +110,37 @@ size_t chooseEdge(const std::vector<uint64_t>& counts, size_t bins, uint64_t k, 
 }  // namespace
 
 CorrectionWindow correctionWindow(const scclSparsifier& sp) {
-  return windowAround(sp.estimator->currentThreshold(), sp.acc_dtype,
-                      sp.config.correction_bins_per_octave, sp.config.correction_octaves);
+  const double delta = sp.estimator->currentThreshold();
+  CorrectionWindow w = windowAround(delta, sp.acc_dtype, sp.config.correction_bins_per_octave,
+                                    sp.config.correction_octaves);
+  // A quarter octave below delta (2^-1/4), on a bin edge: at most delta's own edge (the centre),
+  // which the choice of step 3 relies on.
+  const uint64_t floor_bits = magnitudeBits(delta * 0.8408964152537145, sp.acc_dtype);
+  w.floor_edge = floor_bits <= w.base ? 0 : size_t((floor_bits - w.base) >> w.shift);
+  if (w.floor_edge >= w.bins) w.floor_edge = 0;  // a window clamped at +inf: count all of it
+  return w;
 }
 
-double windowFloor(const CorrectionWindow& w, scclDataType_t acc_dtype) {
-  return edgeValue(w.base, acc_dtype);
+double windowEdge(const CorrectionWindow& w, size_t edge, scclDataType_t acc_dtype) {
+  return edgeValue(w.base + (uint64_t(edge) << w.shift), acc_dtype);
 }
 
 scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
-                               std::vector<uint64_t>& counts, double* threshold,
-                               uint64_t* predicted_k) {
+                               std::vector<uint64_t>& counts, size_t counted_from,
+                               double* threshold, uint64_t* predicted_k, bool* decided) {
   scclSparsifier& sp = *call.sp;
   const double delta = sp.estimator->currentThreshold();
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
     return t.allReduce(counts.data(), counts.data(), counts.size(), scclUint64, ReduceOp::Sum);
   }));
   countAllReduce(call, counts.size() * sizeof(uint64_t));
+  *decided = false;
+  if (counted_from > 0) {
+    uint64_t from_floor = 0;
+    for (size_t j = counted_from; j <= w.bins; ++j) from_floor += counts[j];
+    if (from_floor < sp.k_target) return scclSuccess;  // the edge may lie lower: count it all
+  }
+  *decided = true;
   const uint64_t centre_bits = magnitudeBits(delta, sp.acc_dtype);
   const size_t centre_edge =
       centre_bits <= w.base ? 0 : std::min<size_t>(w.bins, (centre_bits - w.base) >> w.shift);

@@ -19,21 +19,28 @@ struct CorrectionWindow {
   uint64_t base = 0;   // bit pattern of edge 0
   unsigned shift = 0;  // a bin is 2^shift patterns
   size_t bins = 0;     // window bins; counts[bins] is everything above
+  // The edge at or below a quarter octave under the threshold: the fused pass counts (and keeps
+  // as candidates) only the entries from here up, a few times k instead of the whole lower half
+  // of the window; correctFromCounts falls back to the whole window when that is not enough.
+  size_t floor_edge = 0;
 };
 
 CorrectionWindow correctionWindow(const scclSparsifier& sp);
 
-// Edge 0 read back as a value: a selection at or above it holds every element the window counts,
-// which is what lets the fused pass (KernelBackend::accumulateSelect) count and select at once.
-double windowFloor(const CorrectionWindow& w, scclDataType_t acc_dtype);
+// Edge `edge` of the window as a value.
+double windowEdge(const CorrectionWindow& w, size_t edge, scclDataType_t acc_dtype);
 
 // Collective, steps 2-4: every rank calls it at the same call with its own counts of `w` (bins + 1
-// entries, its exclusive range; zeros for an empty range), which are all-reduced in place. On
-// success *threshold is the corrected threshold, adopted by the estimator, and *predicted_k the
-// number of entries all ranks together hold at or above it (exactly, before any
-// max_density_slack cap).
+// entries, its exclusive range; zeros for an empty range), exact from edge `counted_from` up (the
+// bins below may be short), which are all-reduced in place. When all ranks together hold at
+// least k entries from that edge up, the edge nearest k is at or above it and the same as the
+// whole window would give (the counts below could only add to an error already larger): on
+// success *decided is true, *threshold the corrected threshold, adopted by the estimator, and
+// *predicted_k the number of entries all ranks together hold at or above it (exactly, before
+// any max_density_slack cap). Otherwise *decided is false (the same on every rank) and the
+// caller counts the whole window and calls again with counted_from = 0.
 scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
-                               std::vector<uint64_t>& counts, double* threshold,
-                               uint64_t* predicted_k);
+                               std::vector<uint64_t>& counts, size_t counted_from,
+                               double* threshold, uint64_t* predicted_k, bool* decided);
 
 }  // namespace sccl

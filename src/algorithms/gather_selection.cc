@@ -137,6 +137,22 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
   return scclSuccess;
 }
 
+// The whole window of the correction over this rank's range, into *counts (bins + 1; zeros for
+// a rank that does not select), for the rare call whose threshold lies below the floor edge.
+scclResult_t countWholeWindow(SparseCall& call, IndexRange range, bool selects,
+                              const CorrectionWindow& w, std::vector<uint64_t>* counts) {
+  scclSparsifier& sp = *call.sp;
+  counts->assign(w.bins + 1, 0);
+  if (!selects) return scclSuccess;
+  const size_t bytes = counts->size() * sizeof(uint64_t);
+  void* bins = nullptr;
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kCounts, counts->data(), bytes, false, &bins));
+  SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end,
+                                               w.base, w.shift, w.bins,
+                                               static_cast<uint64_t*>(bins), call.stream));
+  return unstageArray(call.device, counts->data(), bins, bytes);
+}
+
 // The fused pass itself, with the call's vectors; the non-finite count comes to the host.
 scclResult_t runPass(SparseCall& call, AccumulateSelectArgs& a) {
   scclSparsifier& sp = *call.sp;
@@ -191,12 +207,17 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     a.base_bits = window.base;
     a.counts = static_cast<uint64_t*>(bins);
     if (host && selects) {
+      // Counted and kept from the floor edge up (a quarter octave below the threshold): the
+      // kernel's window starts there, so every counted entry is a candidate.
       const size_t element = accElementSize(sp);
       if (sp.candidate_indices.empty()) {
-        sp.candidate_indices.resize(candidateRoom(range, 32 * query.k_target_local));
+        sp.candidate_indices.resize(candidateRoom(range, 8 * query.k_target_local));
       }
       sp.candidate_values.resize(sp.candidate_indices.size() * element);
-      a.floor = windowFloor(window, sp.acc_dtype);
+      a.bins = window.bins - window.floor_edge;
+      a.base_bits = window.base + (uint64_t(window.floor_edge) << window.shift);
+      a.counts = counts.data() + window.floor_edge;
+      a.floor = windowEdge(window, window.floor_edge, sp.acc_dtype);
       a.idx = sp.candidate_indices.data();
       a.val = sp.candidate_values.data();
       a.capacity = sp.candidate_indices.size();
@@ -219,11 +240,22 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   SCCL_CHECK(runPass(call, a));
   call.time_select_us += microsecondsSince(start);
 
+  bool candidates_hold_selection = corrected && host && selects;
   if (corrected) {
-    SCCL_CHECK(
-        unstageArray(call.device, counts.data(), a.counts, counts.size() * sizeof(uint64_t)));
+    if (!host) {
+      SCCL_CHECK(
+          unstageArray(call.device, counts.data(), a.counts, counts.size() * sizeof(uint64_t)));
+    }
     uint64_t predicted_k = 0;
-    SCCL_CHECK(correctFromCounts(call, window, counts, &call.threshold, &predicted_k));
+    bool decided = false;
+    SCCL_CHECK(correctFromCounts(call, window, counts, window.floor_edge, &call.threshold,
+                                 &predicted_k, &decided));
+    if (!decided) {  // fewer than k from the floor edge up, on all ranks together: count it all
+      SCCL_CHECK(countWholeWindow(call, range, selects, window, &counts));
+      SCCL_CHECK(
+          correctFromCounts(call, window, counts, 0, &call.threshold, &predicted_k, &decided));
+      candidates_hold_selection = false;  // the threshold may lie below the candidates' floor
+    }
   }
   *selected = 0;
   if (!selects) return scclSuccess;
@@ -231,7 +263,7 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   start = Clock::now();
   size_t n = 0;
   bool values_ready = false;
-  if (corrected && host && ncandidates <= a.capacity) {
+  if (candidates_hold_selection && ncandidates <= a.capacity) {
     n = sp.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(sp, ncandidates, call.threshold)
                                     : keepAtOrAbove<uint32_t>(sp, ncandidates, call.threshold);
     idx = sp.local_indices.data();
