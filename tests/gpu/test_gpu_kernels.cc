@@ -15,6 +15,7 @@
 #include "kernels/shared/count_sketch.h"
 #include "bit_mismatch.h"
 #include "kernels/shared/half.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "cuda/cuda_kernels.h"
 #include "device_buffer.h"
 #include "kernels/kernels.h"
@@ -244,5 +245,116 @@ TEST_CASE("gpu kth largest and histogram equal the cpu ones and moments agree", 
     CHECK(got_m.sum_abs == Approx(want_m.sum_abs).epsilon(1e-12));
     CHECK(got_m.sum_sq == Approx(want_m.sum_sq).epsilon(1e-12));
     CHECK(got_m.sum_log == Approx(want_m.sum_log).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("gpu fused pass, gatherAndZero and writeDense equal the cpu ones bit for bit",
+          "[gpu][fused]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 70001, begin = 1234, end = 60001;
+  for (scclDataType_t grad_dtype : {scclFloat32, scclFloat16, scclBfloat16, scclFloat64}) {
+    const scclDataType_t acc_dtype = grad_dtype == scclFloat64 ? scclFloat64 : scclFloat32;
+    const size_t acc_width = acc_dtype == scclFloat64 ? 8 : 4;
+    const size_t grad_width = grad_dtype == scclFloat64 ? 8 : grad_dtype == scclFloat32 ? 4 : 2;
+    const std::vector<uint8_t> grad = elements(grad_dtype, n, 15);
+    const std::vector<uint8_t> residual = elements(acc_dtype, n, 16);
+    // The density correction's window around 2.0 (64 bins per octave, one octave each side)
+    // and its floor edge as the candidates' floor.
+    const unsigned mantissa = acc_dtype == scclFloat64 ? 52 : 23;
+    const unsigned shift = mantissa - 6;
+    const size_t bins = 128;
+    const uint64_t centre = sccl::thresholdBits(acc_dtype, 2.0);
+    const uint64_t base = (centre - (uint64_t{1} << mantissa)) >> shift << shift;
+    double floor_value = 0;
+    if (acc_dtype == scclFloat64) {
+      std::memcpy(&floor_value, &base, 8);
+    } else {
+      floor_value = sccl::bitsToFloat(uint32_t(base));
+    }
+    const size_t capacity = end - begin;
+    INFO("grad dtype " << grad_dtype);
+
+    sccl::AccumulateSelectArgs a;
+    a.residual = nullptr;
+    a.acc_dtype = acc_dtype;
+    a.grad_dtype = grad_dtype;
+    a.count = n;
+    a.begin = begin;
+    a.end = end;
+    a.floor = floor_value;
+    a.capacity = capacity;
+    a.base_bits = base;
+    a.shift = shift;
+    a.bins = bins;
+    a.out_dtype = grad_dtype;
+
+    std::vector<uint8_t> want_acc(n * acc_width), want_val(capacity * acc_width),
+        want_out(n * grad_width, 0x5a);
+    std::vector<int64_t> want_idx(capacity);
+    std::vector<uint64_t> want_counts(bins + 1);
+    uint64_t want_bad = 0;
+    size_t want_n = 0;
+    sccl::AccumulateSelectArgs c = a;
+    c.acc = want_acc.data();
+    c.residual = residual.data();
+    c.grad = grad.data();
+    c.nonfinite = &want_bad;
+    c.idx = want_idx.data();
+    c.val = want_val.data();
+    c.ncandidates = &want_n;
+    c.counts = want_counts.data();
+    c.out = want_out.data();
+    REQUIRE(cpu.accumulateSelect(c, nullptr) == scclSuccess);
+
+    DeviceBuffer<uint8_t> g(grad), r(residual), acc(n * acc_width), val(capacity * acc_width),
+        out(std::vector<uint8_t>(n * grad_width, 0x5a));
+    DeviceBuffer<int64_t> idx(capacity);
+    DeviceBuffer<uint64_t> bad(1), counts(bins + 1);
+    size_t got_n = 0;
+    sccl::AccumulateSelectArgs d = a;
+    d.acc = acc.get();
+    d.residual = r.get();
+    d.grad = g.get();
+    d.nonfinite = bad.get();
+    d.idx = idx.get();
+    d.val = val.get();
+    d.ncandidates = &got_n;
+    d.counts = counts.get();
+    d.out = out.get();
+    REQUIRE(gpu().accumulateSelect(d, nullptr) == scclSuccess);
+    CHECK_BITS_OF_WIDTH("accumulateSelect acc", acc_width, want_acc, acc.read());
+    CHECK(bad.read()[0] == want_bad);
+    REQUIRE(got_n == want_n);
+    std::vector<int64_t> got_idx = idx.read();
+    got_idx.resize(std::min(got_n, capacity));
+    want_idx.resize(std::min(want_n, capacity));
+    CHECK(got_idx == want_idx);
+    std::vector<uint8_t> got_val = val.read();
+    got_val.resize(std::min(got_n, capacity) * acc_width);
+    want_val.resize(std::min(want_n, capacity) * acc_width);
+    CHECK_BITS_OF_WIDTH("accumulateSelect values", acc_width, want_val, got_val);
+    CHECK(counts.read() == want_counts);
+    CHECK_BITS_OF_WIDTH("accumulateSelect output", grad_width, want_out, out.read());
+
+    // gatherAndZero and writeDense on the selected indices.
+    DeviceBuffer<int64_t> d_sel(want_idx);
+    std::vector<uint8_t> want_gathered(want_idx.size() * acc_width);
+    REQUIRE(cpu.gatherAndZero(want_acc.data(), acc_dtype, want_idx.data(), want_idx.size(),
+                              want_gathered.data(), nullptr) == scclSuccess);
+    DeviceBuffer<uint8_t> gathered(want_idx.size() * acc_width);
+    REQUIRE(gpu().gatherAndZero(acc.get(), acc_dtype, d_sel.get(), want_idx.size(), gathered.get(),
+                                nullptr) == scclSuccess);
+    CHECK_BITS_OF_WIDTH("gatherAndZero values", acc_width, want_gathered, gathered.read());
+    CHECK_BITS_OF_WIDTH("gatherAndZero residual", acc_width, want_acc, acc.read());
+    for (double scale : {1.0, 0.25}) {
+      std::vector<uint8_t> want_dense(n * grad_width, 0x77);
+      REQUIRE(cpu.writeDense(want_dense.data(), grad_dtype, n, want_idx.data(),
+                             want_gathered.data(), acc_dtype, want_idx.size(), scale,
+                             nullptr) == scclSuccess);
+      DeviceBuffer<uint8_t> dense(std::vector<uint8_t>(n * grad_width, 0x77));
+      REQUIRE(gpu().writeDense(dense.get(), grad_dtype, n, d_sel.get(), gathered.get(), acc_dtype,
+                               want_idx.size(), scale, nullptr) == scclSuccess);
+      CHECK_BITS_OF_WIDTH("writeDense", grad_width, want_dense, dense.read());
+    }
   }
 }
