@@ -239,6 +239,7 @@ void runPart(const FusedPlan& plan, FusedPart& part) {
 void placePart(const AccumulateSelectArgs& a, size_t element_bytes, const FusedPart& part) {
   if (part.offset >= a.capacity) return;
   const size_t n = std::min(part.kept, a.capacity - part.offset);
+  if (n == 0) return;  // the part's staging may never have been allocated (memcpy of null)
   std::memcpy(a.idx + part.offset, part.idx.data(), n * sizeof(int64_t));
   if (a.val != nullptr) {
     std::memcpy(static_cast<unsigned char*>(a.val) + part.offset * element_bytes, part.val.data(),
