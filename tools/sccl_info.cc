@@ -53,6 +53,12 @@ void printTransportsAndBackends() {
   for (const sccl::TransportEntry& entry : sccl::transportRegistry()) {
     std::printf("#   %-8s %s\n", entry.name, entry.description);
   }
+  // The rule of comm/default_transport.h, for this build.
+  std::printf("#   default of scclCommInitRank (no config transport, no SCCL_TRANSPORT): local "
+              "when every rank is a thread of one process; across processes %s\n",
+              SCCL_BUILD_WITH_UCX   ? "ucx (built in)"
+              : SCCL_BUILD_WITH_MPI ? "mpi when every process initialised MPI (no UCX built in)"
+                                    : "none (neither UCX nor MPI built in: local only)");
   std::printf("# kernel backends:\n");
   std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
   std::printf("#   %-12s %s\n", "cuda",

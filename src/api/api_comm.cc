@@ -1,6 +1,7 @@
 // Communicator lifecycle and queries.
 #include "api/api_guard.h"
 #include "comm/comm.h"
+#include "comm/default_transport.h"
 #include "transports/bootstrap/bootstrap.h"
 
 namespace {
@@ -13,7 +14,7 @@ scclResult_t initRank(scclComm_t* comm, int nranks, const scclUniqueId& id, int 
   request.rank = rank;
   request.id = &id;
   request.config = config;
-  request.default_transport = "local";
+  request.default_transport = sccl::kAutoTransport;  // where the ranks are decides
   scclComm* created = nullptr;
   SCCL_CHECK(sccl::commCreate(request, &created));
   *comm = created;

@@ -1,4 +1,6 @@
 // Event communicators (EventGraD).
+#include <cstddef>
+
 #include "api/api_guard.h"
 #include "api/api_validate.h"
 #include "event/event_comm.h"
@@ -100,8 +102,9 @@ SCCL_API scclResult_t scclEventCommGetStats(scclEventComm_t eventComm, scclEvent
   return sccl::guardedCall(__func__, commOf(eventComm), [&] {
     SCCL_CHECK(requireLiveEventComm(eventComm));
     SCCL_REQUIRE_ARG(stats != nullptr, "stats is NULL");
-    SCCL_REQUIRE_ARG(stats->size >= sizeof(size_t) + sizeof(uint64_t),
-                     "stats->size %zu: set it to sizeof(scclEventStats_t)", stats->size);
+    // 0.1.0's struct ends at timeAverageUs.
+    SCCL_CHECK(sccl::requireStatsSize("scclEventStats_t", stats->size,
+                                offsetof(scclEventStats_t, timeAverageUs) + sizeof(double)));
     return sccl::eventCommStats(eventComm, stats);
   });
 }

@@ -1,4 +1,6 @@
 // Sparsifiers and the sparse all-reduce.
+#include <cstddef>
+
 #include "api/api_guard.h"
 #include "api/api_validate.h"
 #include "sparsifier/sparsifier.h"
@@ -101,8 +103,9 @@ SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
   return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
     SCCL_REQUIRE_ARG(stats != nullptr, "stats is NULL");
-    SCCL_REQUIRE_ARG(stats->size >= sizeof(size_t) + sizeof(uint64_t),
-                     "stats->size %zu: set it to sizeof(scclSparseStats_t)", stats->size);
+    // 0.1.0's struct ends at meanAbsDensityError.
+    SCCL_CHECK(sccl::requireStatsSize("scclSparseStats_t", stats->size,
+                                offsetof(scclSparseStats_t, meanAbsDensityError) + sizeof(double)));
     return sccl::sparsifierStats(sparsifier, stats);
   });
 }

@@ -3,6 +3,7 @@
 // touched, so a rejected call has no side effect.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -22,6 +23,21 @@ int enumBits(const Enum& value) {
   int bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
+}
+
+// The `size` a caller set in a statistics struct before a Get*Stats call. The structs grow by
+// appending fields, so the smallest valid size is the first release's struct; a smaller one (an
+// uninitialised struct, typically) used to get a silent partial copy. A larger one, up to a bound
+// no real struct reaches, is a newer header's: it gets the fields this library has, and `size`
+// is set to how many bytes that is.
+inline scclResult_t requireStatsSize(const char* type_name, size_t size,
+                                     size_t first_release_size) {
+  constexpr size_t kLargestPlausibleStatsSize = 4096;
+  SCCL_REQUIRE_ARG(size >= first_release_size && size <= kLargestPlausibleStatsSize,
+                   "stats->size %zu is not a %s's (at least %zu): zero the struct and set size = "
+                   "sizeof(%s) before the call",
+                   size, type_name, first_release_size, type_name);
+  return scclSuccess;
 }
 
 inline scclResult_t requireDataType(const scclDataType_t& dtype) {

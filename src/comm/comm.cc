@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/comm_compatibility.h"
+#include "comm/default_transport.h"
 #include "core/config_header.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
@@ -51,7 +52,7 @@ scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resol
   } else {
     resolved->transport = request.default_transport;
   }
-  if (findTransport(resolved->transport) == nullptr) {
+  if (resolved->transport != kAutoTransport && findTransport(resolved->transport) == nullptr) {
     bool known_elsewhere = resolved->transport == "mpi" || resolved->transport == "ucx" ||
                            resolved->transport == "nccl";
     return fail(known_elsewhere ? scclInvalidUsage : scclInvalidArgument,
@@ -94,7 +95,6 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
                    "rank %d out of range [0, %d)", request.rank, request.nranks);
   ResolvedConfig resolved;
   SCCL_CHECK(resolveConfig(request, &resolved));
-  const TransportEntry* entry = findTransport(resolved.transport);
 
   auto comm = std::make_unique<scclComm>();
   comm->rank = request.rank;
@@ -106,6 +106,16 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   std::vector<RankDescription> ranks;
   SCCL_CHECK(exchangeRankDescriptions(*comm->bootstrap,
                                       describeThisRank(request.rank, resolved.transport), &ranks));
+  std::string transport_name = resolved.transport;
+  if (transport_name == kAutoTransport) {
+    TransportChoice choice;
+    SCCL_CHECK(chooseDefaultTransport(ranks, &choice));
+    SCCL_INFO(LogSubsys::Init, "rank %d/%d: no transport named, chose %s (%s)", request.rank,
+              request.nranks, choice.name.c_str(), choice.reason.c_str());
+    transport_name = choice.name;
+  }
+  const TransportEntry* entry = findTransport(transport_name);
+  if (entry == nullptr) return fail(scclInternalError, "transport '%s' vanished", transport_name.c_str());
   if (entry->single_process) SCCL_CHECK(checkSingleProcess(ranks, entry->name));
 
   TransportSetup setup;

@@ -62,6 +62,10 @@ void commDestroy(scclComm* comm, bool abort);
 // Implemented by the MPI transport; a build without MPI returns scclInvalidUsage.
 scclResult_t commCreateFromMpi(const void* mpi_comm, const scclConfig_t* config, scclComm** out);
 
+// Whether this process has initialised MPI and not yet finalised it (false in a build without
+// MPI): one input of the default transport's choice (comm/default_transport.h).
+bool mpiInitialisedInThisProcess();
+
 // The transport that runs operations on device buffers: the staging adapter when there is one,
 // else the communicator's own (valid after prepareDeviceTransport succeeded).
 inline Transport& deviceTransportOf(scclComm* comm) {

@@ -5,18 +5,12 @@
 #include <cstring>
 #include <random>
 
+#include "comm/comm.h"
 #include "core/error.h"
 #include "sccl_build_config.h"
 
 namespace sccl {
 namespace {
-
-enum BuildFeature : uint32_t {
-  kFeatureMpi = 1u << 0,
-  kFeatureUcx = 1u << 1,
-  kFeatureNccl = 1u << 2,
-  kFeatureCuda = 1u << 3,
-};
 
 uint64_t processNonce() {
   static const uint64_t nonce = [] {
@@ -78,6 +72,7 @@ RankDescription describeThisRank(int rank, const std::string& transport) {
   mine.process_nonce = processNonce();
   mine.pid = static_cast<int32_t>(getpid());
   mine.rank = rank;
+  mine.process_flags = mpiInitialisedInThisProcess() ? kProcessMpiInitialised : 0u;
   std::strncpy(mine.transport, transport.c_str(), sizeof(mine.transport) - 1);
   gethostname(mine.host, sizeof(mine.host) - 1);
   return mine;

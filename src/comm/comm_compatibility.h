@@ -13,6 +13,19 @@
 
 namespace sccl {
 
+// The engines a build contains (RankDescription::build_features).
+enum BuildFeature : uint32_t {
+  kFeatureMpi = 1u << 0,
+  kFeatureUcx = 1u << 1,
+  kFeatureNccl = 1u << 2,
+  kFeatureCuda = 1u << 3,
+};
+
+// Facts about the calling process (RankDescription::process_flags).
+enum ProcessFlag : uint32_t {
+  kProcessMpiInitialised = 1u << 0,  // MPI_Init ran and MPI_Finalize has not
+};
+
 // What one rank tells the others. Fixed-width fields, version first so that even a different
 // layout is reported as a version mismatch.
 struct RankDescription {
@@ -21,7 +34,9 @@ struct RankDescription {
   uint64_t process_nonce;    // random per process: equal values mean the same process
   int32_t pid;
   int32_t rank;
-  char transport[32];  // the transport this rank asked for
+  uint32_t process_flags;  // ProcessFlag bits
+  uint32_t reserved;
+  char transport[32];  // the transport this rank asked for ("auto": the default, comm/default_transport.h)
   char host[64];
 };
 

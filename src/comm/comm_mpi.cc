@@ -1,7 +1,8 @@
 // scclCommInitMpi's work (sccl::commCreateFromMpi): a sparsecoll communicator with the ranks of an
 // MPI communicator. Rank 0 creates the unique id and MPI broadcasts it, so the caller needs no
 // out-of-band channel; then every rank joins through the ordinary commCreate, which hands the MPI
-// communicator to the transport (the MPI transport duplicates it).
+// communicator to the transport (the MPI transport duplicates it). Also whether MPI is
+// initialised here, for the default transport's choice.
 #include <mpi.h>
 
 #include <cstddef>
@@ -84,6 +85,14 @@ scclResult_t commCreateFromMpi(const void* mpi_comm, const scclConfig_t* config,
   request.mpi_comm = &comm;
   request.default_transport = "mpi";
   return commCreate(request, out);
+}
+
+bool mpiInitialisedInThisProcess() {
+  int initialized = 0, finalized = 0;
+  // Both queries may be called before MPI_Init and after MPI_Finalize.
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized != 0 && finalized == 0;
 }
 
 }  // namespace sccl

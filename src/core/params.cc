@@ -12,8 +12,9 @@ SCCL_PARAM_INT(TimeoutMs, "TIMEOUT_MS", 30000,
                "Deadline in ms of every wait of a communicator, 1 .. 2147483647 (config field "
                "timeoutMs wins)")
 SCCL_PARAM_STRING(Transport, "TRANSPORT", "",
-                  "Transport when the config names none: local, mpi, ucx or nccl (empty: mpi for "
-                  "scclCommInitMpi, local otherwise)")
+                  "Transport when the config names none: local, mpi, ucx, nccl or auto (empty: "
+                  "mpi for scclCommInitMpi, auto otherwise: local when every rank is a thread of "
+                  "one process, else ucx when built, else mpi when every process initialised it)")
 SCCL_PARAM_STRING(SocketIfname, "SOCKET_IFNAME", "",
                   "Network interface the bootstrap listens on (empty: loopback)")
 SCCL_PARAM_INT(BootstrapTimeoutMs, "BOOTSTRAP_TIMEOUT_MS", 120000,

@@ -21,3 +21,11 @@ flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs sparsecoll)
 libdir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=libdir sparsecoll)
 cc "$here/consumer/consumer.c" $flags -o "$work/consumer-pkgconfig"
 LD_LIBRARY_PATH=$libdir "$work/consumer-pkgconfig"
+# The README's rule for a prefix outside the loader's path: without an rpath the binary cannot
+# find libsparsecoll.so.0 at run time; with -Wl,-rpath from pkg-config's libdir it can.
+if env -u LD_LIBRARY_PATH "$work/consumer-pkgconfig" > /dev/null 2>&1; then
+  echo "expected the pkg-config binary without rpath to miss libsparsecoll.so.0 at run time" >&2
+  exit 1
+fi
+cc "$here/consumer/consumer.c" $flags -Wl,-rpath,"$libdir" -o "$work/consumer-pkgconfig-rpath"
+env -u LD_LIBRARY_PATH "$work/consumer-pkgconfig-rpath"

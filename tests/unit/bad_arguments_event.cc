@@ -170,7 +170,8 @@ void addEventCases(Matrix& m) {
   });
   m.add(gs, "NULL stats", scclInvalidArgument,
         [](Ctx& c) { return scclEventCommGetStats(c.ec, nullptr); });
-  for (size_t size : {size_t{0}, size_t{8}, size_t{15}})
+  for (size_t size : {size_t{0}, size_t{8}, size_t{16}, sizeof(scclEventStats_t) - 1,
+                      size_t{4097}, SIZE_MAX})
     m.add(gs, "stats size " + std::to_string(size), scclInvalidArgument, [size](Ctx& c) {
       c.eventStats.size = size;
       return scclEventCommGetStats(c.ec, &c.eventStats);

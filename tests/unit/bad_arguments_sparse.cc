@@ -142,7 +142,10 @@ void addSparseCases(Matrix& m) {
   });
   m.add(gs, "NULL stats", scclInvalidArgument,
         [](Ctx& c) { return scclSparsifierGetStats(c.sp, nullptr); });
-  for (size_t size : {size_t{0}, size_t{8}, size_t{15}})
+  // Below the first release's struct (an uninitialised size, typically) and beyond any plausible
+  // one: refused, never a partial copy.
+  for (size_t size : {size_t{0}, size_t{8}, size_t{15}, size_t{16}, sizeof(scclSparseStats_t) - 1,
+                      size_t{4097}, SIZE_MAX})
     m.add(gs, "stats size " + std::to_string(size), scclInvalidArgument, [size](Ctx& c) {
       c.sparseStats.size = size;
       return scclSparsifierGetStats(c.sp, &c.sparseStats);
