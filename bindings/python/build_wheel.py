@@ -45,13 +45,12 @@ def metadata(project):
 
 
 def package_files(package_dir):
-    """(archive name, path) of every source file of the package, bytecode and leftovers of an
-    older install mechanism excluded."""
+    """(archive name, path) of every source file of the package (no bytecode)."""
     files = []
     for directory, subdirectories, names in os.walk(package_dir):
         subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
         for name in sorted(names):
-            if name.endswith(".py") and name != "_build_info.py":
+            if name.endswith(".py"):
                 path = os.path.join(directory, name)
                 relative = os.path.relpath(path, os.path.dirname(package_dir))
                 files.append((relative.replace(os.sep, "/"), path))
