@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds sparsecoll in ${SCCL_BUILD_DIR:-build} (warnings are errors).
+# Configures and builds sparsecoll in ${SCCL_BUILD_DIR:-build} (warnings are errors), the Python
+# wheel with the library included (build/python/sparsecoll-*.whl, docs/python.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${SCCL_BUILD_DIR:-$root/build}

@@ -1,24 +1,26 @@
-"""Records the repository checkout the package is installed from (sparsecoll/_build_info.py), so
-that an installed package still finds libsparsecoll.so in that checkout's build/ directory when
-the library itself is not installed. Everything else is in pyproject.toml."""
+"""Keeps `pip install bindings/python` from writing into the source tree: setuptools' defaults put
+build/ and sparsecoll.egg-info next to this file (a checkout must stay clean, and a stale build/
+would be packaged by the next install). Both go to a scratch directory removed when the build
+process exits. Everything else is in pyproject.toml.
 
+This installs the Python package only: the library comes from SPARSECOLL_LIBRARY,
+SPARSECOLL_BUILD_DIR or `cmake --install` (see sparsecoll/_library.py). The wheel that bundles
+the library is built by CMake (build_wheel.py), not here.
+"""
+
+import atexit
 import os
+import shutil
+import tempfile
 
 from setuptools import setup
-from setuptools.command.build_py import build_py
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+# pip runs each build step (egg_info, dist_info, bdist_wheel) in a process of its own, and each
+# step only needs its own scratch files: the results go to directories pip names.
+_scratch = tempfile.mkdtemp(prefix="sparsecoll-setup-")
+atexit.register(shutil.rmtree, _scratch, True)
 
-
-class BuildPyWithBuildInfo(build_py):
-    def run(self):
-        super().run()
-        if not os.path.isfile(os.path.join(SOURCE_ROOT, "include", "sparsecoll", "sparsecoll.h")):
-            return  # built from a copy outside a checkout: no build tree to remember
-        target = os.path.join(self.build_lib, "sparsecoll", "_build_info.py")
-        with open(target, "w", encoding="utf-8") as f:
-            f.write('"""Written by setup.py at install time."""\nSOURCE_ROOT = %r\n' % SOURCE_ROOT)
-
-
-setup(cmdclass={"build_py": BuildPyWithBuildInfo})
+setup(options={
+    "build": {"build_base": os.path.join(_scratch, "build")},
+    "egg_info": {"egg_base": _scratch},
+})

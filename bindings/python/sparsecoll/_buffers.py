@@ -5,20 +5,30 @@ Tensors must be contiguous (the library reads `count` consecutive elements). Hos
 stream NULL. A CUDA tensor passes its device address and torch's current stream; the library
 accepts those only when it was built with CUDA, and otherwise returns scclInvalidUsage, which is
 raised like every other error.
+
+NumPy is optional (the wheel must install offline into a bare venv), so it is never imported
+here: an ndarray can only come from a caller who has imported numpy already, so it is recognised
+through sys.modules.
 """
 
-import numpy as np
+import functools
+import sys
 
 from .errors import Result, SparsecollError
 
 # scclDataType_t, numbered as NCCL's.
 INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16 = range(10)
 
-_NUMPY_TYPES = {
-    np.dtype(np.int8): INT8, np.dtype(np.uint8): UINT8, np.dtype(np.int32): INT32,
-    np.dtype(np.uint32): UINT32, np.dtype(np.int64): INT64, np.dtype(np.uint64): UINT64,
-    np.dtype(np.float16): FLOAT16, np.dtype(np.float32): FLOAT32, np.dtype(np.float64): FLOAT64,
-}
+
+@functools.lru_cache(maxsize=None)
+def _numpy_types(np):
+    # Keyed by dtype, not dtype.name: a byte-swapped '>f4' is also named float32 but is not one.
+    return {
+        np.dtype(np.int8): INT8, np.dtype(np.uint8): UINT8, np.dtype(np.int32): INT32,
+        np.dtype(np.uint32): UINT32, np.dtype(np.int64): INT64, np.dtype(np.uint64): UINT64,
+        np.dtype(np.float16): FLOAT16, np.dtype(np.float32): FLOAT32,
+        np.dtype(np.float64): FLOAT64,
+    }
 
 
 def _torch_types():
@@ -37,16 +47,18 @@ def _invalid(message):
 def describe(buffer, what="tensor", written=False):
     """(address, count, dtype code, stream address or None) of a tensor or array; `written`: the
     library writes into it (an output or a broadcast buffer), so it must be writable."""
-    if isinstance(buffer, np.ndarray):
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(buffer, np.ndarray):
         if not buffer.flags["C_CONTIGUOUS"]:
             raise _invalid("%s must be C-contiguous" % what)
         if not buffer.flags["ALIGNED"]:
             raise _invalid("%s is not aligned to its element size" % what)
         if written and not buffer.flags["WRITEABLE"]:
             raise _invalid("%s is read-only, and the library writes into it" % what)
-        if buffer.dtype not in _NUMPY_TYPES:
+        types = _numpy_types(np)
+        if buffer.dtype not in types:
             raise _invalid("%s has unsupported dtype %s" % (what, buffer.dtype))
-        return buffer.ctypes.data, buffer.size, _NUMPY_TYPES[buffer.dtype], None
+        return buffer.ctypes.data, buffer.size, types[buffer.dtype], None
     try:
         import torch
     except ImportError:

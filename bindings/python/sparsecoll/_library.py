@@ -2,13 +2,17 @@
 
 Search order (first hit wins), so that an explicit choice always beats a guess:
   1. SPARSECOLL_LIBRARY: the path of libsparsecoll.so itself;
-  2. the install prefix: <prefix>/lib and <prefix>/lib/<multiarch> for sys.prefix, /usr/local
+  2. the package's own copy, sparsecoll/lib/libsparsecoll.so.0: the wheel (build/python/*.whl)
+     bundles it, with RUNPATH $ORIGIN, so an installed wheel needs nothing else;
+  3. the install prefix: <prefix>/lib and <prefix>/lib/<multiarch> for sys.prefix, /usr/local
      and /usr (where `cmake --install` puts it), then the dynamic loader's own search
      (ldconfig, LD_LIBRARY_PATH);
-  3. the build tree: SPARSECOLL_BUILD_DIR, else <repository>/build when the package is used or was
-     installed from a repository checkout (the checkout is recorded at install time in
-     _build_info.py).
-Nothing found is an ImportError listing every place looked at.
+  4. the build tree: SPARSECOLL_BUILD_DIR, else <repository>/build when the package is used in
+     place from a checkout (bindings/python on PYTHONPATH).
+Nothing found is an ImportError listing every place looked at. A package installed with
+`pip install bindings/python` has no copy of the library and records no checkout (moving or
+cleaning the checkout must not break an install silently): it finds the library through 1, 3 or
+SPARSECOLL_BUILD_DIR.
 
 The library is loaded with RTLD_GLOBAL: Open MPI opens its components with dlopen and they need
 libmpi's symbols, which a library pulled in by a local dlopen would hide.
@@ -23,19 +27,17 @@ import sysconfig
 from . import _ctypes_types as T
 
 _LIBRARY_NAME = "libsparsecoll.so"
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The soname: a wheel (a zip) cannot hold the libsparsecoll.so symlink, only one real file.
+BUNDLED_PATH = os.path.join(_PACKAGE_DIR, "lib", _LIBRARY_NAME + ".0")
 
 
-def _package_checkout():
-    """The repository root this package sits in (source tree) or was installed from."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    source_root = os.path.normpath(os.path.join(here, "..", "..", ".."))
+def _source_checkout():
+    """The repository root when this package is used in place from bindings/python."""
+    source_root = os.path.normpath(os.path.join(_PACKAGE_DIR, "..", "..", ".."))
     if os.path.isfile(os.path.join(source_root, "include", "sparsecoll", "sparsecoll.h")):
         return source_root
-    try:
-        from . import _build_info  # written by setup.py at install time
-        return _build_info.SOURCE_ROOT
-    except ImportError:
-        return None
+    return None
 
 
 def candidate_paths():
@@ -44,6 +46,7 @@ def candidate_paths():
     explicit = os.environ.get("SPARSECOLL_LIBRARY")
     if explicit:
         return [explicit]  # an explicit choice that does not exist must not fall back silently
+    paths.append(BUNDLED_PATH)
     multiarch = sysconfig.get_config_var("MULTIARCH") or ""
     for prefix in dict.fromkeys([sys.prefix, "/usr/local", "/usr"]):
         paths.append(os.path.join(prefix, "lib", _LIBRARY_NAME))
@@ -55,7 +58,7 @@ def candidate_paths():
     build_dir = os.environ.get("SPARSECOLL_BUILD_DIR")
     if build_dir:
         paths.append(os.path.join(build_dir, _LIBRARY_NAME))
-    checkout = _package_checkout()
+    checkout = _source_checkout()
     if checkout:
         paths.append(os.path.join(checkout, "build", _LIBRARY_NAME))
     return paths
@@ -73,9 +76,10 @@ def _load():
         except OSError as error:
             tried.append("%s (%s)" % (path, error))
     raise ImportError(
-        "sparsecoll: cannot find libsparsecoll.so. Build it (scripts/build.sh) and set "
+        "sparsecoll: cannot find libsparsecoll.so. Install the wheel that bundles it "
+        "(scripts/build.sh writes build/python/sparsecoll-*.whl), or set "
         "SPARSECOLL_LIBRARY=/path/to/libsparsecoll.so or SPARSECOLL_BUILD_DIR=/path/to/build, or "
-        "install it (cmake --install build). Tried:\n  " + "\n  ".join(tried))
+        "install the library (cmake --install build). Tried:\n  " + "\n  ".join(tried))
 
 
 lib, path = _load()

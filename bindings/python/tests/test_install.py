@@ -1,5 +1,7 @@
-"""`pip install bindings/python` into a fresh target directory; the installed package must import
-from there (not from the source tree) and find the library without SPARSECOLL_LIBRARY."""
+"""`pip install bindings/python` (the developers' install; users install the wheel) into a fresh
+target directory: the installed package must import from there (not from the source tree), find
+the library through SPARSECOLL_BUILD_DIR, and the install must not write into bindings/python
+(setup.py sends setuptools' build/ and egg-info to a scratch directory)."""
 
 import os
 import subprocess
@@ -10,11 +12,13 @@ PACKAGE_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 
 def test_pip_install_into_a_target_and_import(tmp_path):
     import sparsecoll
+    before = sorted(os.listdir(PACKAGE_DIR))
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation",
                     "--no-index", "--no-deps", "--target", str(target), PACKAGE_DIR],
                    check=True, cwd=tmp_path)
-    assert (target / "sparsecoll" / "_build_info.py").is_file()
+    assert sorted(os.listdir(PACKAGE_DIR)) == before  # no build/, no sparsecoll.egg-info
+    assert not (target / "sparsecoll" / "lib").exists()  # the library is the wheel's business
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARSECOLL_LIBRARY", "PYTHONPATH")}
     env["PYTHONPATH"] = str(target)
