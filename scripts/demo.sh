@@ -3,11 +3,11 @@
 # sccl_info), then leads with what a user gets: the Fashion-MNIST example trained on 4 ranks
 # (processes under mpirun, DDP with sparsecoll's hook), dense and micro at density 1 % with the
 # same seed and number of steps, and a table computed from the two runs (test accuracy, bytes
-# sent per rank and step, how many times fewer than dense, density reached; about 1.5 minutes on
-# a 2-core machine). Then every sparse all-reduce algorithm against the dense all-reduce on 4
-# ranks (perf/sparse_allreduce_perf, 8M float32, density 1 %, threads of one process; under a
-# minute), and the selection primitive against a streaming read (perf/select_perf, a few
-# seconds). Arguments go to sparse_allreduce_perf (e.g. -D 0.01,0.001).
+# sent per rank and step, how many times fewer than dense, density reached;
+# examples/python/compare_with_dense.sh). Then every sparse all-reduce algorithm against the
+# dense all-reduce on 4 ranks (perf/sparse_allreduce_perf, 8M float32, density 1 %, threads of
+# one process, median of 5 timed calls each). About 1.5-3 minutes on a shared 2-core machine
+# with the library built. Arguments go to sparse_allreduce_perf (e.g. -D 0.01,0.001).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${SCCL_BUILD_DIR:-$root/build}
@@ -31,20 +31,8 @@ actually aggregated per step. After one epoch micro typically trails dense by a 
 1 % it needs more steps for the same loss; over 8 epochs the gap closes to under a point on the
 mean of three seeds (docs/results/python_convergence.md).
 EOF
-runs=$(mktemp -d)
-trap 'rm -rf "$runs"' EXIT
-train() {  # name, then the example's arguments; its output goes to a log shown on failure
-  local name=$1 started=$SECONDS
-  shift
-  echo "training $name ..."
-  SCCL_BUILD_DIR="$build_dir" "$root/examples/python/run_example.sh" --epochs 1 --seed 1 \
-    --json-out "$runs/$name.json" "$@" > "$runs/$name.log" 2>&1 || { cat "$runs/$name.log"; exit 1; }
-  echo "  done in $((SECONDS - started)) s"
-}
-train dense --algorithm dense
-train micro --algorithm micro --density 0.01 --momentum-correction
-"${PYTHON:-/usr/bin/python3}" "$root/examples/python/summary_table.py" "$runs/dense.json" \
-  "$runs/micro.json"
+SCCL_BUILD_DIR="$build_dir" "$root/examples/python/compare_with_dense.sh" --algorithm micro \
+  --density 0.01 --momentum-correction -- --epochs 1 --seed 1
 echo
 cat <<'EOF'
 == Sparse all-reduce vs dense: 4 ranks (threads of this process), 8,388,608 float32 (32 MiB) ==
@@ -63,7 +51,8 @@ are CPU-bound and a sparse call's selection is extra work, so sparse rows are at
 fast as dense in this table; sent/recv are what shrinks on a real network, where the bytes set
 the time (docs/results/sparse_allreduce.md). Warm-up lets each threshold settle first.
 EOF
-"$build_dir/perf/sparse_allreduce_perf" -r 4 -u elements -b 8M -e 8M -D 0.01 -n 10 "$@"
+"$build_dir/perf/sparse_allreduce_perf" -r 4 -u elements -b 8M -e 8M -D 0.01 -n 5 "$@"
 echo
-echo "== The selection primitive (scclPartitionedSelect) vs a streaming read and an exact top-k =="
-"$build_dir/perf/select_perf"
+echo "demo: done in $SECONDS s. Next: examples/python/compare_with_dense.sh (other algorithms,"
+echo "densities, epochs), $build_dir/perf/select_perf (the selection primitive against a"
+echo "streaming read, about 10 s), docs/results/ (the measured figures)."
