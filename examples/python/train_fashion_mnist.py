@@ -197,8 +197,8 @@ def main():
                    before["density"] * before["elements_per_step"] * before["steps"]) / max(
                        1.0, after["elements_per_step"] * epoch_steps)
         accuracy = evaluate(model, x_test, y_test, rank, size)
-        record = {"epoch": epoch, "train_loss": loss_sum / max(1, steps), "test_accuracy": accuracy,
-                  "density": density, "bytes_sent_per_step": sent,
+        record = {"epoch": epoch, "steps": steps, "train_loss": loss_sum / max(1, steps),
+                  "test_accuracy": accuracy, "density": density, "bytes_sent_per_step": sent,
                   "dense_bytes_per_step": dense_bytes, "seconds": time.time() - started}
         records.append(record)
         if rank == 0:
