@@ -26,7 +26,7 @@ scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(
                                  std::vector<CallHeader>* headers) {
   scclSparsifier& sp = *call.sp;
   const CallHeader mine{call.k_local, call.nonfinite_local,
-                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
+                        sp.fingerprint, sp.iteration};
   headers->assign(static_cast<size_t>(sp.comm->nranks), CallHeader{});
   SCCL_CHECK(timedCollective(
       call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));
