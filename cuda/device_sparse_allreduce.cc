@@ -267,8 +267,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
       "device sparse all-reduce: call number");
   SCCL_CHECK(d->kernels.syncFreeSelect(d->acc, sp.acc_dtype, d->ranges + 2 * size_t(rank),
                                        range.size(), d->threshold, capacity, d->nonfinite,
-                                       sp.fingerprint,
-                                       d->sequence, d->slot, stream));
+                                       sp.fingerprint, d->sequence, d->slot, stream));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: selection");
   call.time_select_us += microsecondsSince(start);
 

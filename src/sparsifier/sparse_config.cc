@@ -105,14 +105,14 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
                    c.streamOrdered);
   SCCL_REQUIRE_ARG(c.densityWarmupCalls >= 0, "densityWarmupCalls %d must be >= 0 (0: no warm-up)",
                    c.densityWarmupCalls);
-  SCCL_REQUIRE_ARG(c.densityWarmupCalls == 0 || (c.densityWarmupStart > 0 &&
-                                                 c.densityWarmupStart <= 1),
-                   "densityWarmupStart %g must be in (0, 1] with densityWarmupCalls %d",
-                   c.densityWarmupStart, c.densityWarmupCalls);
-  SCCL_REQUIRE_ARG(c.densityWarmupForm != nullptr &&
-                       (std::strcmp(c.densityWarmupForm, "exponential") == 0 ||
-                        std::strcmp(c.densityWarmupForm, "linear") == 0),
-                   "densityWarmupForm must be \"exponential\" or \"linear\"");
+  SCCL_REQUIRE_ARG(
+      c.densityWarmupCalls == 0 || (c.densityWarmupStart > 0 && c.densityWarmupStart <= 1),
+      "densityWarmupStart %g must be in (0, 1] with densityWarmupCalls %d", c.densityWarmupStart,
+      c.densityWarmupCalls);
+  SCCL_REQUIRE_ARG(
+      c.densityWarmupForm != nullptr && (std::strcmp(c.densityWarmupForm, "exponential") == 0 ||
+                                         std::strcmp(c.densityWarmupForm, "linear") == 0),
+      "densityWarmupForm must be \"exponential\" or \"linear\"");
   return scclSuccess;
 }
 

@@ -152,8 +152,7 @@ scclResult_t applyDensityWarmup(const Json& value, scclSparseConfig_t& config) {
       updated.densityWarmupStart = item.get<double>();
       has_start = true;
     } else if (key == "calls") {
-      if (!item.is_number_integer())
-        return wrongType("density_warmup.calls", "an integer", item);
+      if (!item.is_number_integer()) return wrongType("density_warmup.calls", "an integer", item);
       const int64_t calls = item.get<int64_t>();
       SCCL_REQUIRE_ARG(calls >= 0 && calls <= INT32_MAX,
                        "sparse config key \"density_warmup.calls\": %lld is out of range",

@@ -46,8 +46,8 @@ TEST_CASE("density: scclSparsifierSetDensity changes k at the next call", "[dens
   auto failures = runLocalRanks(2, [](int rank, scclComm_t comm, RankLog& log) {
     auto config = sparseConfig("topk", 0.01);
     scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config),
-                         scclSuccess, "create"))
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config), scclSuccess,
+                         "create"))
       return;
     std::vector<float> grad(kCount), out(kCount);
     for (size_t i = 0; i < kCount; ++i) grad[i] = gradientValue(3, rank, 0, i);
@@ -61,9 +61,9 @@ TEST_CASE("density: scclSparsifierSetDensity changes k at the next call", "[dens
                                         comm, nullptr),
                     scclSuccess, "call 1");
     const scclSparseStats_t s = statsOf(sp);
-    log.check(s.kTarget == 500 && s.kLocal == 500,
-              "k = 500 at 0.05, got kTarget " + std::to_string(s.kTarget) + " kLocal " +
-                  std::to_string(s.kLocal));
+    log.check(s.kTarget == 500 && s.kLocal == 500, "k = 500 at 0.05, got kTarget " +
+                                                       std::to_string(s.kTarget) + " kLocal " +
+                                                       std::to_string(s.kLocal));
     // Reset keeps the set density (the config's target) and restarts the call count.
     log.checkResult(scclSparsifierReset(sp), scclSuccess, "reset");
     log.checkResult(scclSparseAllreduce(grad.data(), out.data(), kCount, scclFloat32, scclSum, sp,
@@ -133,13 +133,12 @@ TEST_CASE("density warm-up reaches the target within 1 % with micro and exdyna",
       const scclSparseStats_t& s = run.calls[t][0].stats;
       if (t < 24 || t + 1 == size_t(kCalls))
         table += "\n  call " + std::to_string(t) + ": kTarget " + std::to_string(s.kTarget) +
-                 " kGlobal " + std::to_string(s.kGlobal) + " density " +
-                 std::to_string(s.density);
+                 " kGlobal " + std::to_string(s.kGlobal) + " density " + std::to_string(s.density);
     }
     const double error = meanAbsDensityError(run, kWarmup, size_t(kCalls));
-    WARN(algorithm << ", 4 ranks, " << kCount << " elements, warm-up 0.25 -> 0.01 over "
-                   << kWarmup << " calls; mean |k'/k - 1| over calls " << kWarmup << ".."
-                   << kCalls - 1 << " = " << error << table);
+    WARN(algorithm << ", 4 ranks, " << kCount << " elements, warm-up 0.25 -> 0.01 over " << kWarmup
+                   << " calls; mean |k'/k - 1| over calls " << kWarmup << ".." << kCalls - 1
+                   << " = " << error << table);
     CHECK(run.calls.back()[0].stats.kTarget == 1000);
     CHECK(error < 0.01);
   }
@@ -160,8 +159,8 @@ TEST_CASE("density mismatch: every rank gets scclInvalidUsage, an agreed density
       std::vector<float> grad(kCount), out(kCount);
       auto call = [&](uint64_t t) {
         for (size_t i = 0; i < kCount; ++i) grad[i] = gradientValue(5, rank, t, i);
-        return scclSparseAllreduce(grad.data(), out.data(), kCount, scclFloat32, scclSum, sp,
-                                   comm, nullptr);
+        return scclSparseAllreduce(grad.data(), out.data(), kCount, scclFloat32, scclSum, sp, comm,
+                                   nullptr);
       };
       log.checkResult(call(0), scclSuccess, "call 0");
       if (rank == 1) log.checkResult(scclSparsifierSetDensity(sp, 0.02), scclSuccess, "set 0.02");
@@ -230,8 +229,8 @@ TEST_CASE("density: invalid and unsupported densities are refused without side e
     auto s2 = sparseConfig("s2", 0.01);
     s2.densityWarmupStart = 0.1;
     s2.densityWarmupCalls = 5;
-    log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &s2),
-                    scclInvalidArgument, "s2 with a warm-up");
+    log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &s2), scclInvalidArgument,
+                    "s2 with a warm-up");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
@@ -248,19 +247,18 @@ TEST_CASE("density warm-up config fields and JSON keys are checked", "[density]"
   CHECK(config.densityWarmupStart == 0.25);
   CHECK(config.densityWarmupCalls == 100);
   CHECK(std::strcmp(config.densityWarmupForm, "linear") == 0);
-  REQUIRE(scclSparseConfigFromJson(R"({"density_warmup": {"start": 0.5, "calls": 3}})",
-                                   &config) == scclSuccess);
+  REQUIRE(scclSparseConfigFromJson(R"({"density_warmup": {"start": 0.5, "calls": 3}})", &config) ==
+          scclSuccess);
   CHECK(std::strcmp(config.densityWarmupForm, "exponential") == 0);
-  for (const char* bad : {R"({"density_warmup": 0.25})",
-                          R"({"density_warmup": {"start": 0.25}})",
-                          R"({"density_warmup": {"calls": 10}})",
-                          R"({"density_warmup": {"start": 0, "calls": 10}})",
-                          R"({"density_warmup": {"start": 1.5, "calls": 10}})",
-                          R"({"density_warmup": {"start": 0.2, "calls": -1}})",
-                          R"({"density_warmup": {"start": 0.2, "calls": 1.5}})",
-                          R"({"density_warmup": {"start": 0.2, "calls": 10, "form": "cosine"}})",
-                          R"({"density_warmup": {"start": 0.2, "calls": 10, "steps": 3}})",
-                          R"({"algorithm": "s2", "density_warmup": {"start": 0.2, "calls": 10}})"}) {
+  for (const char* bad :
+       {R"({"density_warmup": 0.25})", R"({"density_warmup": {"start": 0.25}})",
+        R"({"density_warmup": {"calls": 10}})", R"({"density_warmup": {"start": 0, "calls": 10}})",
+        R"({"density_warmup": {"start": 1.5, "calls": 10}})",
+        R"({"density_warmup": {"start": 0.2, "calls": -1}})",
+        R"({"density_warmup": {"start": 0.2, "calls": 1.5}})",
+        R"({"density_warmup": {"start": 0.2, "calls": 10, "form": "cosine"}})",
+        R"({"density_warmup": {"start": 0.2, "calls": 10, "steps": 3}})",
+        R"({"algorithm": "s2", "density_warmup": {"start": 0.2, "calls": 10}})"}) {
     INFO(bad);
     scclSparseConfig_t before = config;
     CHECK(scclSparseConfigFromJson(bad, &config) == scclInvalidArgument);
