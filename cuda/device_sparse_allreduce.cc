@@ -85,8 +85,10 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   const size_t n = static_cast<size_t>(sp.comm->nranks);
   const size_t element = accElementSize(sp);
   state->stream_ordered = sp.config.stream_ordered;
-  state->capacity =
-      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
+  // Sized for the highest density the sparsifier may use (scclSparsifierSetDensity refuses more):
+  // a warm-up from a higher start keeps that capacity after it ends.
+  state->capacity = syncFreeCapacity(targetSelectionCount(sp.density_ceiling, sp.count),
+                                     sp.comm->nranks, sp.config.max_density_slack, sp.count);
   const size_t slot_words = kSlotHeaderWords + state->capacity;
   const size_t vector_bytes = std::max<size_t>(1, sp.count) * element;
   SCCL_CHECK(state->buffer_a.reserve(vector_bytes, &state->residual));
@@ -265,8 +267,7 @@ scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream_handle) {
       "device sparse all-reduce: call number");
   SCCL_CHECK(d->kernels.syncFreeSelect(d->acc, sp.acc_dtype, d->ranges + 2 * size_t(rank),
                                        range.size(), d->threshold, capacity, d->nonfinite,
-                                       sparseConfigFingerprint(sp.config, sp.count, sp.dtype),
-                                       d->sequence, d->slot, stream));
+                                       sp.fingerprint, d->sequence, d->slot, stream));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(stream), "device sparse all-reduce: selection");
   call.time_select_us += microsecondsSince(start);
 

@@ -105,7 +105,7 @@ scclResult_t runStreamOrderedSparseAllreduce(SparseCall& call, void* stream_hand
   const uint64_t capacity = d->capacity;
   const size_t slot_bytes = (kSlotHeaderWords + capacity) * sizeof(int64_t);
   const size_t element = accElementSize(sp);
-  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+  const uint64_t fingerprint = sp.fingerprint;  // the config's and the density in effect
   const char* what = "stream-ordered sparse all-reduce";
 
   // Steps 1-3.

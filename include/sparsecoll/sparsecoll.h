@@ -323,6 +323,17 @@ typedef struct {
    * 0 (default): the read-back path, which returns those errors from the call. Host buffers
    * ignore it. */
   int streamOrdered;
+  /* Density warm-up (DGC's; docs/tuning.md): the first densityWarmupCalls calls use a density
+   * that moves from densityWarmupStart to `density`. With t the sparsifier's agreed call number
+   * (calls completed since creation or scclSparsifierReset, the same on every rank), s the start,
+   * d the target and N the calls: "exponential" (default): s * (d / s)^(t / N); "linear":
+   * s + (d - s) * t / N; d from call N on. 0 calls (default): no warm-up. The start is in (0, 1]
+   * (may be above or below d); k of each call is max(1, floor(density * count)). Not with the
+   * sketch reduction (s2 sizes its sketch from the density at creation); the sync_free reduction
+   * sizes its capacity for max(density, densityWarmupStart). */
+  double densityWarmupStart; /* default 0 (no warm-up) */
+  int densityWarmupCalls;    /* N >= 0, default 0 */
+  const char* densityWarmupForm; /* "exponential" (default) or "linear" */
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
@@ -330,7 +341,7 @@ typedef struct {
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
         0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, "topk", 3, 0.5, \
-        0, "unselected", 0                                                                       \
+        0, "unselected", 0, 0.0, 0, "exponential"                                                \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
@@ -342,7 +353,9 @@ typedef struct {
  * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
  * "dgc_sample_ratio", "dgc_seed", "sketch_block_size", "sketch_block_selection" ("topk" |
  * "nonzero"), "sketch_rows", "sketch_lambda", "sketch_seed", "sketch_feedback" ("unselected" |
- * "decode_error"), "stream_ordered" (true | false). Booleans take true, false, 1 or 0. An
+ * "decode_error"), "stream_ordered" (true | false), "density_warmup" (an object with "start",
+ * "calls" and optionally "form": "exponential" | "linear"; e.g. {"start": 0.25, "calls": 100}).
+ * Booleans take true, false, 1 or 0. An
  * unknown key, a wrong type or an out-of-range value is scclInvalidArgument naming the key, and
  * leaves *config untouched. String fields point to static storage of the library. */
 SCCL_API scclResult_t scclSparseConfigFromJson(const char* json, scclSparseConfig_t* config);
@@ -413,6 +426,16 @@ SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
 /* counts[r] = k_r of the last call for every rank r (nranks entries). */
 SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
                                                   int nranks);
+/* Sets the target density from the next call on (k = max(1, floor(density * count)); the
+ * estimators' density-dependent parameters and scclSparseStats_t.kTarget follow) and ends any
+ * density warm-up of the config. Local, but the density in effect is part of what every call
+ * checks: every rank must set the same density before the same call, or that call returns
+ * scclInvalidUsage on every rank (nothing is exchanged and everything stays usable; setting an
+ * agreed density again resumes). density in (0, 1], else scclInvalidArgument and nothing
+ * changes. Per preset (docs/api.md): s2 (sketch reduction) refuses any change
+ * (scclInvalidArgument: its sketch is sized at creation); the sync_free presets refuse a density
+ * above the one their capacity was sized for at creation (max(density, densityWarmupStart)). */
+SCCL_API scclResult_t scclSparsifierSetDensity(scclSparsifier_t sparsifier, double density);
 
 /* ---------------------------------------------------------------------------------------------
  * Event-triggered decentralised averaging (EventGraD)

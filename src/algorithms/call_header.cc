@@ -25,8 +25,7 @@ void fillWith(void* buffer, size_t count, T value) {
 scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(size_t)>& allowed,
                                  std::vector<CallHeader>* headers) {
   scclSparsifier& sp = *call.sp;
-  const CallHeader mine{call.k_local, call.nonfinite_local,
-                        sparseConfigFingerprint(sp.config, sp.count, sp.dtype), sp.iteration};
+  const CallHeader mine{call.k_local, call.nonfinite_local, sp.fingerprint, sp.iteration};
   headers->assign(static_cast<size_t>(sp.comm->nranks), CallHeader{});
   SCCL_CHECK(timedCollective(
       call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));

@@ -166,7 +166,7 @@ std::vector<uint64_t> rankRanges(const scclSparsifier& sp) {
 scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
                               size_t stride_words, std::vector<CallHeader>* headers) {
   scclSparsifier& sp = *call.sp;
-  const uint64_t fingerprint = sparseConfigFingerprint(sp.config, sp.count, sp.dtype);
+  const uint64_t fingerprint = sp.fingerprint;  // the config's and the density in effect
   const size_t n = static_cast<size_t>(sp.comm->nranks);
   const std::vector<uint64_t> ranges = rankRanges(sp);
   const SlotHeaderVerdict verdict = checkSlotHeaderWords(words, stride_words, int(n), capacity,
@@ -226,7 +226,8 @@ scclResult_t runSyncFreeReduction(SparseCall& call) {
   const uint64_t capacity = capacityOf(sp);
   const size_t slot = kSlotHeaderWords + capacity;
   const size_t n = static_cast<size_t>(sp.comm->nranks);
-  // Buffers only grow: the steady state allocates nothing (the slot size is fixed).
+  // Buffers only grow: the steady state allocates nothing (the slot size is fixed while the
+  // density is; a density change resizes at most once per higher density).
   if (sp.local_indices.size() < slot) sp.local_indices.resize(slot);
   if (sp.gathered_indices.size() < n * slot) sp.gathered_indices.resize(n * slot);
 
@@ -239,7 +240,7 @@ scclResult_t runSyncFreeReduction(SparseCall& call) {
   int64_t* mine = sp.local_indices.data();
   mine[0] = int64_t(selected);
   mine[1] = int64_t(call.nonfinite_local);
-  mine[2] = int64_t(sparseConfigFingerprint(sp.config, sp.count, sp.dtype));
+  mine[2] = int64_t(sp.fingerprint);
   mine[3] = int64_t(sp.iteration);
   std::fill(mine + kSlotHeaderWords + selected, mine + slot, int64_t{-1});
   call.time_select_us +=

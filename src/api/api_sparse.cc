@@ -124,6 +124,13 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
   });
 }
 
+SCCL_API scclResult_t scclSparsifierSetDensity(scclSparsifier_t sparsifier, double density) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    return sccl::sparsifierSetDensity(sparsifier, density);
+  });
+}
+
 SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
                                                   scclResult_t* asyncError) {
   return sccl::guardedCall(__func__, commOf(sparsifier), [&] {

@@ -14,7 +14,7 @@ namespace {
 
 class FixedEstimator final : public ThresholdEstimator {
  public:
-  explicit FixedEstimator(double threshold) : threshold_(threshold) {}
+  FixedEstimator(double threshold, bool derived) : threshold_(threshold), derived_(derived) {}
   const char* name() const override { return "fixed"; }
   bool thresholdBeforeData() const override { return true; }
   scclResult_t threshold(const ThresholdQuery&, double* threshold) override {
@@ -25,9 +25,14 @@ class FixedEstimator final : public ThresholdEstimator {
   void observe(uint64_t, uint64_t) override {}
   double currentThreshold() const override { return threshold_; }
   void reset() override {}
+  // Only the default threshold 1/(2 sqrt(k)) depends on the density; a given one stays.
+  void setDensity(double density, size_t count) override {
+    if (derived_) threshold_ = defaultThreshold(density, count);
+  }
 
  private:
   double threshold_;
+  bool derived_;
 };
 
 }  // namespace
@@ -36,7 +41,7 @@ scclResult_t createFixedEstimator(const EstimatorParams& params,
                                   std::unique_ptr<ThresholdEstimator>* out) {
   const double threshold =
       params.threshold >= 0 ? params.threshold : defaultThreshold(params.density, params.count);
-  *out = std::make_unique<FixedEstimator>(threshold);
+  *out = std::make_unique<FixedEstimator>(threshold, params.threshold < 0);
   return scclSuccess;
 }
 

@@ -46,7 +46,7 @@ class ScalingEstimator final : public ThresholdEstimator {
     rule_.band = band;
     rule_.step = step;
     rule_.proportional = proportional;
-    rule_.exponent = kProportionalGain / std::max(1.0, std::log(1.0 / density));
+    setDensity(density, 0);
   }
 
   const char* name() const override { return "scaling"; }
@@ -70,6 +70,10 @@ class ScalingEstimator final : public ThresholdEstimator {
   void adoptThreshold(double used) override { delta_ = std::clamp(used, DBL_MIN, DBL_MAX); }
   void reset() override { delta_ = initial_; }
   const ScalingRule* scalingRule() const override { return &rule_; }
+  // The exponent g / s with s = max(1, ln(1/density)); the threshold itself carries over.
+  void setDensity(double density, size_t) override {
+    rule_.exponent = kProportionalGain / std::max(1.0, std::log(1.0 / density));
+  }
 
  private:
   // Half a Newton step for an exponential tail (see the file header).

@@ -103,8 +103,18 @@ class SidcoEstimator final : public ThresholdEstimator {
         max_stages_(p.sidco_max_stages > 0 ? p.sidco_max_stages : defaultMaxStages(p.density)),
         interval_(p.sidco_adapt_interval),
         tolerance_(p.sidco_adapt_tolerance),
-        feedback_exponent_(p.sidco_feedback / std::max(1.0, std::log(1.0 / p.density))) {
+        feedback_exponent_(p.sidco_feedback / std::max(1.0, std::log(1.0 / p.density))),
+        given_max_stages_(p.sidco_max_stages),
+        feedback_gain_(p.sidco_feedback) {
     reset();
+  }
+
+  // The default stage bound ceil(log2(1/density)) and the feedback exponent follow the density;
+  // the adaptive stage count is kept within the new bound.
+  void setDensity(double density, size_t) override {
+    if (given_max_stages_ <= 0) max_stages_ = defaultMaxStages(density);
+    feedback_exponent_ = feedback_gain_ / std::max(1.0, std::log(1.0 / density));
+    if (fixed_stages_ == 0) stages_ = std::clamp(stages_, 1, max_stages_);
   }
 
   const char* name() const override { return variant_.name; }
@@ -270,6 +280,8 @@ class SidcoEstimator final : public ThresholdEstimator {
   double first_ratio_;
   int fixed_stages_, max_stages_, interval_;
   double tolerance_, feedback_exponent_;
+  int given_max_stages_;
+  double feedback_gain_;
   int stages_ = 1;
   double ratio_sum_ = 0;
   int calls_in_window_ = 0;

@@ -96,6 +96,11 @@ class ThresholdEstimator {
   // gathered counts alone (scaling): the stream-ordered sync_free call updates its threshold in a
   // kernel with it (cuda/device_sparse_allreduce_stream_ordered.cc). Others: null.
   virtual const ScalingRule* scalingRule() const { return nullptr; }
+  // The target density changed (scclSparsifierSetDensity, a density warm-up), identically on
+  // every rank before a call: the estimators whose parameters derive from the density follow
+  // (scaling's exponent, SIDCo's stage bound and feedback, fixed's default threshold). The ones
+  // that read k from the query (top-k, dgc, redsync, gaussiank) need nothing.
+  virtual void setDensity(double /*density*/, size_t /*count*/) {}
 };
 
 struct EstimatorEntry {

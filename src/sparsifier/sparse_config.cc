@@ -103,6 +103,16 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
       "sketchFeedback must be \"unselected\" or \"decode_error\"");
   SCCL_REQUIRE_ARG(c.streamOrdered == 0 || c.streamOrdered == 1, "streamOrdered %d must be 0 or 1",
                    c.streamOrdered);
+  SCCL_REQUIRE_ARG(c.densityWarmupCalls >= 0, "densityWarmupCalls %d must be >= 0 (0: no warm-up)",
+                   c.densityWarmupCalls);
+  SCCL_REQUIRE_ARG(
+      c.densityWarmupCalls == 0 || (c.densityWarmupStart > 0 && c.densityWarmupStart <= 1),
+      "densityWarmupStart %g must be in (0, 1] with densityWarmupCalls %d", c.densityWarmupStart,
+      c.densityWarmupCalls);
+  SCCL_REQUIRE_ARG(
+      c.densityWarmupForm != nullptr && (std::strcmp(c.densityWarmupForm, "exponential") == 0 ||
+                                         std::strcmp(c.densityWarmupForm, "linear") == 0),
+      "densityWarmupForm must be \"exponential\" or \"linear\"");
   return scclSuccess;
 }
 
@@ -183,7 +193,16 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   resolved.sketch_seed = config.sketchSeed;
   resolved.sketch_feedback = config.sketchFeedback;
   resolved.stream_ordered = config.streamOrdered == 1;
+  if (config.densityWarmupCalls > 0) {
+    resolved.warmup_start = config.densityWarmupStart;
+    resolved.warmup_calls = config.densityWarmupCalls;
+    resolved.warmup_form = config.densityWarmupForm;
+  }
   SCCL_CHECK(checkStreamOrdered(resolved));
+  SCCL_REQUIRE_ARG(resolved.warmup_calls == 0 || resolved.reduction != "sketch",
+                   "densityWarmupCalls %d: the sketch reduction (s2) sizes its sketch from the "
+                   "density at creation and cannot change it",
+                   resolved.warmup_calls);
   *out = std::move(resolved);
   return scclSuccess;
 }
@@ -193,13 +212,14 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
   uint64_t hash = 0xcbf29ce484222325ull;
   for (const std::string* text :
        {&c.algorithm, &c.estimator, &c.search, &c.reduction, &c.scaling_rule, &c.density_correction,
-        &c.sketch_block_selection, &c.sketch_feedback}) {
+        &c.sketch_block_selection, &c.sketch_feedback, &c.warmup_form}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
   const double reals[] = {c.density,           c.max_density_slack, c.threshold,
                           c.scaling_band,      c.scaling_step,      c.rebalance_alpha,
                           c.min_blocks_factor, c.sidco_first_ratio, c.sidco_adapt_tolerance,
-                          c.sidco_feedback,    c.dgc_sample_ratio,  c.sketch_lambda};
+                          c.sidco_feedback,    c.dgc_sample_ratio,  c.sketch_lambda,
+                          c.warmup_start};
   const int64_t integers[] = {static_cast<int64_t>(count),
                               static_cast<int64_t>(dtype),
                               c.error_feedback,
@@ -216,9 +236,19 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
                               c.sketch_block_size,
                               c.sketch_rows,
                               c.sketch_seed,
-                              c.stream_ordered};
+                              c.stream_ordered,
+                              c.warmup_calls};
   hash = mixHash(hash, reals, sizeof(reals));
   return mixHash(hash, integers, sizeof(integers));
+}
+
+double densityForCall(const ResolvedSparseConfig& c, uint64_t call) {
+  if (c.warmup_calls <= 0 || call >= uint64_t(c.warmup_calls)) return c.density;
+  const double s = c.warmup_start;
+  const double progress = double(call) / double(c.warmup_calls);  // t / N in [0, 1)
+  const double d = c.warmup_form == "linear" ? s + (c.density - s) * progress
+                                             : s * std::pow(c.density / s, progress);
+  return std::clamp(d, std::min(s, c.density), std::max(s, c.density));
 }
 
 std::string describeSparseConfig(const ResolvedSparseConfig& c) {

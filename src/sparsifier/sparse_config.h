@@ -47,6 +47,11 @@ struct ResolvedSparseConfig {
   int sketch_seed = 0;
   std::string sketch_feedback = "unselected";  // or "decode_error"
   bool stream_ordered = false;                 // device calls enqueue everything, read nothing back
+  // Density warm-up: the first warmup_calls calls move from warmup_start to density
+  // (densityForCall); 0 calls: none.
+  double warmup_start = 0;
+  int warmup_calls = 0;
+  std::string warmup_form = "exponential";  // or "linear"
 };
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.
@@ -55,6 +60,10 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSpars
 // A 64-bit digest of everything that must be equal on every rank.
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& config, size_t count,
                                  scclDataType_t dtype);
+
+// The density of the call numbered `call` (0 = the first since creation or reset): the warm-up's
+// s * (d/s)^(t/N) ("exponential") or s + (d - s) t/N ("linear") for t < N, else d = density.
+double densityForCall(const ResolvedSparseConfig& config, uint64_t call);
 
 // Text for logs and error messages, e.g. "exdyna(scaling, exdyna, gather) density 0.01".
 std::string describeSparseConfig(const ResolvedSparseConfig& config);

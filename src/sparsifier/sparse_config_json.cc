@@ -140,6 +140,40 @@ scclResult_t applyNonFinite(const Json& value, scclSparseConfig_t& config) {
   return scclSuccess;
 }
 
+// "density_warmup": {"start": s, "calls": N, "form": "exponential" | "linear"} (form optional).
+scclResult_t applyDensityWarmup(const Json& value, scclSparseConfig_t& config) {
+  if (!value.is_object()) return wrongType("density_warmup", "an object", value);
+  scclSparseConfig_t updated = config;
+  updated.densityWarmupForm = "exponential";
+  bool has_start = false, has_calls = false;
+  for (const auto& [key, item] : value.items()) {
+    if (key == "start") {
+      if (!item.is_number()) return wrongType("density_warmup.start", "a number", item);
+      updated.densityWarmupStart = item.get<double>();
+      has_start = true;
+    } else if (key == "calls") {
+      if (!item.is_number_integer()) return wrongType("density_warmup.calls", "an integer", item);
+      const int64_t calls = item.get<int64_t>();
+      SCCL_REQUIRE_ARG(calls >= 0 && calls <= INT32_MAX,
+                       "sparse config key \"density_warmup.calls\": %lld is out of range",
+                       static_cast<long long>(calls));
+      updated.densityWarmupCalls = static_cast<int>(calls);
+      has_calls = true;
+    } else if (key == "form") {
+      SCCL_CHECK(choice("density_warmup.form", &scclSparseConfig_t::densityWarmupForm,
+                        {"exponential", "linear"})(item, updated));
+    } else {
+      return fail(scclInvalidArgument,
+                  "sparse config key \"density_warmup\": \"%s\" is unknown (start, calls, form)",
+                  key.c_str());
+    }
+  }
+  SCCL_REQUIRE_ARG(has_start && has_calls,
+                   "sparse config key \"density_warmup\" needs \"start\" and \"calls\"");
+  config = updated;
+  return scclSuccess;
+}
+
 const std::map<std::string, KeyApplier>& keyAppliers() {
   static const std::map<std::string, KeyApplier> appliers = {
       {"algorithm", registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm)},
@@ -184,13 +218,17 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"sketch_seed", integer("sketch_seed", &scclSparseConfig_t::sketchSeed)},
       {"sketch_feedback", choice("sketch_feedback", &scclSparseConfig_t::sketchFeedback,
                                  {"unselected", "decode_error"})},
+      {"density_warmup", applyDensityWarmup},
   };
   return appliers;
 }
 
 // Maps a range error of the whole config back to the JSON key that caused it.
 const char* jsonKeyForField(const std::string& message) {
+  // Prefixes: the longer field names first ("densityWarmupStart" also starts with "density").
   static const std::pair<const char*, const char*> fields[] = {
+      {"densityWarmup", "density_warmup"},
+      {"densityCorrection", "density_correction"},
       {"density", "density"},
       {"errorFeedback", "error_feedback"},
       {"maxDensitySlack", "max_density_slack"},

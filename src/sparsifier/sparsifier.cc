@@ -26,7 +26,7 @@ scclResult_t agreeOnCreation(scclSparsifier& sp) {
   CallRecord record = callRecord(CallOperation::SparsifierCreate);
   record.count = sp.count;
   record.dtype = static_cast<int16_t>(sp.dtype);
-  record.config = sp.fingerprint;
+  record.config = sp.config_fingerprint;
   uint64_t sequence = 0;
   SCCL_CHECK(agreeOnCall(sp.comm, record, &sequence,
                          ("this rank's config: " + describeSparseConfig(sp.config)).c_str()));
@@ -69,10 +69,27 @@ scclResult_t resolveDensityCorrection(scclSparsifier& sp) {
   return scclSuccess;
 }
 
+// The density of this call (the target, or the warm-up's step; sparse_config.h densityForCall),
+// a pure function of the config and the agreed call number: k, the estimator's parameters, the
+// statistics' target and the call fingerprint follow. Every rank computes the same, and the
+// fingerprint makes a rank that set another density fail the call's agreement.
+void applyCallDensity(scclSparsifier& sp) {
+  const double density = densityForCall(sp.config, sp.iteration);
+  if (density == sp.density) return;
+  sp.density = density;
+  sp.k_target = targetSelectionCount(density, sp.count);
+  sp.estimator->setDensity(density, sp.count);
+  sp.stats.kTarget = sp.k_target;
+  uint64_t hash = sp.config_fingerprint;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&density);
+  for (size_t i = 0; i < sizeof(density); ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  sp.fingerprint = hash;
+}
+
 scclResult_t buildAxes(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   EstimatorParams estimator;
-  estimator.density = c.density;
+  estimator.density = densityForCall(c, 0);
   estimator.count = sp.count;
   estimator.nranks = sp.comm->nranks;
   estimator.threshold = c.threshold;
@@ -101,6 +118,14 @@ scclResult_t buildAxes(scclSparsifier& sp) {
   return resolveDensityCorrection(sp);
 }
 
+// Logged with a refused call: the density is the likely culprit after scclSparsifierSetDensity.
+std::string describeCallDensity(const scclSparsifier& sp) {
+  char text[160];
+  std::snprintf(text, sizeof(text), "this rank's density in effect %.17g (target %.17g, call %llu)",
+                sp.density, sp.config.density, static_cast<unsigned long long>(sp.iteration));
+  return text;
+}
+
 void clearStats(scclSparsifier& sp) {
   sp.stats = scclSparseStats_t{};
   sp.stats.size = sizeof(scclSparseStats_t);
@@ -112,6 +137,7 @@ void clearStats(scclSparsifier& sp) {
 void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
   scclSparseStats_t& s = sp.stats;
   s.iteration = sp.iteration;
+  s.kTarget = sp.k_target;
   s.kLocal = call.k_local;
   s.kGlobal = call.k_global;
   s.kMax = call.k_max;
@@ -154,9 +180,10 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->dtype = dtype;
   sp->acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
   SCCL_CHECK(resolveSparseConfig(config, &sp->config));
-  sp->k_target = std::max<uint64_t>(1, uint64_t(std::floor(sp->config.density * double(count))));
+  sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
   SCCL_CHECK(buildAxes(*sp));
-  sp->fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
+  sp->config_fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
+  applyCallDensity(*sp);  // the first call's density (the estimator was built for it)
   SCCL_CHECK(agreeOnCreation(*sp));
   if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
   sp->residual.resize(count * accElementSize(*sp));
@@ -198,10 +225,12 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   call.op = op;
   if (on_device) {
     SCCL_CHECK(checkDeviceSparseAllreduce(*sp, stream));  // refused without side effects
+    applyCallDensity(*sp);
     // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
     // its agreement is the reduction's own header checks (docs/reliability.md).
     if (!sp->config.stream_ordered)
-      SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true)));
+      SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true), nullptr,
+                             describeCallDensity(*sp).c_str()));
     SCCL_CHECK(commRecordFailure(sp->comm, runDeviceSparseAllreduce(call, stream)));
     if (call.step_discarded) {
       sp->stats.nonFinite = call.nonfinite_local;
@@ -216,7 +245,9 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
                 "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU memory "
                 "since its first call; scclSparsifierReset starts it again");
   }
-  SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false)));
+  applyCallDensity(*sp);
+  SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false), nullptr,
+                         describeCallDensity(*sp).c_str()));
   call.acc = sp->acc.data();
   if (sp->reduction->needs_selection) {
     const void* residual = sp->config.error_feedback ? sp->residual.data() : nullptr;
@@ -242,6 +273,27 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   }
   ++sp->iteration;
   recordCall(*sp, call, microsecondsSince(start));
+  return scclSuccess;
+}
+
+scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density) {
+  SCCL_REQUIRE_ARG(density > 0 && density <= 1, "density %g must be in (0, 1]", density);
+  ResolvedSparseConfig& c = sp->config;
+  SCCL_REQUIRE_ARG(c.reduction != "sketch" || density == c.density,
+                   "density %g: the sketch reduction (s2) sizes its sketch from the density at "
+                   "creation (%g) and cannot change it; create a new sparsifier",
+                   density, c.density);
+  SCCL_REQUIRE_ARG(c.reduction != "sync_free" || density <= sp->density_ceiling,
+                   "density %g: the sync_free reduction's capacity was sized at creation for "
+                   "density <= %g (max(density, densityWarmupStart)); create a new sparsifier "
+                   "or start it with a higher densityWarmupStart",
+                   density, sp->density_ceiling);
+  c.density = density;
+  c.warmup_calls = 0;  // an explicit density ends the warm-up
+  c.warmup_start = 0;
+  c.warmup_form = "exponential";
+  sp->config_fingerprint = sparseConfigFingerprint(c, sp->count, sp->dtype);
+  sp->density = 0;  // the next call applies the density and the fingerprint
   return scclSuccess;
 }
 

@@ -27,11 +27,19 @@ struct scclSparsifier {
   scclDataType_t acc_dtype = scclFloat32;  // residual type: float32, or float64 for float64
   sccl::ResolvedSparseConfig config;
   uint64_t k_target = 1;
+  // The density in effect (k_target = max(1, floor(density * count))): the config's target, or
+  // the warm-up's density of this call (densityForCall). 0 until the first call applies it.
+  double density = 0;
+  // The highest density the buffers sized at creation allow (sync_free's capacity): the
+  // creation's max(density, warm-up start).
+  double density_ceiling = 1;
   // What the ranks agree on at every call (comm/call_agreement.h): the identity every rank gives
   // this sparsifier (1 + the number of its creation call on the communicator, the same on every
-  // rank) and the fingerprint of its count, dtype and config.
+  // rank) and the fingerprint of its count, dtype and config, with the density in effect mixed
+  // in (callFingerprint) so that ranks which set different densities fail the call's agreement.
   uint64_t identity = 0;
   uint64_t fingerprint = 0;
+  uint64_t config_fingerprint = 0;  // of count, dtype and config alone (the creation's record)
 
   const sccl::ReductionEntry* reduction = nullptr;
   std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)
@@ -73,6 +81,9 @@ scclResult_t sparsifierReset(scclSparsifier* sp);
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device = false, void* stream = nullptr);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
+// scclSparsifierSetDensity: checks (nothing changes on an error), sets the config's target and
+// ends its warm-up; the next call applies it.
+scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density);
 
 // Element size of the residual.
 inline size_t accElementSize(const scclSparsifier& sp) {

@@ -1,4 +1,7 @@
 // Bad-argument cases of the sparse all-reduce, its config and the count-sketch building blocks.
+#include <cfloat>
+#include <cmath>
+
 #include "support/bad_argument_matrix.h"
 
 namespace sccl_badargs {
@@ -166,6 +169,17 @@ void addSparseCases(Matrix& m) {
   });
   m.add(ae, "NULL asyncError", scclInvalidArgument,
         [](Ctx& c) { return scclSparsifierGetAsyncError(c.sp, nullptr); });
+  // Invalid densities change nothing (the matrix's later valid calls run at the old density).
+  const std::string sd = "scclSparsifierSetDensity";
+  m.handles(sd, Kind::Sparsifier,
+            [](Ctx&, void* h) { return scclSparsifierSetDensity(asSp(h), 0.5); });
+  const std::pair<const char*, double> densities[] = {
+      {"0", 0.0},         {"-0", -0.0},           {"-1", -1.0},         {"1.0000001", 1.0000001},
+      {"2", 2.0},         {"-DBL_MIN", -DBL_MIN}, {"DBL_MAX", DBL_MAX}, {"-DBL_MAX", -DBL_MAX},
+      {"+inf", HUGE_VAL}, {"-inf", -HUGE_VAL},    {"NaN", std::nan("")}};
+  for (const auto& [name, d] : densities)
+    m.add(sd, std::string("density ") + name, scclInvalidArgument,
+          [d = d](Ctx& c) { return scclSparsifierSetDensity(c.sp, d); });
 }
 
 void addSketchCases(Matrix& m) {

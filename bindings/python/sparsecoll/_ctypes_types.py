@@ -83,6 +83,9 @@ class SparseConfig(ctypes.Structure):
         ("sketchSeed", _int),
         ("sketchFeedback", _str),
         ("streamOrdered", _int),
+        ("densityWarmupStart", _dbl),
+        ("densityWarmupCalls", _int),
+        ("densityWarmupForm", _str),
     ]
 
 
@@ -92,7 +95,7 @@ def sparse_config_initializer():
         ctypes.sizeof(SparseConfig), SPARSE_CONFIG_MAGIC, HEADER_VERSION_CODE, b"exdyna", None,
         None, None, 0.01, 1, 0, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1, 0.25, b"proportional",
         None, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, b"topk", 3, 0.5, 0, b"unselected",
-        0)
+        0, 0.0, 0, b"exponential")
 
 
 class SparseStats(ctypes.Structure):

@@ -131,6 +131,15 @@ class Sparsifier:
         return SparseStats(**{_snake(name): getattr(raw, name)
                               for name, _ in T.SparseStats._fields_ if name != "size"})
 
+    def set_density(self, density):
+        """scclSparsifierSetDensity: the target density from the next call on, ending any
+        density_warmup. Every rank must set the same density before the same call (otherwise
+        that call raises scclInvalidUsage on every rank; setting an agreed density resumes)."""
+        check(lib.scclSparsifierSetDensity(self.handle, ctypes.c_double(float(density))),
+              self.comm._handle)
+        self._config.density = float(density)
+        self._config.densityWarmupCalls = 0
+
     def rank_counts(self):
         """k_r of the last call for every rank r."""
         size = self.comm.size

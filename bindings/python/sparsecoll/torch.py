@@ -143,6 +143,11 @@ class HookState:
     mask. With the dense algorithm nothing is masked (every entry is sent every step, and masking
     would erase the momentum): the correction is then ordinary momentum SGD, avg(m u_r + g_r) = m avg(u) + avg(g), up to float rounding.
     Weight decay and Nesterov stay in the optimizer and are not corrected.
+    density_warmup (a sparsifier keyword like the others), e.g. {"start": 0.25, "calls": 100,
+    "form": "exponential"}: DGC's density warm-up over each bucket's first `calls` all-reduces
+    (one per training step), from `start` to `density` (docs/api.md has the formula). A bucket
+    that gets a new sparsifier (another grouping) starts its warm-up again. set_density(d)
+    changes the target of every bucket and ends the warm-up.
     """
 
     def __init__(self, comm, op="avg", config_file=None, momentum=0.0, momentum_masking=True,
@@ -219,6 +224,15 @@ class HookState:
             tensor.index_copy_(0, index, work)
         self.traffic.add(sparsifier.stats(), tensor.numel(), step_ends)
         return tensor
+
+    def set_density(self, density):
+        """The target density of every bucket's sparsifier from its next call on (and of the
+        buckets created later), ending any density_warmup; call it on every rank at the same
+        step (Sparsifier.set_density)."""
+        for sparsifier in self.sparsifiers.values():
+            sparsifier.set_density(density)
+        self.sparsifier_kwargs.pop("density_warmup", None)
+        self.sparsifier_kwargs["density"] = float(density)
 
     def close(self):
         for sparsifier in self.sparsifiers.values():

@@ -359,6 +359,64 @@ def test_hook_keeps_the_residual_with_its_parameters_across_a_rebuilt_bucket(com
     state.close()
 
 
+def test_set_density_changes_k_at_the_next_call_and_refuses_bad_values(comm):
+    sp = Sparsifier(comm, 1000, algorithm="topk", density=0.01)
+    grad = np.linspace(-1, 1, 1000).astype(np.float32)
+    sp.allreduce(grad.copy())
+    assert sp.stats().k_target == 10
+    sp.set_density(0.05)
+    assert sp.density == 0.05
+    assert sp.stats().k_target == 10  # from the next call on
+    sp.allreduce(grad.copy())
+    assert sp.stats().k_target == 50 and sp.stats().k_local == 50
+    for bad in (0.0, -0.1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(SparsecollError) as info:
+            sp.set_density(bad)
+        assert info.value.code == Result.INVALID_ARGUMENT
+        assert "density" in str(info.value)
+    sp.allreduce(grad.copy())
+    assert sp.stats().k_target == 50
+    sp.destroy()
+
+
+def test_density_warmup_on_two_ranks_and_in_the_hook(comm):
+    """The schedule of docs/api.md: start * (target/start)^(t/N), the same k on every rank."""
+    count, start, target, calls = 4000, 0.25, 0.01, 5
+
+    def body(c):
+        sp = Sparsifier(c, count, algorithm="micro", density=target,
+                        density_warmup={"start": start, "calls": calls})
+        ks = []
+        for t in range(calls + 2):
+            grad = np.random.default_rng(t * 7 + c.rank).laplace(size=count).astype(np.float32)
+            sp.allreduce(grad)
+            ks.append(sp.stats().k_target)
+        sp.destroy()
+        return ks
+
+    want = [int(start * (target / start) ** (t / calls) * count) for t in range(calls)]
+    want += [int(count * target)] * 2
+    assert run_ranks(2, body) == [want, want]
+
+    import sparsecoll.torch as sparse_torch
+    state = sparse_torch.HookState(comm, algorithm="topk", density=0.1,
+                                   density_warmup={"start": 0.5, "calls": 2, "form": "linear"})
+    p = torch.nn.Parameter(torch.zeros(100))
+    sent = []
+    for _ in range(3):
+        p.grad = torch.arange(1.0, 101.0)
+        out = sparse_torch.hook(state, _FakeBucket([p])).value()
+        sent.append(int((out != 0).sum()))
+    assert sent == [50, 30, 10]  # 0.5, 0.5 + (0.1 - 0.5) / 2, then 0.1
+    state.set_density(0.2)
+    out = sparse_torch.hook(state, _FakeBucket([p])).value()
+    assert int((out != 0).sum()) == 20
+    state.close()
+    with pytest.raises(SparsecollError) as info:
+        Sparsifier(comm, 10, density_warmup={"start": 0.5, "calls": 2, "form": "cosine"})
+    assert "density_warmup" in str(info.value)
+
+
 def test_non_finite_error_policy_raises_invalid_argument(comm):
     s = Sparsifier(comm, 100, algorithm="topk", density=0.1, non_finite="error")
     g = torch.ones(100)

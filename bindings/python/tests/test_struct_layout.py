@@ -43,3 +43,5 @@ def test_initializer_matches_the_header_defaults():
     assert (config.algorithm, config.density, config.errorFeedback, config.numBlocks,
             config.correctionBinsPerOctave, config.sketchFeedback) == (
                 b"exdyna", 0.01, 1, 1024, 256, b"unselected")
+    assert (config.densityWarmupStart, config.densityWarmupCalls, config.densityWarmupForm) == (
+        0.0, 0, b"exponential")
