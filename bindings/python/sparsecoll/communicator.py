@@ -3,8 +3,10 @@ group, or from torchrun's environment variables) or from an MPI launch, and the 
 collectives.
 
 Which transport: the `transport` argument, else SCCL_TRANSPORT, else "local" for a single rank,
-else "mpi" when this process was started by mpirun/mpiexec, else "ucx" when the library was built
-with it (processes started by torchrun, a scheduler or by hand: UCX needs no launcher), else "mpi".
+else "mpi" when this process was started by mpirun/mpiexec, else "auto": the library decides
+during the rendezvous, the same on every rank ("local" when the ranks are threads of one process,
+else "ucx" when built: processes started by torchrun, a scheduler or by hand; else an error
+saying what is missing; docs/transports.md).
 The "mpi" transport needs the processes to be one MPI job; MPI is initialised here through mpi4py
 when the application has not done it. Asking for "mpi" outside an MPI job is refused at once with
 a message saying so (and naming the transports this build has), rather than failing in the library.
@@ -82,9 +84,9 @@ def _default_transport(size):
         return transport
     if size == 1:
         return "local"
-    if not launched_by_mpi() and "ucx" in built_transports():
-        return "ucx"
-    return "mpi"
+    if launched_by_mpi():
+        return "mpi"
+    return "auto"
 
 
 class Communicator:

@@ -124,7 +124,7 @@ def test_mpi_transport_outside_an_mpi_job_is_refused(monkeypatch):
     assert "mpirun" in info.value.message
 
 
-def test_default_transport_outside_mpi_is_ucx_when_built(monkeypatch):
+def test_default_transport_outside_mpi_is_the_librarys_auto(monkeypatch):
     from sparsecoll import communicator
     for name in ("SCCL_TRANSPORT", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
                  "MPI_LOCALNRANKS"):
@@ -132,11 +132,32 @@ def test_default_transport_outside_mpi_is_ucx_when_built(monkeypatch):
     built = communicator.built_transports()
     assert "local" in built  # the probe parsed the library's list
     assert communicator._default_transport(1) == "local"
-    assert communicator._default_transport(2) == ("ucx" if "ucx" in built else "mpi")
+    assert communicator._default_transport(2) == "auto"  # the library decides at the rendezvous
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")  # under mpirun: mpi, as before
     assert communicator._default_transport(2) == "mpi"
     monkeypatch.setenv("SCCL_TRANSPORT", "local")  # the variable wins
     assert communicator._default_transport(2) == "local"
+
+
+def test_threads_of_one_process_get_local_without_a_transport(monkeypatch):
+    for name in ("SCCL_TRANSPORT", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
+                 "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(name, raising=False)
+    unique_id = sparsecoll.get_unique_id()
+    chosen = {}
+
+    def rank(r):
+        comm = Communicator.from_unique_id(unique_id, r, 2)
+        comm.barrier()
+        chosen[r] = comm.transport
+        comm.destroy()
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert chosen == {0: "local", 1: "local"}
 
 
 def test_from_env_names_missing_variables(monkeypatch):
