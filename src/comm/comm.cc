@@ -115,7 +115,9 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
     transport_name = choice.name;
   }
   const TransportEntry* entry = findTransport(transport_name);
-  if (entry == nullptr) return fail(scclInternalError, "transport '%s' vanished", transport_name.c_str());
+  if (entry == nullptr) {
+    return fail(scclInternalError, "transport '%s' is not registered", transport_name.c_str());
+  }
   if (entry->single_process) SCCL_CHECK(checkSingleProcess(ranks, entry->name));
 
   TransportSetup setup;

@@ -36,7 +36,7 @@ struct RankDescription {
   int32_t rank;
   uint32_t process_flags;  // ProcessFlag bits
   uint32_t reserved;
-  char transport[32];  // the transport this rank asked for ("auto": the default, comm/default_transport.h)
+  char transport[32];  // the transport this rank asked for ("auto": comm/default_transport.h)
   char host[64];
 };
 

@@ -248,6 +248,36 @@ TEST_CASE("gpu kth largest and histogram equal the cpu ones and moments agree", 
   }
 }
 
+namespace {
+
+// The buffers of one accumulateSelect call (host for the CPU backend, device for the GPU one).
+struct FusedPassBuffers {
+  void* acc;
+  const void* residual;
+  const void* grad;
+  uint64_t* nonfinite;
+  int64_t* idx;
+  void* val;
+  size_t* ncandidates;
+  uint64_t* counts;
+  void* out;
+};
+
+sccl::AccumulateSelectArgs withBuffers(sccl::AccumulateSelectArgs args, const FusedPassBuffers& b) {
+  args.acc = b.acc;
+  args.residual = b.residual;
+  args.grad = b.grad;
+  args.nonfinite = b.nonfinite;
+  args.idx = b.idx;
+  args.val = b.val;
+  args.ncandidates = b.ncandidates;
+  args.counts = b.counts;
+  args.out = b.out;
+  return args;
+}
+
+}  // namespace
+
 TEST_CASE("gpu fused pass, gatherAndZero and writeDense equal the cpu ones bit for bit",
           "[gpu][fused]") {
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
@@ -294,34 +324,20 @@ TEST_CASE("gpu fused pass, gatherAndZero and writeDense equal the cpu ones bit f
     std::vector<uint64_t> want_counts(bins + 1);
     uint64_t want_bad = 0;
     size_t want_n = 0;
-    sccl::AccumulateSelectArgs c = a;
-    c.acc = want_acc.data();
-    c.residual = residual.data();
-    c.grad = grad.data();
-    c.nonfinite = &want_bad;
-    c.idx = want_idx.data();
-    c.val = want_val.data();
-    c.ncandidates = &want_n;
-    c.counts = want_counts.data();
-    c.out = want_out.data();
-    REQUIRE(cpu.accumulateSelect(c, nullptr) == scclSuccess);
+    REQUIRE(cpu.accumulateSelect(withBuffers(a, {want_acc.data(), residual.data(), grad.data(),
+                                                  &want_bad, want_idx.data(), want_val.data(),
+                                                  &want_n, want_counts.data(), want_out.data()}),
+                                 nullptr) == scclSuccess);
 
     DeviceBuffer<uint8_t> g(grad), r(residual), acc(n * acc_width), val(capacity * acc_width),
         out(std::vector<uint8_t>(n * grad_width, 0x5a));
     DeviceBuffer<int64_t> idx(capacity);
     DeviceBuffer<uint64_t> bad(1), counts(bins + 1);
     size_t got_n = 0;
-    sccl::AccumulateSelectArgs d = a;
-    d.acc = acc.get();
-    d.residual = r.get();
-    d.grad = g.get();
-    d.nonfinite = bad.get();
-    d.idx = idx.get();
-    d.val = val.get();
-    d.ncandidates = &got_n;
-    d.counts = counts.get();
-    d.out = out.get();
-    REQUIRE(gpu().accumulateSelect(d, nullptr) == scclSuccess);
+    REQUIRE(gpu().accumulateSelect(withBuffers(a, {acc.get(), r.get(), g.get(), bad.get(),
+                                                    idx.get(), val.get(), &got_n, counts.get(),
+                                                    out.get()}),
+                                   nullptr) == scclSuccess);
     CHECK_BITS_OF_WIDTH("accumulateSelect acc", acc_width, want_acc, acc.read());
     CHECK(bad.read()[0] == want_bad);
     REQUIRE(got_n == want_n);
