@@ -37,6 +37,7 @@ iterations does not change the training, so the other files stay byte-identical.
 
 import argparse
 import collections
+import glob
 import math
 import os
 import re
@@ -52,16 +53,19 @@ DEFAULT_TEXT_DIR = "/usr/share/common-licenses"
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]")
 
 
-def load_tokens(text_dir):
-    """All regular files of text_dir in sorted order, lower-cased and tokenized."""
+def load_tokens(text_dir, pattern="*", max_tokens=0):
+    """The regular files of text_dir matching the glob pattern (every file by default), in sorted
+    order, lower-cased and tokenized; the first max_tokens tokens when max_tokens > 0."""
     tokens = []
-    for name in sorted(os.listdir(text_dir)):
-        path = os.path.join(text_dir, name)
+    for path in sorted(glob.glob(os.path.join(glob.escape(text_dir), pattern))):
         if os.path.isfile(path) and not os.path.islink(path):
             with open(path, encoding="utf-8", errors="replace") as f:
                 tokens.extend(TOKEN.findall(f.read().lower()))
+        if 0 < max_tokens <= len(tokens):
+            del tokens[max_tokens:]
+            break
     if len(tokens) < 1000:
-        raise SystemExit(f"{text_dir}: only {len(tokens)} tokens")
+        raise SystemExit(f"{text_dir}/{pattern}: only {len(tokens)} tokens")
     return tokens
 
 
@@ -73,7 +77,12 @@ def build_vocabulary(tokens, size):
     return {word: index for index, word in enumerate(words)}
 
 
-def build_model(torch, vocab, embed, hidden):
+def build_model(torch, args, vocab):
+    """The --model network: "lstm" (the committed traces' model) or "transformer"."""
+    if args.model == "transformer":
+        return build_transformer(torch, vocab, args.embed, args.hidden, args.layers, args.heads,
+                                 args.bptt)
+    embed, hidden = args.embed, args.hidden
     nn = torch.nn
 
     class LstmLanguageModel(nn.Module):
@@ -90,6 +99,33 @@ def build_model(torch, vocab, embed, hidden):
     return LstmLanguageModel()
 
 
+def build_transformer(torch, vocab, d_model, feedforward, layers, heads, context):
+    """A causal Transformer language model: token + learned position embeddings, `layers`
+    post-norm encoder layers with a causal mask, and an untied linear decoder."""
+    nn = torch.nn
+
+    class TransformerLanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab, d_model)
+            self.position = nn.Embedding(context, d_model)
+            layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, dropout=0.0,
+                                               batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.decoder = nn.Linear(d_model, vocab)
+            mask = torch.triu(torch.full((context, context), float("-inf")), diagonal=1)
+            self.register_buffer("causal_mask", mask)
+
+        def forward(self, x):
+            length = x.shape[1]
+            positions = torch.arange(length, device=x.device)
+            hidden = self.embedding(x) + self.position(positions)
+            hidden = self.encoder(hidden, mask=self.causal_mask[:length, :length])
+            return self.decoder(hidden)
+
+    return TransformerLanguageModel()
+
+
 def flat_gradient(model):
     return np.concatenate([p.grad.detach().reshape(-1).numpy() for p in model.parameters()])
 
@@ -100,12 +136,15 @@ def train(args):
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
-    tokens = load_tokens(args.text)
+    tokens = load_tokens(args.text, args.pattern, args.max_tokens)
     vocabulary = build_vocabulary(tokens, args.vocab)
     stream = np.array([vocabulary.get(t, 0) for t in tokens], dtype=np.int64)
-    model = build_model(torch, len(vocabulary), args.embed, args.hidden)
+    model = build_model(torch, args, len(vocabulary))
     count = sum(p.numel() for p in model.parameters())
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    if args.optimizer == "adam":
+        optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
     wanted = sorted(set(args.iterations))
     if wanted and wanted[-1] > args.steps:
@@ -156,18 +195,31 @@ def main(argv):
     parser.add_argument("--steps", type=int, default=300, help="optimizer steps (default 300)")
     parser.add_argument("--vocab", type=int, default=1000, help="vocabulary size (default 1000)")
     parser.add_argument("--embed", type=int, default=32, help="embedding size (default 32)")
-    parser.add_argument("--hidden", type=int, default=64, help="LSTM hidden size (default 64)")
+    parser.add_argument("--hidden", type=int, default=64,
+                        help="LSTM hidden size, or the Transformer's feed-forward size (default 64)")
+    parser.add_argument("--model", choices=("lstm", "transformer"), default="lstm",
+                        help="network (default lstm; --embed is the Transformer's model width)")
+    parser.add_argument("--layers", type=int, default=2, help="Transformer layers (default 2)")
+    parser.add_argument("--heads", type=int, default=4, help="Transformer heads (default 4)")
+    parser.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
+                        help="sgd (with --momentum) or adam (default sgd)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--lr", type=float, default=1.0, help="learning rate (default 1.0)")
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
     parser.add_argument("--clip", type=float, default=0.25, help="gradient-norm clip (0.25)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--text", default=DEFAULT_TEXT_DIR, help="directory of text files")
+    parser.add_argument("--pattern", default="*", help="glob of the files of --text (default *)")
+    parser.add_argument("--max-tokens", type=int, default=0,
+                        help="use only the first N tokens (default 0: all)")
     parser.add_argument("--prefix", default="lstm_lm", help="trace file name prefix")
     parser.add_argument("--log-every", type=int, default=50, help="loss print interval")
     args = parser.parse_args(argv)
-    if min(args.workers, args.batch, args.bptt, args.steps, args.threads) < 1 or args.vocab < 2:
+    if min(args.workers, args.batch, args.bptt, args.steps, args.threads, args.layers,
+           args.heads) < 1 or args.vocab < 2 or args.max_tokens < 0:
         parser.error("sizes and counts must be positive")
+    if args.model == "transformer" and args.embed % args.heads != 0:
+        parser.error("--embed must be a multiple of --heads for the Transformer")
     train(args)
     return 0
 

@@ -35,12 +35,14 @@ DEFAULT_ESTIMATORS = ["sidco_exp", "sidco_gp", "sidco_gamma_gp", "sidco_exp/fb0"
                       "dgc", "redsync", "gaussiank"]
 
 
-FAMILIES = ["fmnist_cnn", "lstm_lm"]
 SYNTHETIC = ["laplace", "gamma", "gpareto", "gmixture"]
 
 
 def family_of(name):
-    return next((f for f in FAMILIES if name.startswith(f)), "synthetic")
+    """The model family of an input label: the trace name up to "_it", or "synthetic"."""
+    if name.startswith("synthetic_"):
+        return "synthetic"
+    return name[:name.rfind("_it")] if "_it" in name else name
 
 
 def quality_table(path):
@@ -49,18 +51,21 @@ def quality_table(path):
     estimators, densities = [], []
     passes = collections.Counter()
     totals = collections.Counter()
+    families = []
     for r in rows:
         if r["estimator"] not in estimators:
             estimators.append(r["estimator"])
         if r["density"] not in densities:
             densities.append(r["density"])
-        family = family_of(r["input"])
+        family = r.get("family") or family_of(r["input"])
+        if family != "synthetic" and family not in families:
+            families.append(family)
         column = family if family != "synthetic" else r["input"].replace("synthetic_", "")
         cells[(r["estimator"], r["density"], column)].append(r["mean_after_10"])
         if r["target"] in ("PASS", "FAIL"):
             totals[r["estimator"]] += 1
             passes[r["estimator"]] += r["target"] == "PASS"
-    columns = FAMILIES + SYNTHETIC
+    columns = families + SYNTHETIC
     print("| estimator | density | " + " | ".join(columns) + " |")
     print("|---|---:|" + "---:|" * len(columns))
     for e in estimators:
@@ -70,7 +75,7 @@ def quality_table(path):
                 v = cells.get((e, d, c), [])
                 if not v:
                     out.append("-")
-                elif c in FAMILIES:
+                elif c in families:
                     out.append(f"{min(v):.2f}-{max(v):.2f}")
                 else:
                     out.append(f"{v[0]:.2f}")

@@ -41,8 +41,6 @@
 #include "algorithms/density_correction.h"
 
 #include <algorithm>
-#include <bit>
-#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -53,76 +51,18 @@
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
-namespace {
-
-uint64_t magnitudeBits(double value, scclDataType_t acc_dtype) {
-  if (acc_dtype == scclFloat64) return std::bit_cast<uint64_t>(std::fabs(value));
-  const float narrowed = float(std::min(std::fabs(value), double(FLT_MAX)));
-  return std::bit_cast<uint32_t>(narrowed);
-}
-
-double edgeValue(uint64_t bits, scclDataType_t acc_dtype) {
-  if (acc_dtype == scclFloat64) return std::bit_cast<double>(bits);
-  return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
-}
-
-CorrectionWindow windowAround(double delta, scclDataType_t acc_dtype, int bins_per_octave,
-                              int octaves) {
-  const unsigned mantissa_bits = acc_dtype == scclFloat64 ? 52 : 23;
-  const uint64_t infinity_bits =
-      acc_dtype == scclFloat64 ? 0x7ff0000000000000ull : uint64_t{0x7f800000};
-  CorrectionWindow w;
-  w.shift = mantissa_bits - unsigned(std::countr_zero(unsigned(bins_per_octave)));
-  w.bins = size_t(2) * size_t(octaves) * size_t(bins_per_octave);
-  const uint64_t octave = uint64_t{1} << mantissa_bits;
-  const uint64_t span = uint64_t(w.bins) << w.shift;
-  const uint64_t centre = magnitudeBits(delta, acc_dtype);
-  uint64_t base = centre > uint64_t(octaves) * octave ? centre - uint64_t(octaves) * octave : 0;
-  // The top edge may reach +inf's pattern but not beyond (NaN patterns are not values).
-  base = std::min(base, infinity_bits - span);
-  w.base = base >> w.shift << w.shift;
-  return w;
-}
-
-// Step 3: the edge whose global count is nearest k; ties to the edge nearest the centre.
-size_t chooseEdge(const std::vector<uint64_t>& counts, size_t bins, uint64_t k, size_t centre_edge,
-                  uint64_t* at_or_above) {
-  size_t best = bins;
-  uint64_t best_count = counts[bins], best_error = 0, best_distance = 0;
-  uint64_t running = counts[bins];
-  auto distance = [&](size_t j) { return j > centre_edge ? j - centre_edge : centre_edge - j; };
-  best_error = running > k ? running - k : k - running;
-  best_distance = distance(bins);
-  for (size_t j = bins; j-- > 0;) {
-    running += counts[j];
-    const uint64_t error = running > k ? running - k : k - running;
-    if (error < best_error || (error == best_error && distance(j) < best_distance)) {
-      best = j;
-      best_count = running;
-      best_error = error;
-      best_distance = distance(j);
-    }
-  }
-  *at_or_above = best_count;
-  return best;
-}
-
-}  // namespace
 
 CorrectionWindow correctionWindow(const scclSparsifier& sp) {
   const double delta = sp.estimator->currentThreshold();
-  CorrectionWindow w = windowAround(delta, sp.acc_dtype, sp.config.correction_bins_per_octave,
-                                    sp.config.correction_octaves);
+  CorrectionWindow w;
+  static_cast<MagnitudeWindow&>(w) = magnitudeWindowAround(
+      delta, sp.acc_dtype, sp.config.correction_bins_per_octave, sp.config.correction_octaves);
   // A quarter octave below delta (2^-1/4), on a bin edge: at most delta's own edge (the centre),
   // which the choice of step 3 relies on.
   const uint64_t floor_bits = magnitudeBits(delta * 0.8408964152537145, sp.acc_dtype);
   w.floor_edge = floor_bits <= w.base ? 0 : size_t((floor_bits - w.base) >> w.shift);
   if (w.floor_edge >= w.bins) w.floor_edge = 0;  // a window clamped at +inf: count all of it
   return w;
-}
-
-double windowEdge(const CorrectionWindow& w, size_t edge, scclDataType_t acc_dtype) {
-  return edgeValue(w.base + (uint64_t(edge) << w.shift), acc_dtype);
 }
 
 scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
@@ -144,8 +84,9 @@ scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
   const uint64_t centre_bits = magnitudeBits(delta, sp.acc_dtype);
   const size_t centre_edge =
       centre_bits <= w.base ? 0 : std::min<size_t>(w.bins, (centre_bits - w.base) >> w.shift);
-  const size_t edge = chooseEdge(counts, w.bins, sp.k_target, centre_edge, predicted_k);
-  *threshold = edgeValue(w.base + (uint64_t(edge) << w.shift), sp.acc_dtype);
+  // Step 3: the edge whose global count is nearest k; ties to the edge nearest the centre.
+  const size_t edge = edgeNearestCount(counts, w.bins, sp.k_target, centre_edge, predicted_k);
+  *threshold = windowEdge(w, edge, sp.acc_dtype);
   sp.estimator->adoptThreshold(*threshold);
   return scclSuccess;
 }

@@ -9,16 +9,14 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "estimators/magnitude_window.h"
 #include "partition/search_space.h"
 
 namespace sccl {
 
 // The bins of one call: 2 W B bin edges in the accumulator type's bit patterns around the
 // estimator's threshold (step 1 of density_correction.cc), plus one bin for everything above.
-struct CorrectionWindow {
-  uint64_t base = 0;   // bit pattern of edge 0
-  unsigned shift = 0;  // a bin is 2^shift patterns
-  size_t bins = 0;     // window bins; counts[bins] is everything above
+struct CorrectionWindow : MagnitudeWindow {
   // The edge at or below a quarter octave under the threshold: the fused pass counts (and keeps
   // as candidates) only the entries from here up, a few times k instead of the whole lower half
   // of the window; correctFromCounts falls back to the whole window when that is not enough.
@@ -26,9 +24,6 @@ struct CorrectionWindow {
 };
 
 CorrectionWindow correctionWindow(const scclSparsifier& sp);
-
-// Edge `edge` of the window as a value.
-double windowEdge(const CorrectionWindow& w, size_t edge, scclDataType_t acc_dtype);
 
 // Collective, steps 2-4: every rank calls it at the same call with its own counts of `w` (bins + 1
 // entries, its exclusive range; zeros for an empty range), exact from edge `counted_from` up (the

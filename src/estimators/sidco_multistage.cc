@@ -68,9 +68,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 #include "estimators/distribution_fits.h"
+#include "estimators/magnitude_window.h"
+#include "kernels/device_staging.h"
 
 namespace sccl {
 namespace {
@@ -78,6 +81,9 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kMinCorrection = 1e-6, kMaxCorrection = 1e6;
 constexpr double kMaxFeedbackStep = 4.0;
+// The count check's window: 4 octaves either side of the fitted threshold, 32 bins per octave
+// (a bin is 1/32 to 1/64 of its value wide).
+constexpr int kCheckBinsPerOctave = 32, kCheckOctaves = 4;
 
 // The tail quantile of `fit` fitted to `sample` at upper-tail probability p (NaN if degenerate).
 double fitQuantile(SidcoFit fit, const MagnitudeSample& sample, double p) {
@@ -272,7 +278,34 @@ class SidcoEstimator final : public ThresholdEstimator {
       eta += step;
     }
     eta *= correction_;
+    trace_.correction = correction_;
+    if (feedback_gain_ > 0 && std::isfinite(eta)) SCCL_CHECK(checkCount(q, k, &eta));
     *out = std::clamp(eta, min_nonzero, max_abs);
+    return scclSuccess;
+  }
+
+  // The count check (file header): one histogram pass over the range around eta, then the bin
+  // edge whose exact count is nearest k.
+  scclResult_t checkCount(const ThresholdQuery& q, uint64_t k, double* eta) {
+    const MagnitudeWindow w =
+        magnitudeWindowAround(*eta, q.acc_dtype, kCheckBinsPerOctave, kCheckOctaves);
+    const size_t bytes = (w.bins + 1) * sizeof(uint64_t);
+    counts_.resize(w.bins + 1);
+    void* counts = nullptr;
+    SCCL_CHECK(stagedArray(q.device, DeviceStaging::kEstimatorCounts, counts_.data(), bytes, false,
+                           &counts));
+    SCCL_CHECK(q.kernels->absBitHistogram(q.acc, q.acc_dtype, q.range.begin, q.range.end, w.base,
+                                          w.shift, w.bins, static_cast<uint64_t*>(counts),
+                                          q.stream));
+    SCCL_CHECK(unstageArray(q.device, counts_.data(), counts, bytes));
+    const uint64_t centre_bits = magnitudeBits(*eta, q.acc_dtype);
+    const size_t centre_edge =
+        centre_bits <= w.base ? 0 : std::min(w.bins, size_t((centre_bits - w.base) >> w.shift));
+    uint64_t at_or_above = 0;
+    const size_t edge = edgeNearestCount(counts_, w.bins, k, centre_edge, &at_or_above);
+    *eta = windowEdge(w, edge, q.acc_dtype);
+    trace_.checked = true;
+    trace_.checked_count = at_or_above;
     return scclSuccess;
   }
 
@@ -294,6 +327,7 @@ class SidcoEstimator final : public ThresholdEstimator {
   double correction_ = 1;
   double last_ = 0;
   SidcoTrace trace_;
+  std::vector<uint64_t> counts_;  // the count check's bins (host)
 };
 
 }  // namespace

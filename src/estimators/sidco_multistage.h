@@ -31,6 +31,9 @@ struct SidcoTrace {
   int stages_planned = 0;  // M at this call
   int stages_run = 0;      // stages actually fitted (fewer when a stage left <= k exceedances)
   bool fallback = false;   // a degenerate fit was replaced by the documented fallback
+  double correction = 1;   // the feedback's factor applied to the fitted threshold
+  bool checked = false;    // the count check ran (sidco_feedback > 0)
+  uint64_t checked_count = 0;  // then: elements at or above the threshold it chose (exact)
 };
 // The trace of the last threshold() call of a SIDCo estimator (nullptr if `estimator` is not one).
 const SidcoTrace* sidcoLastTrace(const ThresholdEstimator& estimator);

@@ -27,6 +27,7 @@ class DeviceStaging {
     kDecoded,           // sketch, "decode_error": the decoded sum / n
     kEstimatorIndices,  // dgc: sampled or selected indices
     kEstimatorValues,   // dgc: their values
+    kEstimatorCounts,   // sidco count check: bin counts
     kBufferCount
   };
 

@@ -432,13 +432,70 @@ TEST_CASE("SIDCo feedback correction restarts when the stage count changes", "[e
   params.sidco_feedback = 0.5;
   std::unique_ptr<ThresholdEstimator> adaptive;
   REQUIRE(sccl::makeEstimator("sidco_exp", params, &adaptive) == scclSuccess);
-  const double uncorrected = thresholdFor(*adaptive, x, k);
+  thresholdFor(*adaptive, x, k);
+  CHECK(sccl::sidcoLastTrace(*adaptive)->correction == 1);
   for (int i = 0; i < 4; ++i) adaptive->observe(2 * k, k);  // too many: the correction grows
   CHECK(sccl::sidcoStageCount(*adaptive) == 1);
-  CHECK(thresholdFor(*adaptive, x, k) > uncorrected);
+  thresholdFor(*adaptive, x, k);
+  CHECK(sccl::sidcoLastTrace(*adaptive)->correction > 1);
   adaptive->observe(2 * k, k);  // the window ends: M 1 -> 2 (away from the clamp), c back to 1
   REQUIRE(sccl::sidcoStageCount(*adaptive) == 2);
-  // Now exactly the threshold of a fixed two-stage estimator without feedback.
-  auto fixed = estimatorFor("sidco_exp", 0.001, x.size(), 2);
+  // Now exactly a fresh two-stage estimator with the same feedback.
+  params.sidco_stages = 2;
+  std::unique_ptr<ThresholdEstimator> fixed;
+  REQUIRE(sccl::makeEstimator("sidco_exp", params, &fixed) == scclSuccess);
   CHECK(thresholdFor(*adaptive, x, k) == thresholdFor(*fixed, x, k));
+  CHECK(sccl::sidcoLastTrace(*adaptive)->correction == 1);
+}
+
+TEST_CASE("SIDCo count check: the threshold's exact count is the window edge's nearest k",
+          "[estimator][fits]") {
+  // A heavy GP tail (xi 0.4) that one exponential stage misfits by several times at 0.1 %: the
+  // check counts a window around the fit in one pass and moves to the edge nearest k, so the
+  // first call is already close; the count it reports is exactly what the threshold selects.
+  // sidco_feedback = 0 is the paper's estimator: no check.
+  const auto x = generalisedPareto(kSamples / 4, 0.4, 0.01, 47);
+  for (const char* name : {"sidco_exp", "sidco_gp", "sidco_gamma_gp"}) {
+    for (double density : {0.1, 0.01, 0.001}) {
+      const uint64_t k = sccl::targetSelectionCount(density, x.size());
+      for (int stages : {1, 2}) {
+        INFO(name << " density " << density << " stages " << stages);
+        EstimatorParams params;
+        params.density = density;
+        params.count = x.size();
+        params.sidco_stages = stages;
+        std::unique_ptr<ThresholdEstimator> checked;
+        REQUIRE(sccl::makeEstimator(name, params, &checked) == scclSuccess);
+        const double t = thresholdFor(*checked, x, k);
+        const sccl::SidcoTrace* trace = sccl::sidcoLastTrace(*checked);
+        REQUIRE(trace->checked);
+        CHECK(trace->checked_count == countAtLeast(x, t));
+        // Adjacent edges are at most 1/32 octave apart: k sits between two of them.
+        CHECK(double(trace->checked_count) == Approx(double(k)).epsilon(0.06));
+        auto paper = estimatorFor(name, density, x.size(), stages);
+        thresholdFor(*paper, x, k);
+        CHECK_FALSE(sccl::sidcoLastTrace(*paper)->checked);
+      }
+    }
+  }
+  // Float64 accumulators: the same rule on 52-bit mantissas.
+  std::vector<double> wide(x.begin(), x.end());
+  const uint64_t k = sccl::targetSelectionCount(0.01, wide.size());
+  EstimatorParams params;
+  params.density = 0.01;
+  params.count = wide.size();
+  std::unique_ptr<ThresholdEstimator> estimator;
+  REQUIRE(sccl::makeEstimator("sidco_gp", params, &estimator) == scclSuccess);
+  ThresholdQuery query;
+  query.kernels = &sccl::cpuKernels();
+  query.acc = wide.data();
+  query.acc_dtype = scclFloat64;
+  query.range = {0, wide.size()};
+  query.k_target_local = k;
+  double t = 0;
+  REQUIRE(estimator->threshold(query, &t) == scclSuccess);
+  const uint64_t selected =
+      uint64_t(std::count_if(wide.begin(), wide.end(), [&](double v) { return !(std::fabs(v) < t); }));
+  CHECK(sccl::sidcoLastTrace(*estimator)->checked_count == selected);
+  CHECK(double(selected) == Approx(double(k)).epsilon(0.06));
 }
