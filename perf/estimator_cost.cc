@@ -122,6 +122,9 @@ int runCost(const PerfOptions& options, const KeyValues& machine) {
       {{"sidco_gp", "sidco_gp", 2}, true},
       {{"sidco_gamma_gp", "sidco_gamma_gp", 1}, true},
       {{"sidco_gamma_gp", "sidco_gamma_gp", 2}, true},
+      // The paper's estimator (feedback and count check off), for the cost of the check.
+      {{"sidco_exp/fb0", "sidco_exp", 1, 0.0}, true},
+      {{"sidco_gp/fb0", "sidco_gp", 1, 0.0}, true},
       {{"dgc", "dgc"}, false},
       {{"redsync", "redsync"}, false},
       {{"gaussiank", "gaussiank"}, false},

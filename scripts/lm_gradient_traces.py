@@ -21,6 +21,10 @@ lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0, decoder.weight, decoder.bia
 The embedding gradient is row-sparse (rows of tokens absent from a worker's batch are exactly
 zero), the decoder's is dense: the mix of exact zeros and heavy tails that distribution-fitted
 thresholds find hardest, unlike the CNN of gradient_traces.py.
+--model transformer: a causal Transformer instead (token + learned position embeddings of width
+--embed, --layers post-norm encoder layers with --heads heads and feed-forward --hidden, a causal
+mask, an untied decoder); --optimizer adam trains with Adam; --text/--pattern/--max-tokens pick
+other texts (scripts/estimators_unseen.sh uses both, on Perl's and Python's documentation).
 Training: truncated back-propagation through time over --bptt tokens, batch --batch sequences
 per worker (random windows of the token stream, numpy RandomState(seed)), SGD with momentum and
 gradient-norm clipping 0.25 of the averaged gradient (as the PyTorch word-language-model example).

@@ -285,7 +285,9 @@ typedef struct {
   int sidcoAdaptInterval;     /* Q: calls between stage adaptations, default 5 */
   double sidcoAdaptTolerance; /* eps: M changes when the mean k'/k leaves [1-eps, 1+eps], 0.2 */
   double sidcoFeedback;       /* gain in [0, 1] of the threshold correction by the achieved k'/k;
-                                 default 0.25; 0: off, the paper's estimator */
+                                 default 0.25; with it, a count check of one histogram pass moves
+                                 the fitted threshold to the bin edge nearest k; 0: both off,
+                                 the paper's estimator */
   /* DGC estimator (docs/algorithms/dgc.md) */
   double dgcSampleRatio;      /* sampled fraction in (0, 1], default 0.01 */
   int dgcSeed;                /* >= 0, seed of the deterministic sampling, default 0 */

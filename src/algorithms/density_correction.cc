@@ -56,7 +56,9 @@ CorrectionWindow correctionWindow(const scclSparsifier& sp) {
   const double delta = sp.estimator->currentThreshold();
   CorrectionWindow w;
   static_cast<MagnitudeWindow&>(w) = magnitudeWindowAround(
-      delta, sp.acc_dtype, sp.config.correction_bins_per_octave, sp.config.correction_octaves);
+      delta, sp.acc_dtype, sp.config.correction_bins_per_octave,
+      sp.config.correction_octaves * sp.config.correction_bins_per_octave,
+      sp.config.correction_octaves * sp.config.correction_bins_per_octave);
   // A quarter octave below delta (2^-1/4), on a bin edge: at most delta's own edge (the centre),
   // which the choice of step 3 relies on.
   const uint64_t floor_bits = magnitudeBits(delta * 0.8408964152537145, sp.acc_dtype);

@@ -23,18 +23,18 @@ double windowEdge(const MagnitudeWindow& w, size_t edge, scclDataType_t acc_dtyp
 }
 
 MagnitudeWindow magnitudeWindowAround(double centre, scclDataType_t acc_dtype, int bins_per_octave,
-                                      int octaves) {
+                                      int bins_below, int bins_above) {
   const unsigned mantissa_bits = acc_dtype == scclFloat64 ? 52 : 23;
   const uint64_t infinity_bits =
       acc_dtype == scclFloat64 ? 0x7ff0000000000000ull : uint64_t{0x7f800000};
   MagnitudeWindow w;
   w.shift = mantissa_bits - unsigned(std::countr_zero(unsigned(bins_per_octave)));
-  w.bins = size_t(2) * size_t(octaves) * size_t(bins_per_octave);
+  w.bins = size_t(bins_below) + size_t(bins_above);
   const uint64_t octave = uint64_t{1} << mantissa_bits;
   const uint64_t span = uint64_t(w.bins) << w.shift;
   const uint64_t centre_bits = magnitudeBits(centre, acc_dtype);
-  uint64_t base =
-      centre_bits > uint64_t(octaves) * octave ? centre_bits - uint64_t(octaves) * octave : 0;
+  const uint64_t below = uint64_t(bins_below) * (octave / uint64_t(bins_per_octave));
+  uint64_t base = centre_bits > below ? centre_bits - below : 0;
   // The top edge may reach +inf's pattern but not beyond (NaN patterns are not values).
   base = std::min(base, infinity_bits - span);
   w.base = base >> w.shift << w.shift;

@@ -20,10 +20,11 @@ struct MagnitudeWindow {
   size_t bins = 0;     // window bins; counts[bins] is everything above
 };
 
-// 2 * octaves * bins_per_octave bins (bins_per_octave a power of two), edge 0 at the bin edge at
-// or below centre * 2^-octaves; clamped so that the top edge is at most +inf's pattern.
+// bins_below + bins_above bins of 1 / bins_per_octave octave (a power of two), edge 0 at the bin
+// edge at or below centre * 2^-(bins_below / bins_per_octave); clamped so that the top edge is
+// at most +inf's pattern.
 MagnitudeWindow magnitudeWindowAround(double centre, scclDataType_t acc_dtype, int bins_per_octave,
-                                      int octaves);
+                                      int bins_below, int bins_above);
 
 // |value| as the accumulator type's bit pattern (float32: narrowed, at most FLT_MAX).
 uint64_t magnitudeBits(double value, scclDataType_t acc_dtype);

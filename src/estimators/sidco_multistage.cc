@@ -15,10 +15,24 @@
 //        eta_m = eta_{m-1} + quantile at (k / n_{m-1})^(1 / (M - m + 1)),
 //     i.e. the remaining ratio, measured on the exceedances actually counted, is split equally
 //     in log space over the remaining stages (the last stage aims exactly at k).
-//  3. The threshold is clamped to [min non-zero |x|, max |x|] of the range: at least one element
+//  3. Feedback (below): eta *= c.
+//  4. Count check (ours, on with the feedback): one absBitHistogram pass counts the range in bins
+//     of 1/32 octave from a quarter octave under eta to 8 eta (estimators/magnitude_window.h);
+//     eta becomes the bin edge whose exact count is nearest k (ties to the edge nearest eta).
+//     When fewer than k lie in that window, a second pass counts from eta / 16 up. A fit only
+//     has to put k inside the window; k then lies between two edges 1/32 octave apart.
+//  5. The threshold is clamped to [min non-zero |x|, max |x|] of the range: at least one element
 //     and never an exact zero is selected.
 // Passes over the range: M (one per stage; the counts of stage m come with stage m + 1's pass),
-// plus the caller's selection pass. Fits are O(1) on the host (distribution_fits.h).
+// one for the count check (two when its first window is short), plus the caller's selection
+// pass. Fits are O(1) on the host (distribution_fits.h); on device buffers the check reads its
+// counts back (one small copy per check pass).
+// Why the check: a fitted distribution is a model of the tail, and on gradients it was not
+// tuned on its error is whatever the model's is. Measured on language-model gradients 10 steps
+// apart with error feedback (docs/results/estimators.md, scripts/estimators_unseen.sh), the
+// stage search and feedback alone left mean k'/k at 0.89-0.97 after 10 calls, because the
+// error-feedback residual keeps moving the distribution while the feedback integrates; the
+// check brings every row to 0.96-1.03 for the cost of one pass.
 // Stage adaptation (ours; a deliberate difference from the paper's Alg. 1 Adapt_Stages). The paper
 // moves M by the sign of the error: mean k'/k over a window > 1 + eps -> M - 1, < 1 - eps ->
 // M + 1. That assumes one stage over-estimates the threshold (selects too few) and stages lower
@@ -41,14 +55,14 @@
 //     abandoned direction is resumed.
 // M in [1, sidco_max_stages], default ceil(log2(1/density)); M starts at 1. sidco_stages > 0
 // fixes M instead (not clamped). Unit tests on scripted k'/k sequences: test_estimators_fits.cc.
-// Feedback (ours, knob sidco_feedback = g, default 0.25; 0 turns it off and gives the paper's
-// estimator): a multiplicative correction c of the fitted threshold,
+// Feedback (ours, knob sidco_feedback = g, default 0.25; 0 turns it and the count check off and
+// gives the paper's estimator): a multiplicative correction c of the fitted threshold,
 // c *= clamp((k'/k)^(g / max(1, ln(1/density))), 1/4, 4) after each call (k' = 0 counts as half
 // an entry), the proportional rule of scaling_threshold.cc applied to the fit instead of to a
 // free threshold; c is reset to 1 whenever the stage count changes (a correction learnt for one
 // M is wrong for the next, and keeping it made the stage search and the feedback oscillate).
-// On by default because it is what brings every adaptive variant within [0.8, 1.2] of k after
-// 10 calls on every real trace, with and without error feedback (docs/results/estimators.md).
+// Before the count check, the feedback is what brought every adaptive variant within [0.8, 1.2]
+// of k after 10 calls on the committed traces; with the check it re-centres the window.
 // Fallbacks (documented in docs/algorithms/sidco.md; no NaN ever leaves):
 //   empty range or k = 0 -> +inf; k >= n -> 0 (everything); no non-zero element -> +inf (nothing
 //   to send); k >= n0 -> min non-zero |x| (every non-zero element); a degenerate fit (constant
@@ -81,9 +95,14 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kMinCorrection = 1e-6, kMaxCorrection = 1e6;
 constexpr double kMaxFeedbackStep = 4.0;
-// The count check's window: 4 octaves either side of the fitted threshold, 32 bins per octave
-// (a bin is 1/32 to 1/64 of its value wide).
-constexpr int kCheckBinsPerOctave = 32, kCheckOctaves = 4;
+// The count check's windows, 32 bins per octave (a bin is 1/32 to 1/64 of its value wide). An
+// element below the window costs a compare, one inside it a bin increment, so the first window
+// starts a quarter octave under eta (on an exponential tail at density 0.001, 0.3 % of the
+// elements lie above eta 2^-1/4, 3 % above eta / 2) and reaches 3 octaves above it. Only when
+// fewer than k lie in it does a second pass count the 4 octaves below.
+constexpr int kCheckBinsPerOctave = 32;
+constexpr int kCheckBinsBelow = 8, kCheckBinsAbove = 3 * kCheckBinsPerOctave;
+constexpr int kCheckWideBinsBelow = 4 * kCheckBinsPerOctave;
 
 // The tail quantile of `fit` fitted to `sample` at upper-tail probability p (NaN if degenerate).
 double fitQuantile(SidcoFit fit, const MagnitudeSample& sample, double p) {
@@ -284,11 +303,26 @@ class SidcoEstimator final : public ThresholdEstimator {
     return scclSuccess;
   }
 
-  // The count check (file header): one histogram pass over the range around eta, then the bin
-  // edge whose exact count is nearest k.
+  // The count check (file header): a histogram pass over the range around eta, then the bin
+  // edge whose exact count is nearest k; a second, wider pass when the first window holds fewer
+  // than k (the edge nearest k may then lie below it).
   scclResult_t checkCount(const ThresholdQuery& q, uint64_t k, double* eta) {
-    const MagnitudeWindow w =
-        magnitudeWindowAround(*eta, q.acc_dtype, kCheckBinsPerOctave, kCheckOctaves);
+    const double fitted = *eta;
+    uint64_t in_window = 0;
+    SCCL_CHECK(countWindow(q, k, fitted, kCheckBinsBelow, eta, &in_window));
+    if (in_window < k) {
+      trace_.check_widened = true;
+      SCCL_CHECK(countWindow(q, k, fitted, kCheckWideBinsBelow, eta, &in_window));
+    }
+    return scclSuccess;
+  }
+
+  // One pass: counts the window from `bins_below` bins under `centre` to kCheckBinsAbove above
+  // it; *eta = the edge nearest k, *in_window = the elements at or above the window's edge 0.
+  scclResult_t countWindow(const ThresholdQuery& q, uint64_t k, double centre, int bins_below,
+                           double* eta, uint64_t* in_window) {
+    const MagnitudeWindow w = magnitudeWindowAround(centre, q.acc_dtype, kCheckBinsPerOctave,
+                                                    bins_below, kCheckBinsAbove);
     const size_t bytes = (w.bins + 1) * sizeof(uint64_t);
     counts_.resize(w.bins + 1);
     void* counts = nullptr;
@@ -298,7 +332,7 @@ class SidcoEstimator final : public ThresholdEstimator {
                                           w.shift, w.bins, static_cast<uint64_t*>(counts),
                                           q.stream));
     SCCL_CHECK(unstageArray(q.device, counts_.data(), counts, bytes));
-    const uint64_t centre_bits = magnitudeBits(*eta, q.acc_dtype);
+    const uint64_t centre_bits = magnitudeBits(centre, q.acc_dtype);
     const size_t centre_edge =
         centre_bits <= w.base ? 0 : std::min(w.bins, size_t((centre_bits - w.base) >> w.shift));
     uint64_t at_or_above = 0;
@@ -306,6 +340,8 @@ class SidcoEstimator final : public ThresholdEstimator {
     *eta = windowEdge(w, edge, q.acc_dtype);
     trace_.checked = true;
     trace_.checked_count = at_or_above;
+    *in_window = 0;
+    for (uint64_t c : counts_) *in_window += c;
     return scclSuccess;
   }
 

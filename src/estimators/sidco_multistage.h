@@ -34,6 +34,7 @@ struct SidcoTrace {
   double correction = 1;   // the feedback's factor applied to the fitted threshold
   bool checked = false;    // the count check ran (sidco_feedback > 0)
   uint64_t checked_count = 0;  // then: elements at or above the threshold it chose (exact)
+  bool check_widened = false;  // its first window held fewer than k: a second, wider pass ran
 };
 // The trace of the last threshold() call of a SIDCo estimator (nullptr if `estimator` is not one).
 const SidcoTrace* sidcoLastTrace(const ThresholdEstimator& estimator);

@@ -478,6 +478,29 @@ TEST_CASE("SIDCo count check: the threshold's exact count is the window edge's n
       }
     }
   }
+  // A fit far too high (a feedback correction grown by a run of too many): the first window,
+  // from a quarter octave under the fit, holds fewer than k, and the second, 4 octaves deep,
+  // finds the edge nearest k.
+  {
+    const auto y = laplace(kSamples / 4, 1.0, 53);
+    const uint64_t k = sccl::targetSelectionCount(0.001, y.size());
+    EstimatorParams params;
+    params.density = 0.001;
+    params.count = y.size();
+    params.sidco_stages = 1;
+    std::unique_ptr<ThresholdEstimator> estimator;
+    REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+    thresholdFor(*estimator, y, k);
+    CHECK_FALSE(sccl::sidcoLastTrace(*estimator)->check_widened);  // the exact fit: one pass
+    for (int i = 0; i < 35; ++i) estimator->observe(4 * k, k);  // c = 1.0515^35, about 6
+    const double t = thresholdFor(*estimator, y, k);
+    const sccl::SidcoTrace* trace = sccl::sidcoLastTrace(*estimator);
+    INFO("correction " << trace->correction);
+    CHECK(trace->correction > 2);
+    CHECK(trace->check_widened);
+    CHECK(trace->checked_count == countAtLeast(y, t));
+    CHECK(double(trace->checked_count) == Approx(double(k)).epsilon(0.06));
+  }
   // Float64 accumulators: the same rule on 52-bit mantissas.
   std::vector<double> wide(x.begin(), x.end());
   const uint64_t k = sccl::targetSelectionCount(0.01, wide.size());
