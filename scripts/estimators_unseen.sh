@@ -59,7 +59,8 @@ write_traces transformer_py --model transformer --vocab 2600 --embed 128 --hidde
 
 mkdir -p "$out"
 dirs="$traces/lstm2m_perl,$traces/transformer_py"
-rows=sidco_exp,sidco_gp,sidco_gamma_gp,sidco_exp/fb0,sidco_gp/fb0,sidco_gamma_gp/fb0,dgc,redsync,gaussiank
+rows=sidco_exp,sidco_gp,sidco_gamma_gp,sidco_exp/fb0,sidco_gp/fb0,sidco_gamma_gp/fb0
+rows+=,dgc,redsync,gaussiank
 for mode in 1 0; do
   name=$([[ $mode == 1 ]] && echo ef || echo raw)
   # The per-call series and the printed table stay with the traces (several MB); the JSON is
@@ -69,7 +70,8 @@ for mode in 1 0; do
   grep '^# target (' "$traces/estimators_unseen_$name.txt"
   "$python" "$root/scripts/plot_estimators.py" --table "$out/estimators_unseen_$name.json"
 done
-"$python" "$root/scripts/plot_estimators.py" "$traces/series_ef.csv" "$out/estimators_unseen_ef.png" \
+"$python" "$root/scripts/plot_estimators.py" "$traces/series_ef.csv" \
+    "$out/estimators_unseen_ef.png" \
     --inputs lstm2m_perl_it00200-00300x10_w0,transformer_py_it00200-00300x10_w0 \
     --estimators sidco_exp,sidco_gp,sidco_gamma_gp,sidco_exp/fb0,sidco_gp/fb0,dgc \
     --densities 0.1,0.01,0.001 \

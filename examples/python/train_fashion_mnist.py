@@ -6,8 +6,10 @@
 DDP uses the gloo process group for set-up (parameter broadcast, bucket order); the gradients
 travel through sparsecoll: the three lines marked "sparsecoll" below are the whole change to an
 ordinary DDP script (--momentum-correction only adds momentum=... to the HookState line and
-takes it out of the optimizer: DGC's momentum correction, see HookState). Every rank trains on
-its own quarter of each epoch's shuffled training set.
+takes it out of the optimizer: DGC's momentum correction, see HookState; --optimizer adam, adamw
+or adadelta with --in-hook puts the optimizer's rule in the hook and steps with SGD,
+docs/python.md "Adaptive optimizers"). Every rank trains on its own quarter of each epoch's
+shuffled training set.
 Per epoch rank 0 prints the test accuracy, the density actually sent (distinct entries aggregated
 / gradient size), and the bytes this rank sent per step against a dense ring all-reduce of the same
 gradient (2 (n-1)/n x 4 bytes x elements).
@@ -90,8 +92,22 @@ def parse_args():
     p.add_argument("--config", help="extra sparsifier settings as a JSON object (overrides)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--batch", type=int, default=32, help="per rank")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--optimizer", default="sgd", choices=("sgd", "adam", "adamw", "adadelta"),
+                   help="sgd (with --momentum), adam, adamw (weight decay --weight-decay) or "
+                   "adadelta (default sgd)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default: 0.05 sgd, 0.001 adam/adamw, 1.0 adadelta)")
+    p.add_argument("--momentum", type=float, default=0.9, help="sgd only")
+    p.add_argument("--weight-decay", type=float, default=0.01, help="adamw only")
+    p.add_argument("--in-hook", action="store_true",
+                   help="adam/adamw/adadelta: the optimizer's per-coordinate rule runs in the hook "
+                   "on each rank's dense gradient and the sparse all-reduce carries the update "
+                   "(HookState preconditioner); the optimizer becomes SGD")
+    p.add_argument("--betas", default="0.9,0.999", help="Adam's (b1, b2) in the optimizer")
+    p.add_argument("--hook-betas", help="with --in-hook: the hook's (b1, b2) (default: the "
+                   "hook's, 0,0.999)")
+    p.add_argument("--lr-step-gamma", type=float, default=1.0,
+                   help="multiply the learning rate by this after every epoch (StepLR; 1: off)")
     p.add_argument("--momentum-correction", action="store_true",
                    help="DGC momentum correction: --momentum moves from the optimizer into the "
                    "hook (velocity fed to the sparse all-reduce, masked where sent)")
@@ -107,7 +123,38 @@ def parse_args():
     p.add_argument("--stats-every", type=int, default=0,
                    help="record the sparsifiers' statistics every N steps in the JSON (0: off)")
     p.add_argument("--json-out", help="rank 0 writes the per-epoch records here")
-    return p.parse_args()
+    args = p.parse_args()
+    args.betas = tuple(float(b) for b in args.betas.split(","))
+    if args.lr is None:
+        args.lr = {"sgd": 0.05, "adam": 0.001, "adamw": 0.001, "adadelta": 1.0}[args.optimizer]
+    if args.optimizer != "sgd" and args.momentum_correction:
+        p.error("--momentum-correction is DGC's correction of SGD momentum (--optimizer sgd)")
+    if args.in_hook and args.optimizer == "sgd":
+        p.error("--in-hook is for adam, adamw and adadelta (sgd: --momentum-correction)")
+    return args
+
+
+def preconditioner(args):
+    """HookState's preconditioner for --in-hook (None otherwise)."""
+    if not args.in_hook:
+        return None
+    return "adadelta" if args.optimizer == "adadelta" else "adam"
+
+
+def make_optimizer(args, parameters, hook_momentum):
+    """The --optimizer; with --momentum-correction the SGD momentum is in the hook already, with
+    --in-hook the adaptive rule (then SGD applies lr, and AdamW's decoupled weight decay)."""
+    if args.in_hook:
+        decay = args.weight_decay if args.optimizer == "adamw" else 0.0
+        return torch.optim.SGD(parameters, lr=args.lr, momentum=0.0, weight_decay=decay)
+    if args.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=args.lr, betas=args.betas)
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(parameters, lr=args.lr, betas=args.betas,
+                                 weight_decay=args.weight_decay)
+    if args.optimizer == "adadelta":
+        return torch.optim.Adadelta(parameters, lr=args.lr)
+    return torch.optim.SGD(parameters, lr=args.lr, momentum=args.momentum - hook_momentum)
 
 
 def evaluate(model, x, y, rank, size):
@@ -144,16 +191,19 @@ def main():
     settings.update(json.loads(args.config) if args.config else {})
     hook_momentum = args.momentum if args.momentum_correction else 0.0
 
+    hook_settings = dict(settings, momentum=hook_momentum, preconditioner=preconditioner(args))
+    if args.in_hook and args.hook_betas:
+        hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
+
     # --- the change to a DDP script: three lines (sparsecoll) ---------------------------------
     comm = sparsecoll.Communicator.from_process_group()                  # sparsecoll
-    state = sparsecoll.torch.HookState(comm, momentum=hook_momentum, **settings)  # sparsecoll
+    state = sparsecoll.torch.HookState(comm, **hook_settings)            # sparsecoll
     model = DistributedDataParallel(model)
     model.register_comm_hook(state, sparsecoll.torch.hook)               # sparsecoll
     # -------------------------------------------------------------------------------------------
 
-    # With --momentum-correction the momentum is in the aggregated gradient already (HookState).
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
-                                momentum=args.momentum - hook_momentum)
+    optimizer = make_optimizer(args, model.parameters(), hook_momentum)
+    schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=args.lr_step_gamma)
     dense_bytes = 2.0 * (size - 1) / size * 4 * elements  # ring all-reduce, per rank and step
     if rank == 0:
         print("sparsecoll %s, %d ranks (%s transport), %d parameters, settings %s" %
@@ -196,6 +246,7 @@ def main():
         density = (after["density"] * after["elements_per_step"] * after["steps"] -
                    before["density"] * before["elements_per_step"] * before["steps"]) / max(
                        1.0, after["elements_per_step"] * epoch_steps)
+        schedule.step()
         accuracy = evaluate(model, x_test, y_test, rank, size)
         record = {"epoch": epoch, "steps": steps, "train_loss": loss_sum / max(1, steps),
                   "test_accuracy": accuracy, "density": density, "bytes_sent_per_step": sent,
@@ -208,6 +259,8 @@ def main():
     if rank == 0 and args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump({"algorithm": args.algorithm, "settings": settings, "ranks": size,
+                       "optimizer": args.optimizer, "lr": args.lr, "in_hook": args.in_hook,
+                       "lr_step_gamma": args.lr_step_gamma,
                        "momentum": args.momentum, "momentum_correction": args.momentum_correction,
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)

@@ -27,6 +27,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "estimators/distribution_fits.h"
@@ -89,29 +90,33 @@ AbsMoments momentsOf(const std::vector<float>& x, double floor, bool want_log) {
   return m;
 }
 
-uint64_t countAtLeast(const std::vector<float>& x, double threshold) {
-  return static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](float v) {
+template <typename Value>
+uint64_t countAtLeast(const std::vector<Value>& x, double threshold) {
+  return static_cast<uint64_t>(std::count_if(x.begin(), x.end(), [&](Value v) {
     return !(std::fabs(static_cast<double>(v)) < threshold);
   }));
 }
 
+// feedback 0: the paper's estimator; the library's default is 0.25 (with the count check).
 std::unique_ptr<ThresholdEstimator> estimatorFor(const std::string& name, double density,
-                                                 size_t count, int stages) {
+                                                 size_t count, int stages, double feedback = 0) {
   EstimatorParams params;
   params.density = density;
   params.count = count;
   params.sidco_stages = stages;
-  params.sidco_feedback = 0;  // the paper's estimator
+  params.sidco_feedback = feedback;
   std::unique_ptr<ThresholdEstimator> estimator;
   REQUIRE(sccl::makeEstimator(name, params, &estimator) == scclSuccess);
   return estimator;
 }
 
-double thresholdFor(ThresholdEstimator& estimator, const std::vector<float>& x, uint64_t k) {
+// float32 or float64 accumulators.
+template <typename Value>
+double thresholdFor(ThresholdEstimator& estimator, const std::vector<Value>& x, uint64_t k) {
   ThresholdQuery query;
   query.kernels = &sccl::cpuKernels();
   query.acc = x.data();
-  query.acc_dtype = scclFloat32;
+  query.acc_dtype = std::is_same_v<Value, double> ? scclFloat64 : scclFloat32;
   query.range = {0, x.size()};
   query.k_target_local = k;
   double threshold = std::numeric_limits<double>::quiet_NaN();
@@ -426,12 +431,7 @@ TEST_CASE("SIDCo stage adaptation resumes a direction when the error drifted",
 TEST_CASE("SIDCo feedback correction restarts when the stage count changes", "[estimator][fits]") {
   const auto x = laplace(kSamples / 8, 1.0, 43);
   const uint64_t k = sccl::targetSelectionCount(0.001, x.size());
-  EstimatorParams params;
-  params.density = 0.001;
-  params.count = x.size();
-  params.sidco_feedback = 0.5;
-  std::unique_ptr<ThresholdEstimator> adaptive;
-  REQUIRE(sccl::makeEstimator("sidco_exp", params, &adaptive) == scclSuccess);
+  auto adaptive = estimatorFor("sidco_exp", 0.001, x.size(), 0, 0.5);
   thresholdFor(*adaptive, x, k);
   CHECK(sccl::sidcoLastTrace(*adaptive)->correction == 1);
   for (int i = 0; i < 4; ++i) adaptive->observe(2 * k, k);  // too many: the correction grows
@@ -441,9 +441,7 @@ TEST_CASE("SIDCo feedback correction restarts when the stage count changes", "[e
   adaptive->observe(2 * k, k);  // the window ends: M 1 -> 2 (away from the clamp), c back to 1
   REQUIRE(sccl::sidcoStageCount(*adaptive) == 2);
   // Now exactly a fresh two-stage estimator with the same feedback.
-  params.sidco_stages = 2;
-  std::unique_ptr<ThresholdEstimator> fixed;
-  REQUIRE(sccl::makeEstimator("sidco_exp", params, &fixed) == scclSuccess);
+  auto fixed = estimatorFor("sidco_exp", 0.001, x.size(), 2, 0.5);
   CHECK(thresholdFor(*adaptive, x, k) == thresholdFor(*fixed, x, k));
   CHECK(sccl::sidcoLastTrace(*adaptive)->correction == 1);
 }
@@ -460,12 +458,7 @@ TEST_CASE("SIDCo count check: the threshold's exact count is the window edge's n
       const uint64_t k = sccl::targetSelectionCount(density, x.size());
       for (int stages : {1, 2}) {
         INFO(name << " density " << density << " stages " << stages);
-        EstimatorParams params;
-        params.density = density;
-        params.count = x.size();
-        params.sidco_stages = stages;
-        std::unique_ptr<ThresholdEstimator> checked;
-        REQUIRE(sccl::makeEstimator(name, params, &checked) == scclSuccess);
+        auto checked = estimatorFor(name, density, x.size(), stages, 0.25);
         const double t = thresholdFor(*checked, x, k);
         const sccl::SidcoTrace* trace = sccl::sidcoLastTrace(*checked);
         REQUIRE(trace->checked);
@@ -484,12 +477,7 @@ TEST_CASE("SIDCo count check: the threshold's exact count is the window edge's n
   {
     const auto y = laplace(kSamples / 4, 1.0, 53);
     const uint64_t k = sccl::targetSelectionCount(0.001, y.size());
-    EstimatorParams params;
-    params.density = 0.001;
-    params.count = y.size();
-    params.sidco_stages = 1;
-    std::unique_ptr<ThresholdEstimator> estimator;
-    REQUIRE(sccl::makeEstimator("sidco_exp", params, &estimator) == scclSuccess);
+    auto estimator = estimatorFor("sidco_exp", 0.001, y.size(), 1, 0.25);
     thresholdFor(*estimator, y, k);
     CHECK_FALSE(sccl::sidcoLastTrace(*estimator)->check_widened);  // the exact fit: one pass
     for (int i = 0; i < 35; ++i) estimator->observe(4 * k, k);  // c = 1.0515^35, about 6
@@ -504,21 +492,8 @@ TEST_CASE("SIDCo count check: the threshold's exact count is the window edge's n
   // Float64 accumulators: the same rule on 52-bit mantissas.
   std::vector<double> wide(x.begin(), x.end());
   const uint64_t k = sccl::targetSelectionCount(0.01, wide.size());
-  EstimatorParams params;
-  params.density = 0.01;
-  params.count = wide.size();
-  std::unique_ptr<ThresholdEstimator> estimator;
-  REQUIRE(sccl::makeEstimator("sidco_gp", params, &estimator) == scclSuccess);
-  ThresholdQuery query;
-  query.kernels = &sccl::cpuKernels();
-  query.acc = wide.data();
-  query.acc_dtype = scclFloat64;
-  query.range = {0, wide.size()};
-  query.k_target_local = k;
-  double t = 0;
-  REQUIRE(estimator->threshold(query, &t) == scclSuccess);
-  const uint64_t selected =
-      uint64_t(std::count_if(wide.begin(), wide.end(), [&](double v) { return !(std::fabs(v) < t); }));
+  auto estimator = estimatorFor("sidco_gp", 0.01, wide.size(), 0, 0.25);
+  const uint64_t selected = countAtLeast(wide, thresholdFor(*estimator, wide, k));
   CHECK(sccl::sidcoLastTrace(*estimator)->checked_count == selected);
   CHECK(double(selected) == Approx(double(k)).epsilon(0.06));
 }
