@@ -464,7 +464,20 @@ int main(int argc, char** argv) {
          return g_band > 0 && g_band < 1;
        }},
       {'R', "ROWS   comma-separated rows to run, e.g. sidco_exp,sidco_exp/fb0,dgc (quality)",
-       [&](const char* text) { return !(g_rows = splitCommas(text)).empty(); }},
+       [&](const char* text) {
+         g_rows = splitCommas(text);
+         const std::vector<EstimatorSetup> setups = qualitySetups();
+         for (const std::string& row : g_rows) {
+           const bool known = std::any_of(setups.begin(), setups.end(), [&](const auto& setup) {
+             return setup.label == row;
+           });
+           if (!known) {
+             std::fprintf(stderr, "-R: no row named '%s'\n", row.c_str());
+             return false;
+           }
+         }
+         return !g_rows.empty();
+       }},
       {'S', "FILE   per-call k^/k as CSV (quality)",
        [&](const char* text) { return !(series_path = text).empty(); }}};
   int exit_code = 0;

@@ -182,6 +182,8 @@ class HookState:
         b1, b2 = (float(b) for b in betas)
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0 and 0.0 <= float(rho) < 1.0):
             raise ValueError("betas and rho must be in [0, 1)")
+        if eps is not None and not 0.0 <= float(eps) < float("inf"):
+            raise ValueError("eps must be finite and >= 0, not %r" % (eps,))
         self.preconditioner = preconditioner
         self.betas = (b1, b2)
         self.eps = float(eps) if eps is not None else (1e-8 if preconditioner == "adam" else 1e-6)
