@@ -111,6 +111,9 @@ def parse_args():
     p.add_argument("--momentum-correction", action="store_true",
                    help="DGC momentum correction: --momentum moves from the optimizer into the "
                    "hook (velocity fed to the sparse all-reduce, masked where sent)")
+    p.add_argument("--no-momentum-masking", action="store_true",
+                   help="with --momentum-correction: keep the velocity where an entry was sent "
+                   "(HookState momentum_masking=False)")
     p.add_argument("--clip-grad-norm", type=float, default=0.0,
                    help="clip the aggregated gradient to this L2 norm before the step (0: off)")
     p.add_argument("--seed", type=int, default=1)
@@ -192,6 +195,8 @@ def main():
     hook_momentum = args.momentum if args.momentum_correction else 0.0
 
     hook_settings = dict(settings, momentum=hook_momentum, preconditioner=preconditioner(args))
+    if args.no_momentum_masking:
+        hook_settings["momentum_masking"] = False
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 
@@ -262,6 +267,7 @@ def main():
                        "optimizer": args.optimizer, "lr": args.lr, "in_hook": args.in_hook,
                        "lr_step_gamma": args.lr_step_gamma,
                        "momentum": args.momentum, "momentum_correction": args.momentum_correction,
+                       "momentum_masking": not args.no_momentum_masking,
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)
     state.close()
