@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   double latency_us = 5;
   double inflation = 1;
   double union_factor = 0;
+  double ranks_per_machine_option = 1;
   size_t calibration_count = size_t(1) << 22;
   std::vector<std::string> presets;
   for (const sccl::PresetEntry& p : sccl::presetRegistry()) presets.push_back(p.name);
@@ -93,6 +94,8 @@ int main(int argc, char** argv) {
        [&](const char* v) { return parseNumber(v, 1, &inflation); }},
       {'U', "union factor k'/k of whole-vector selection (default: independent ranks)",
        [&](const char* v) { return parseNumber(v, 1, &union_factor); }},
+      {'P', "ranks per machine sharing its cores (multiplies the local work; default 1)",
+       [&](const char* v) { return parseNumber(v, 1, &ranks_per_machine_option); }},
       {'C', "elements of the calibration calls (default 4194304; 0: communication only)",
        [&](const char* v) { return parseSize(v, &calibration_count); }},
       {'A', "presets, comma-separated (default all)",
@@ -104,6 +107,12 @@ int main(int argc, char** argv) {
                     "ranks and link speeds (a prediction)",
                     extra, &options, &exit_code))
     return exit_code;
+  const int ranks_per_machine = int(ranks_per_machine_option);
+  if (ranks_per_machine_option != ranks_per_machine || ranks_per_machine > 4096) {
+    std::fprintf(stderr, "cost_projection: -P takes a whole number of ranks (got %g)\n",
+                 ranks_per_machine_option);
+    return 2;
+  }
   for (double r : ranks) {
     if (r != std::floor(r) || r > 1e6) {
       std::fprintf(stderr, "cost_projection: -R takes whole rank counts (got %g)\n", r);
@@ -118,6 +127,7 @@ int main(int argc, char** argv) {
                         {"gather_inflation", std::to_string(inflation)},
                         {"union_factor", union_factor > 0 ? std::to_string(union_factor)
                                                           : std::string("independent")},
+                        {"ranks_per_machine", std::to_string(ranks_per_machine)},
                         {"calibration_elements", std::to_string(calibration_count)},
                         {"calibration_calls", std::to_string(options.iters)},
                         {"dtype", dtypeName(options.dtype)}};
@@ -171,7 +181,8 @@ int main(int argc, char** argv) {
             assume.union_factor = union_factor;
             const sccl::CallShape shape =
                 sccl::predictCallShape(c, count, options.dtype, int(r), assume);
-            predicted[name] = sccl::predictCall(c, shape, link, local[name]);
+            predicted[name] =
+                sccl::predictCall(c, shape, link, {local[name], ranks_per_machine});
           }
           for (const std::string& name : presets) {
             const sccl::CallPrediction& p = predicted[name];

@@ -2,7 +2,7 @@
 """The cost model's prediction against a measured sparse_allreduce_perf run (docs/cost_model.md).
 
     scripts/cost_model_check.py MEASURED.json --gbits 1 [--latency LATENCY.json | --latency-us 36]
-        [--build build] [--out OUT.json]
+        [--ranks-per-machine N] [--build build] [--out OUT.json]
 
 Reads the measured run (perf/sparse_allreduce_perf -J: count, densities, algorithms, ranks, each
 row's time, bytes and gather inflation), runs build/perf/cost_projection for the same count, rank
@@ -28,12 +28,13 @@ def ranks_of(options):
     return int(match.group(1))
 
 
-def project(binary, count, density, ranks, gbits, latency_us, algorithm, inflation, union):
+def project(binary, count, density, ranks, gbits, latency_us, algorithm, inflation, union,
+            per_machine):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "projection.json")
         command = [binary, "-b", str(count), "-D", str(density), "-R", str(ranks), "-G",
                    str(gbits), "-L", str(latency_us), "-A", algorithm, "-I", str(inflation),
-                   "-J", out]
+                   "-P", str(per_machine), "-J", out]
         if union is not None:
             command += ["-U", str(union)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -48,6 +49,8 @@ def main():
     p.add_argument("--gbits", type=float, required=True, help="the emulated links' rate")
     p.add_argument("--latency", help="link_latency.py JSON (half_rtt_us_median)")
     p.add_argument("--latency-us", type=float, help="the link latency, if no JSON")
+    p.add_argument("--ranks-per-machine", type=int, default=1,
+                   help="ranks sharing one machine's cores (the emulated cluster: all of them)")
     p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
     p.add_argument("--out", help="write the rows as JSON here")
     args = p.parse_args()
@@ -72,11 +75,12 @@ def main():
         density = 0.01 if dense else float(density)
         inflation = 1.0 if dense or r["gather_inflation"] == "-" else max(1.0, r["gather_inflation"])
         union = None
-        if not dense and algorithm in ("topk", "sidco", "hard_threshold"):
+        # SIDCo's feedback steers its union to k itself (tuning/call_shape.h): no factor.
+        if not dense and algorithm in ("topk", "hard_threshold"):
             union = max(1.0, min(float(ranks), r["actual_density"] / density))
         try:
             predicted = project(binary, r["count"], density, ranks, args.gbits, latency_us,
-                                algorithm, inflation, union)
+                                algorithm, inflation, union, args.ranks_per_machine)
         except (subprocess.CalledProcessError, StopIteration):
             skipped.add(algorithm)
             continue
@@ -102,6 +106,7 @@ def main():
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"measured": args.measured, "ranks": ranks, "gbits": args.gbits,
+                       "ranks_per_machine": args.ranks_per_machine,
                        "latency_us": latency_us, "rows": rows}, f, indent=1)
 
 

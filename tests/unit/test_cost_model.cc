@@ -180,7 +180,7 @@ TEST_CASE("a predicted call adds its collectives and its local work", "[tuning][
   const sccl::CallShape s =
       sccl::predictCallShape(dense, 1000000, scclFloat32, 4, sccl::ShapeAssumptions{});
   const sccl::LinkModel link{2e-6, 1.25e8};  // 1 Gbit/s
-  const sccl::CallPrediction p = sccl::predictCall(dense, s, link, 1e-9);
+  const sccl::CallPrediction p = sccl::predictCall(dense, s, link, {1e-9, 1});
   CHECK(p.collectives == 2);
   CHECK(p.compute_seconds == Approx(1e-3));
   // header: recursive doubling 2 (2e-6) + 3 * 32 / 1.25e8; gradient: Rabenseifner 2 * 2 * 2e-6 +
@@ -189,4 +189,6 @@ TEST_CASE("a predicted call adds its collectives and its local work", "[tuning][
   CHECK(p.seconds == Approx(p.comm_seconds + p.compute_seconds));
   CHECK(p.bytes.sent == 32 + 6000000);
   CHECK(p.bytes.received == 96 + 6000000);
+  // Four ranks on the calibrated machine share its cores: four times the local work.
+  CHECK(sccl::predictCall(dense, s, link, {1e-9, 4}).compute_seconds == Approx(4e-3));
 }
