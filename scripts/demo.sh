@@ -6,7 +6,9 @@
 # sent per rank and step, how many times fewer than dense, density reached;
 # examples/python/compare_with_dense.sh). Then every sparse all-reduce algorithm against the
 # dense all-reduce on 4 ranks (perf/sparse_allreduce_perf, 8M float32, density 1 %, threads of
-# one process, median of 5 timed calls each). About 1.5-3 minutes on a shared 2-core machine
+# one process, median of 5 timed calls each), and what the library's cost model predicts for the
+# same call on 8 to 1,024 ranks over 1 to 100 Gbit/s links (perf/cost_projection, marked as a
+# prediction). About 1.5-3 minutes on a shared 2-core machine
 # with the library built. Arguments go to sparse_allreduce_perf (e.g. -D 0.01,0.001).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +54,20 @@ fast as dense in this table; sent/recv are what shrinks on a real network, where
 the time (docs/results/sparse_allreduce.md). Warm-up lets each threshold settle first.
 EOF
 "$build_dir/perf/sparse_allreduce_perf" -r 4 -u elements -b 8M -e 8M -D 0.01 -n 5 "$@"
+echo
+cat <<'EOF'
+== PREDICTION, not a measurement: the same call on networks this machine does not have ==
+The library's cost model (src/tuning/, docs/cost_model.md) for the call above (8,388,608 float32,
+density 0.01) on 8, 64 and 1,024 ranks over 1, 10 and 100 Gbit/s links with 5 us latency: each
+algorithm's collectives priced by the textbook costs of the link, plus its local work measured
+here first (one rank, 4M elements, scaled to 8M). time = predicted milliseconds per call;
+vs_dense = dense's predicted time / this one (above 1: faster than dense); sent/recv = bytes per
+rank, exact for the algorithm's messages. Where the model is known to be wrong (local work of one
+rank taken for every rank, no contention, no reduction arithmetic) is in docs/cost_model.md; its
+checks against measured runs are in docs/results/cost_model.md.
+EOF
+"$build_dir/perf/cost_projection" -b 8M -e 8M -D 0.01 -R 8,64,1024 -G 1,10,100 -L 5 \
+  -A dense,topk,micro,exdyna,s2 -n 3 | grep -v '^# [a-z_ ]*: '
 echo
 echo "demo: done in $SECONDS s. Next: examples/python/compare_with_dense.sh (other algorithms,"
 echo "densities, epochs), $build_dir/perf/select_perf (the selection primitive against a"

@@ -43,17 +43,25 @@ bool parseInt(const char* text, int min_value, int* value) {
   return true;
 }
 
-bool parseDensities(const char* text, std::vector<double>* densities) {
-  densities->clear();
+}  // namespace
+
+bool parseNumberList(const char* text, double above, double at_most, std::vector<double>* out) {
+  out->clear();
   std::stringstream list(text);
   std::string item;
   while (std::getline(list, item, ',')) {
     char* end = nullptr;
-    double density = std::strtod(item.c_str(), &end);
-    if (end == item.c_str() || *end != '\0' || !(density > 0 && density <= 1)) return false;
-    densities->push_back(density);
+    const double value = std::strtod(item.c_str(), &end);
+    if (end == item.c_str() || *end != '\0' || !(value > above && value <= at_most)) return false;
+    out->push_back(value);
   }
-  return !densities->empty();
+  return !out->empty();
+}
+
+namespace {
+
+bool parseDensities(const char* text, std::vector<double>* densities) {
+  return parseNumberList(text, 0, 1, densities);
 }
 
 void printUsage(const char* program, const char* description, const std::vector<ExtraFlag>& extra,

@@ -52,6 +52,10 @@ bool parseOptions(int argc, char** argv, const char* description,
 // Element counts to run, from the size range and step (bytes are divided by the element size).
 std::vector<size_t> elementCounts(const PerfOptions& options);
 
+// A comma-separated list of numbers, each in (above, at_most]; false if any is not (or the list is
+// empty).
+bool parseNumberList(const char* text, double above, double at_most, std::vector<double>* out);
+
 // "26000000", "64M" (binary suffixes K, M, G as in nccl-tests) -> value; false if malformed.
 bool parseSize(const char* text, size_t* value);
 

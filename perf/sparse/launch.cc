@@ -39,19 +39,9 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
 }
 
 bool parseLambdas(const char* text, std::vector<double>* out) {
-  out->clear();
-  std::stringstream list(text);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    char* end = nullptr;
-    const double lambda = std::strtod(item.c_str(), &end);
-    if (end == item.c_str() || *end != '\0' || !(lambda > 0 && lambda <= 64)) {
-      std::fprintf(stderr, "bad sketch lambda '%s' (in (0, 64])\n", item.c_str());
-      return false;
-    }
-    out->push_back(lambda);
-  }
-  return !out->empty();
+  if (parseNumberList(text, 0, 64, out)) return true;
+  std::fprintf(stderr, "bad sketch lambdas '%s' (each in (0, 64])\n", text);
+  return false;
 }
 
 // -I: the trace directory is loaded here, once per process, so that a bad file stops the run

@@ -1,16 +1,14 @@
 // Shared by the reductions: timing of collectives, the communicator's failure record, and the
 // bytes each collective moves in and out of this rank.
 //
-// Bytes are the bandwidth-optimal per-rank volumes that nccl-tests' bus bandwidth assumes:
-// all-gather of B bytes per rank sends B and receives (n-1) B; all-reduce of S bytes sends and
-// receives 2 (n-1)/n S (reduce-scatter + all-gather; our transports move exactly that);
-// broadcast of B: the root sends B, every other rank receives B. With one rank nothing moves.
+// Bytes: core/collective_bytes.h (the cost model in tuning/ uses the same definition).
 #pragma once
 
 #include <chrono>
 
 #include "algorithms/algorithm.h"
 #include "comm/comm.h"
+#include "core/collective_bytes.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
@@ -28,27 +26,21 @@ scclResult_t timedCollective(SparseCall& call, Operation&& operation) {
   return result;
 }
 
+inline void addWireBytes(SparseCall& call, WireBytes bytes) {
+  call.bytes_sent += bytes.sent;
+  call.bytes_received += bytes.received;
+}
+
 inline void countAllGather(SparseCall& call, uint64_t bytes_per_rank) {
-  int n = call.sp->comm->nranks;
-  if (n == 1) return;
-  call.bytes_sent += bytes_per_rank;
-  call.bytes_received += bytes_per_rank * uint64_t(n - 1);
+  addWireBytes(call, allGatherWireBytes(bytes_per_rank, call.sp->comm->nranks));
 }
 
 inline void countAllReduce(SparseCall& call, uint64_t bytes) {
-  int n = call.sp->comm->nranks;
-  uint64_t moved = bytes * 2 * uint64_t(n - 1) / uint64_t(n);
-  call.bytes_sent += moved;
-  call.bytes_received += moved;
+  addWireBytes(call, allReduceWireBytes(bytes, call.sp->comm->nranks));
 }
 
 inline void countBroadcast(SparseCall& call, uint64_t bytes, int root) {
-  if (call.sp->comm->nranks == 1) return;
-  if (call.sp->comm->rank == root) {
-    call.bytes_sent += bytes;
-  } else {
-    call.bytes_received += bytes;
-  }
+  addWireBytes(call, broadcastWireBytes(bytes, call.sp->comm->nranks, call.sp->comm->rank == root));
 }
 
 }  // namespace sccl

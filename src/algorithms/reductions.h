@@ -1,6 +1,8 @@
 // The reductions listed in registry.cc, one file each.
 #pragma once
 
+#include <cstdint>
+
 #include "algorithms/algorithm.h"
 
 namespace sccl {
@@ -8,6 +10,11 @@ scclResult_t runDenseReduction(SparseCall& call);   // dense_reduction.cc
 scclResult_t runGatherReduction(SparseCall& call);  // gather_reduction.cc
 scclResult_t runSketchReduction(SparseCall& call);  // sketch_reduction.cc
 scclResult_t prepareSketchReduction(scclSparsifier& sp);
+// The count sketch's width c: ceil(lambda k) for "topk" block selection, ceil(lambda max_r k_r)
+// of the call for "nonzero" (k_max: elements in the blocks the busiest rank marked); at least 1,
+// at most kMaxSketchWidth. Also the cost model's (tuning/wire_plan.cc).
+struct ResolvedSparseConfig;
+uint64_t sketchTableWidth(const ResolvedSparseConfig& config, uint64_t k_target, uint64_t k_max);
 scclResult_t runSyncFreeReduction(SparseCall& call);  // sync_free_reduction.cc
 scclResult_t prepareSyncFreeReduction(scclSparsifier& sp);
 }  // namespace sccl

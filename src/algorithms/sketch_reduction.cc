@@ -176,9 +176,9 @@ scclResult_t reduceSketch(SparseCall& call, SketchState& st, void** table, uint8
 
 }  // namespace
 
-// "nonzero" selection: c = ceil(lambda max_r k_r) for this call, clamped to the widest row.
-uint64_t widthForNonzeros(double lambda, uint64_t k_max) {
-  const double width = std::ceil(lambda * double(k_max));
+uint64_t sketchTableWidth(const ResolvedSparseConfig& config, uint64_t k_target, uint64_t k_max) {
+  const bool select_nonzero = config.sketch_block_selection == "nonzero";
+  const double width = std::ceil(config.sketch_lambda * double(select_nonzero ? k_max : k_target));
   return width >= double(kMaxSketchWidth) ? kMaxSketchWidth
                                           : std::max<uint64_t>(1, uint64_t(width));
 }
@@ -187,6 +187,7 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   auto st = std::make_unique<SketchState>();
   const bool select_nonzero = c.sketch_block_selection == "nonzero";
+  // "nonzero": one bucket until the first call's counts are known.
   const double width = select_nonzero ? 1.0 : std::ceil(c.sketch_lambda * double(sp.k_target));
   SCCL_REQUIRE_ARG(width <= double(kMaxSketchWidth),
                    "sketchLambda %g: the sketch would be %.0f buckets wide for k = %llu (at most "
@@ -196,7 +197,7 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   st->shape.count = sp.count;
   st->shape.block = size_t(c.sketch_block_size);
   st->shape.rows = uint32_t(c.sketch_rows);
-  st->shape.width = std::max<uint64_t>(1, uint64_t(width));
+  st->shape.width = select_nonzero ? 1 : sketchTableWidth(c, sp.k_target, 0);
   st->keys.resize(st->shape.rows);
   for (uint32_t j = 0; j < st->shape.rows; ++j)
     st->keys[j] = sketchRowKey(uint64_t(c.sketch_seed), j);
@@ -255,7 +256,7 @@ scclResult_t runSketchReduction(SparseCall& call) {
     call.k_max = std::max(call.k_max, headers[r].k_local);
   }
   if (st.select_nonzero) {
-    st.shape.width = widthForNonzeros(sp.config.sketch_lambda, call.k_max);
+    st.shape.width = sketchTableWidth(sp.config, sp.k_target, call.k_max);
     // Reallocates only beyond the largest table so far (AlignedBuffer keeps its capacity).
     st.table.resize(size_t(st.shape.rows) * st.shape.width * accElementSize(sp));
   }

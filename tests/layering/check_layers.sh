@@ -2,7 +2,7 @@
 # Checks that every #include "..." in the library (src/, cuda/, transports/) runs one way, down the
 # layers of docs/architecture.md ("Layers as built"):
 #
-#   api -> sparsifier/algorithms (+ cuda/'s device paths) -> estimators -> partition -> kernels
+#   api -> tuning -> sparsifier/algorithms (+ cuda/'s device paths) -> estimators -> partition -> kernels
 #   api -> event;  sparsifier/algorithms, event -> comm -> transports -> kernels
 #   kernels (+ cuda/'s backend) -> core -> kernels/shared
 #
@@ -26,7 +26,8 @@ declare -A allowed=(
   [estimators]="partition kernels core kernels/shared"
   [sparsifier/algorithms]="comm transports estimators partition kernels core kernels/shared"
   [event]="comm transports kernels core kernels/shared"
-  [api]="event sparsifier/algorithms comm transports estimators partition kernels core kernels/shared"
+  [tuning]="sparsifier/algorithms comm transports estimators partition kernels core kernels/shared"
+  [api]="tuning event sparsifier/algorithms comm transports estimators partition kernels core kernels/shared"
 )
 
 # cuda/ holds two layers: the CUDA backend (the kernel interface on device memory: the kernels,
@@ -57,6 +58,7 @@ layer_of() {
     sparsifier/* | algorithms/*) layer=sparsifier/algorithms ;;
     cuda/*) if is_cuda_backend "$p"; then layer=kernels; else layer=sparsifier/algorithms; fi ;;
     event/*) layer=event ;;
+    tuning/*) layer=tuning ;;
     api/*) layer=api ;;
     *) layer="" ;;
   esac

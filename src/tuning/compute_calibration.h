@@ -1,0 +1,24 @@
+// The local work of one call, measured: a config's scclSparseAllreduce on a communicator of one
+// in-process rank (no communication; every pass over the gradient, the estimator, the selection,
+// the writes of the output and the residual), in seconds per element of the vector. The cost
+// model (tuning/cost_model.h) multiplies it by the count it predicts for.
+//
+// Inputs: independent Laplace values per call (two gradients, alternated: the residual carries
+// what was not sent, as in training); warm-up calls until the estimator selects within 10 % of k
+// twice in a row (at most 40), then `calls` timed calls, the median. Cached
+// per process by (algorithm and every other setting that changes the work, dtype, count), so a
+// calibration runs once per process.
+#pragma once
+
+#include <cstdint>
+
+#include "sparsecoll/sparsecoll.h"
+
+namespace sccl {
+
+// *seconds_per_element: median time of `calls` calls divided by count. Fails (with the library's
+// error) if the config cannot run on count elements of dtype.
+scclResult_t calibrateCompute(const scclSparseConfig_t& config, scclDataType_t dtype,
+                              uint64_t count, int calls, double* seconds_per_element);
+
+}  // namespace sccl

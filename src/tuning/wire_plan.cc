@@ -1,0 +1,121 @@
+// Each reduction's collectives, transcribed from the steps its file documents (the "Bytes per
+// rank" paragraph at the top of algorithms/*_reduction.cc). When a reduction changes what it sends,
+// this file changes with it: tests/unit/test_cost_model.cc runs every preset and compares the
+// counted bytes with the plan of the shape each call reported.
+#include "tuning/wire_plan.h"
+
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/call_header.h"
+#include "algorithms/reductions.h"
+#include "algorithms/sync_free_capacity.h"
+#include "core/dtype.h"
+#include "kernels/shared/sync_free_slot_check.h"
+
+namespace sccl {
+namespace {
+
+// The residual's element: float64 data accumulates in float64, every other type in float32
+// (sparsifier.h accElementSize).
+uint64_t accumulatorBytes(scclDataType_t dtype) {
+  return dtype == scclFloat64 ? 8 : 4;
+}
+
+uint64_t correctionCountBytes(const ResolvedSparseConfig& c) {
+  const uint64_t bins = 2 * uint64_t(c.correction_octaves) * uint64_t(c.correction_bins_per_octave);
+  return (bins + 1) * sizeof(uint64_t);
+}
+
+void planGather(const ResolvedSparseConfig& c, const CallShape& s,
+                std::vector<PlannedCollective>* plan) {
+  if (plansDensityCorrection(c)) {
+    for (int round = 0; round < s.correction_rounds; ++round)
+      plan->push_back({CollectiveKind::kAllReduce, correctionCountBytes(c), "correction counts"});
+  }
+  plan->push_back({CollectiveKind::kAllGather, sizeof(CallHeader), "header"});
+  if (c.search == "leader") {
+    plan->push_back({CollectiveKind::kBroadcast, s.k_sole * sizeof(int64_t), "indices"});
+  } else if (s.k_max > 0) {
+    plan->push_back({CollectiveKind::kAllGather, s.k_max * sizeof(int64_t), "indices"});
+  }
+  if (s.k_global > 0) {
+    plan->push_back(
+        {CollectiveKind::kAllReduce, s.k_global * accumulatorBytes(s.dtype), "values"});
+  }
+}
+
+void planSyncFree(const ResolvedSparseConfig& c, const CallShape& s,
+                  std::vector<PlannedCollective>* plan) {
+  const uint64_t capacity = syncFreeCapacity(s.k_target, s.nranks, c.max_density_slack, s.count);
+  plan->push_back(
+      {CollectiveKind::kAllGather, (kSlotHeaderWords + capacity) * sizeof(int64_t), "slots"});
+  plan->push_back({CollectiveKind::kAllReduce,
+                   uint64_t(s.nranks) * capacity * accumulatorBytes(s.dtype), "values"});
+}
+
+void planSketch(const ResolvedSparseConfig& c, const CallShape& s,
+                std::vector<PlannedCollective>* plan) {
+  const uint64_t width = sketchTableWidth(c, s.k_target, s.k_max);
+  const uint64_t block = uint64_t(c.sketch_block_size);
+  const uint64_t blocks = (s.count + block - 1) / block;
+  plan->push_back({CollectiveKind::kAllGather, sizeof(CallHeader), "header"});
+  plan->push_back({CollectiveKind::kAllReduce,
+                   uint64_t(c.sketch_rows) * width * accumulatorBytes(s.dtype), "sketch table"});
+  if (blocks > 0) plan->push_back({CollectiveKind::kAllReduce, blocks, "block bitmap"});
+}
+
+}  // namespace
+
+bool plansDensityCorrection(const ResolvedSparseConfig& c) {
+  if (!c.density_correction.empty()) return c.density_correction == "histogram";
+  const PresetEntry* preset = findPreset(c.algorithm.c_str());
+  const bool wanted =
+      preset != nullptr && std::strcmp(preset->density_correction, "histogram") == 0;
+  const bool exclusive = c.search == "micro" || c.search == "exdyna";
+  return wanted && c.reduction == "gather" && exclusive && c.estimator == "scaling";
+}
+
+std::vector<PlannedCollective> planCall(const ResolvedSparseConfig& c, const CallShape& s) {
+  std::vector<PlannedCollective> plan;
+  if (c.reduction == "dense") {
+    plan.push_back({CollectiveKind::kAllGather, sizeof(CallHeader), "header"});
+    plan.push_back({CollectiveKind::kAllReduce, s.count * dataTypeSize(s.dtype), "gradient"});
+  } else if (c.reduction == "gather") {
+    planGather(c, s, &plan);
+  } else if (c.reduction == "sync_free") {
+    planSyncFree(c, s, &plan);
+  } else if (c.reduction == "sketch") {
+    planSketch(c, s, &plan);
+  }
+  return plan;
+}
+
+WireBytes planWireBytes(const std::vector<PlannedCollective>& plan, int nranks,
+                        bool is_broadcast_root) {
+  WireBytes total;
+  for (const PlannedCollective& step : plan) {
+    WireBytes b;
+    switch (step.kind) {
+      case CollectiveKind::kAllGather: b = allGatherWireBytes(step.bytes, nranks); break;
+      case CollectiveKind::kAllReduce: b = allReduceWireBytes(step.bytes, nranks); break;
+      case CollectiveKind::kBroadcast:
+        b = broadcastWireBytes(step.bytes, nranks, is_broadcast_root);
+        break;
+    }
+    total.sent += b.sent;
+    total.received += b.received;
+  }
+  return total;
+}
+
+const char* collectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+}  // namespace sccl
