@@ -28,6 +28,7 @@
 // only enqueues a stream-ordered call, so the library's time split of those rows is '-'. The check
 // pass copies the output back to the host.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -58,6 +59,7 @@ using namespace sccl_perf;
 // One algorithm in one block. Sums run over the timed calls of this rank.
 struct AlgorithmRun {
   std::string name;
+  std::string chosen;  // the "auto" row: the preset the library chose (scclSparsifierGetAlgorithm)
   size_t count = 0;  // elements of the block
   Sparsifier sp{nullptr, &scclSparsifierDestroy};
   bool graph = false;         // -g 1 graph replay row: every call through DeviceCalls::replay
@@ -72,6 +74,8 @@ struct AlgorithmRun {
 // One row as printed: combined over ranks.
 struct Row {
   std::string name;
+  std::string preset;  // what ran: the name, or for "auto" the chosen preset
+  std::string label;   // as printed: the name, or auto:<preset>
   uint64_t warmup_calls = 0, wrong = 0;
   double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
@@ -82,6 +86,7 @@ struct Row {
 // Per-algorithm sums for the footer.
 struct Totals {
   int rows = 0, speedup_rows = 0;
+  int selecting_rows = 0;  // rows that selected (f(t) applies; an "auto" row may have run dense)
   double time_us = 0, speedup = 0, density_ratio = 0, inflation = 0, sent = 0, error = 0;
 };
 
@@ -115,7 +120,10 @@ struct RankState {
   // 14, or the longest row name (the sync-free presets' are longer).
   static int algorithmWidth(const SparseOptions& o) {
     size_t width = 14;
-    for (const std::string& name : o.algorithms) width = std::max(width, name.size());
+    for (const std::string& name : o.algorithms) {
+      // auto:<preset>, the longest candidate being exdyna
+      width = std::max(width, name == kAutoRow ? std::strlen("auto:exdyna") : name.size());
+    }
     return int(width);
   }
 
@@ -240,10 +248,18 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
     return;
   }
   run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
-  if (run.name == "dense") {
+  std::string preset = run.name;
+  if (run.name == kAutoRow) {
+    const char* chosen = nullptr;
+    check(scclSparsifierGetAlgorithm(run.sp.get(), &chosen), s.rank.comm,
+          "scclSparsifierGetAlgorithm");
+    run.chosen = chosen;
+    preset = run.chosen;
+  }
+  if (preset == "dense") {
     while (run.calls < uint64_t(o.common.warmup)) callOnce(s, run, count, false);
   } else {
-    runUntilSettled(s, run, count, config);
+    runUntilSettled(s, run, count, rowConfig(o, preset, density));
   }
   // A graph row's first call is eager and its second is captured: every timed call a replay.
   while (run.graph && run.calls < 2) callOnce(s, run, count, false);
@@ -277,6 +293,8 @@ Row combine(RankState& s, const AlgorithmRun& run) {
                         run.comm_us, run.other_us});
   Row row;
   row.name = run.name;
+  row.preset = run.chosen.empty() ? run.name : run.chosen;
+  row.label = run.chosen.empty() ? run.name : run.name + ":" + run.chosen;
   row.enqueue_only = run.enqueue_only;
   row.warmup_calls = run.warmup_calls;
   row.density = run.density / iters;
@@ -296,12 +314,12 @@ Row combine(RankState& s, const AlgorithmRun& run) {
 void printRow(RankState& s, size_t count, double density, const Row& row, const Row* dense) {
   const SparseOptions& o = s.options;
   const double bytes = double(count * dtypeSize(o.common.dtype));
-  const bool is_dense = row.name == "dense" || isPeer(row.name);  // nothing is selected
+  const bool is_dense = row.preset == "dense" || isPeer(row.name);  // nothing is selected
   const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
   // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
   auto split = [&](double us) { return row.enqueue_only ? Cell("-") : Cell(us); };
   s.table.addRow(
-      {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.name,
+      {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.label,
        is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
        gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
        row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
@@ -315,7 +333,10 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   t.speedup_rows += dense != nullptr ? 1 : 0;
   t.speedup += speedup;
   t.density_ratio += is_dense ? 1.0 : row.density / density;
-  t.inflation += row.inflation;
+  if (!is_dense) {
+    t.inflation += row.inflation;
+    t.selecting_rows += 1;
+  }
   t.sent += row.sent;
   t.error += std::max(0.0, row.decode_error);
 }
@@ -338,12 +359,12 @@ void runBlock(RankState& s, size_t count, double density) {
   for (Row& row : rows) {
     if (isPeer(row.name)) continue;        // another library's summation order: not modelled
     DeviceCalls* device = s.device.get();  // -g 1: the checked call runs on the GPU
-    const CheckCase c{o, s.rank, count, density, scale, row.name, s.pool, s.recv.get(), device};
+    const CheckCase c{o, s.rank, count, density, scale, row.preset, s.pool, s.recv.get(), device};
     if (o.common.check) {
       row.wrong = checkFirstCall(c);
       s.wrong += row.wrong;
     }
-    if (isSketchRow(row.name)) row.decode_error = sketchDecodeError(c, 3);
+    if (isSketchRow(row.preset)) row.decode_error = sketchDecodeError(c, 3);
   }
   if (s.rank.rank != 0) return;
   const Row* dense = nullptr;
@@ -437,8 +458,8 @@ void printFooter(RankState& s) {
     const Totals& t = s.totals[name];
     if (t.rows == 0) continue;
     char inflation[16] = "    -";  // dense selects nothing, so f(t) does not apply
-    if (name != "dense" && !isPeer(name))
-      std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.rows);
+    if (t.selecting_rows > 0)
+      std::snprintf(inflation, sizeof(inflation), "%5.2f", t.inflation / t.selecting_rows);
     char error[32] = "";
     if (isSketchRow(name)) std::snprintf(error, sizeof(error), "  err %.4f", t.error / t.rows);
     std::printf(

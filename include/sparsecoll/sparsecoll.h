@@ -248,7 +248,9 @@ typedef struct {
   unsigned int magic;
   unsigned int version;
   const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default),
-                              sidco, s2 */
+                              sidco, s2, micro_sync_free, exdyna_sync_free, or "auto": the
+                              library's cost model picks a preset at creation
+                              (docs/cost_model.md; scclSparsifierGetAlgorithm names it) */
   const char* estimator;   /* NULL, or topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp,
                               dgc, redsync, gaussiank */
   const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */
@@ -425,6 +427,9 @@ SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
  * after it fills recvbuf with NaN and changes nothing. scclSuccess for other sparsifiers. */
 SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
                                                   scclResult_t* asyncError);
+/* *name = the preset the sparsifier runs: its config's algorithm, or for "auto" the one chosen at
+ * creation (the same on every rank). Valid until the sparsifier is destroyed. */
+SCCL_API scclResult_t scclSparsifierGetAlgorithm(scclSparsifier_t sparsifier, const char** name);
 /* counts[r] = k_r of the last call for every rank r (nranks entries). */
 SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
                                                   int nranks);

@@ -118,6 +118,10 @@ inline Sparsifier createSparsifier(const Rank& rank, size_t count, scclDataType_
 
 // The config of one row: the base config with `algorithm` and `density` set (a graph replay row:
 // its preset's, with streamOrdered = 1).
+// The row "auto": algorithm "auto", the preset the library's cost model picks at creation
+// (printed as auto:<preset>; its first call is checked as that preset's).
+inline constexpr const char* kAutoRow = "auto";
+
 scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& algorithm,
                              double density);
 

@@ -29,6 +29,7 @@ bool parseAlgorithms(const char* text, std::vector<std::string>* out) {
     for (const std::string& preset : allAlgorithms()) known = known || preset == name;
     for (const std::string& preset : syncFreeAlgorithms()) known = known || preset == name;
     known = known || isGraphReplayRow(name);  // -g 1 runs them; the host path lists them as not run
+    known = known || name == kAutoRow;
     if (!known) {
       std::fprintf(stderr, "unknown algorithm '%s'\n", name.c_str());
       return false;
@@ -102,7 +103,8 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
        "            exdyna_sync_free,micro_sync_free:graph,\n"
        "            exdyna_sync_free:graph (-g 1 only: the preset stream-ordered, each call\n"
        "            a CUDA graph replay)]; the peer mpi_allreduce (MPI_Allreduce of the dense\n"
-       "            buffer, under mpirun) may be added",
+       "            buffer, under mpirun) may be added, and auto (the library's cost model\n"
+       "            picks a preset at creation; printed auto:<preset>; host buffers only)",
        [o](const char* t) {
          o->algorithms_given = true;
          return parseAlgorithms(t, &o->algorithms);
@@ -347,6 +349,7 @@ scclSparseConfig_t rowConfig(const SparseOptions& options, const std::string& al
       config.streamOrdered = 1;
     }
   }
+  if (algorithm == kAutoRow) config.algorithm = kAutoRow;  // the library chooses at creation
   double lambda = 0;
   if (sketchSweepLambda(algorithm, &lambda)) {
     config.algorithm = "s2";

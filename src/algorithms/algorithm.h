@@ -81,6 +81,10 @@ struct ReductionEntry {
   bool fused_accumulate;
 };
 
+// The algorithm name that is no preset: the cost model chooses one at sparsifier creation
+// (tuning/auto_choice.h, called by scclSparsifierCreate).
+inline constexpr const char* kAutoAlgorithm = "auto";
+
 const std::vector<PresetEntry>& presetRegistry();
 const std::vector<ReductionEntry>& reductionRegistry();
 const PresetEntry* findPreset(const char* name);

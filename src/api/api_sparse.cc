@@ -1,9 +1,14 @@
 // Sparsifiers and the sparse all-reduce.
 #include <cstddef>
+#include <cstring>
 
 #include "api/api_guard.h"
 #include "api/api_validate.h"
+#include "algorithms/algorithm.h"
+#include "comm/comm.h"
+#include "core/log.h"
 #include "sparsifier/sparsifier.h"
+#include "tuning/auto_choice.h"
 
 namespace sccl {
 scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);
@@ -51,9 +56,31 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     SCCL_CHECK(sccl::requireBufferBytes(residual_bytes, "the sparsifier's residual"));
     SCCL_REQUIRE_ARG(config != nullptr,
                      "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
+    scclSparseConfig_t chosen = *config;
+    sccl::AutoChoice choice;
+    const bool automatic =
+        config->algorithm != nullptr && std::strcmp(config->algorithm, sccl::kAutoAlgorithm) == 0;
+    if (automatic) {
+      SCCL_CHECK(sccl::chooseAlgorithm(comm, count, dtype, *config, &choice));
+      chosen.algorithm = choice.algorithm;
+    }
     scclSparsifier* created = nullptr;
-    SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, *config, &created));
+    SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, chosen, &created));
+    if (automatic) {
+      created->auto_choice = sccl::describeAutoChoice(choice);
+      SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
+                count, created->auto_choice.c_str());
+    }
     *sparsifier = created;
+    return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierGetAlgorithm(scclSparsifier_t sparsifier, const char** name) {
+  return sccl::guardedCall(__func__, nullptr, [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(name != nullptr, "algorithm name output pointer is NULL");
+    *name = sparsifier->config.algorithm.c_str();
     return scclSuccess;
   });
 }

@@ -106,6 +106,7 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   std::vector<RankDescription> ranks;
   SCCL_CHECK(exchangeRankDescriptions(*comm->bootstrap,
                                       describeThisRank(request.rank, resolved.transport), &ranks));
+  comm->ranks_per_host = mostRanksOnOneHost(ranks);
   std::string transport_name = resolved.transport;
   if (transport_name == kAutoTransport) {
     TransportChoice choice;

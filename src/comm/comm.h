@@ -29,6 +29,10 @@ struct scclComm {
   // first. Null while unused and when `transport` carries device memory itself (NCCL).
   std::unique_ptr<sccl::Transport> device_transport;
 
+  // The most ranks of this communicator on one host (from the rank descriptions exchanged at
+  // creation; the same on every rank): the cost model charges them for sharing its cores.
+  int ranks_per_host = 1;
+
   // The number of the next collective call, agreed by every rank (comm/call_agreement.h).
   uint64_t call_sequence = 0;
 

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "comm/comm.h"
@@ -91,6 +93,16 @@ scclResult_t exchangeRankDescriptions(Bootstrap& bootstrap, const RankDescriptio
   SCCL_CHECK(checkAgainstRankZero(gathered));
   *all = std::move(gathered);
   return scclSuccess;
+}
+
+int mostRanksOnOneHost(const std::vector<RankDescription>& ranks) {
+  std::map<std::string, int> per_host;
+  int most = 1;
+  for (const RankDescription& r : ranks) {
+    const std::string host(r.host, strnlen(r.host, sizeof(r.host)));
+    most = std::max(most, ++per_host[host]);
+  }
+  return most;
 }
 
 }  // namespace sccl

@@ -50,4 +50,7 @@ scclResult_t exchangeRankDescriptions(Bootstrap& bootstrap, const RankDescriptio
 std::string buildFeatureList(uint32_t features);
 uint32_t thisBuildFeatures();
 
+// The most ranks that named the same host (at least 1).
+int mostRanksOnOneHost(const std::vector<RankDescription>& ranks);
+
 }  // namespace sccl

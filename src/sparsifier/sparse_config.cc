@@ -148,6 +148,9 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
   std::memcpy(&config, &given, std::min(given.size, sizeof(scclSparseConfig_t)));
   SCCL_REQUIRE_ARG(config.algorithm != nullptr, "sparse config algorithm is NULL");
+  SCCL_REQUIRE_ARG(std::strcmp(config.algorithm, kAutoAlgorithm) != 0,
+                   "sparse config algorithm \"auto\" is chosen by scclSparsifierCreate; this "
+                   "call needs a preset");
   const PresetEntry* preset = findPreset(config.algorithm);
   if (preset == nullptr) {
     return fail(scclInvalidArgument, "sparse config algorithm '%s' is unknown (choose from: %s)",

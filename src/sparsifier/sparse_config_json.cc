@@ -45,6 +45,18 @@ KeyApplier registryName(const char* key, const Registry& (*registry)(),
   };
 }
 
+// "algorithm": a preset, or "auto" (the cost model chooses at creation).
+KeyApplier algorithmName() {
+  const KeyApplier preset = registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm);
+  return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (value.is_string() && value.get<std::string>() == kAutoAlgorithm) {
+      config.algorithm = kAutoAlgorithm;
+      return scclSuccess;
+    }
+    return preset(value, config);
+  };
+}
+
 KeyApplier number(const char* key, double scclSparseConfig_t::*field) {
   return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
     if (!value.is_number()) return wrongType(key, "a number", value);
@@ -176,7 +188,7 @@ scclResult_t applyDensityWarmup(const Json& value, scclSparseConfig_t& config) {
 
 const std::map<std::string, KeyApplier>& keyAppliers() {
   static const std::map<std::string, KeyApplier> appliers = {
-      {"algorithm", registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm)},
+      {"algorithm", algorithmName()},
       {"estimator", registryName("estimator", estimatorRegistry, &scclSparseConfig_t::estimator)},
       {"search", registryName("search", searchSpaceRegistry, &scclSparseConfig_t::searchSpace)},
       {"reduction", registryName("reduction", reductionRegistry, &scclSparseConfig_t::reduction)},
@@ -282,9 +294,13 @@ scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config) 
     }
     SCCL_CHECK(applier->second(value, updated));
   }
-  // Range checks of the combined result, reported with the JSON key's name.
+  // Range checks of the combined result, reported with the JSON key's name ("auto" has no
+  // preset yet: its other settings are checked as dense's).
+  scclSparseConfig_t checked = updated;
+  if (checked.algorithm != nullptr && std::strcmp(checked.algorithm, kAutoAlgorithm) == 0)
+    checked.algorithm = "dense";
   ResolvedSparseConfig resolved;
-  if (resolveSparseConfig(updated, &resolved) != scclSuccess) {
+  if (resolveSparseConfig(checked, &resolved) != scclSuccess) {
     std::string message = threadLastError();
     const char* key = jsonKeyForField(message);
     if (key != nullptr) {

@@ -162,6 +162,13 @@ void addSparseCases(Matrix& m) {
   for (int n : {0, 1, kRanks + 1, -1, INT_MAX, INT_MIN})
     m.add(rc, "nranks " + std::to_string(n), scclInvalidArgument,
           [n](Ctx& c) { return scclSparsifierGetRankCounts(c.sp, c.counts.data(), n); });
+  const std::string ga = "scclSparsifierGetAlgorithm";
+  m.handles(ga, Kind::Sparsifier, [](Ctx&, void* h) {
+    const char* name = nullptr;
+    return scclSparsifierGetAlgorithm(asSp(h), &name);
+  });
+  m.add(ga, "NULL name", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierGetAlgorithm(c.sp, nullptr); });
   const std::string ae = "scclSparsifierGetAsyncError";
   m.handles(ae, Kind::Sparsifier, [](Ctx&, void* h) {
     scclResult_t async = scclSuccess;

@@ -115,6 +115,7 @@ _SIGNATURES = {
     "scclSparsifierGetStats": (_I, [_P, ctypes.POINTER(T.SparseStats)]),
     "scclSparsifierGetRankCounts": (_I, [_P, ctypes.POINTER(ctypes.c_uint64), _I]),
     "scclSparsifierGetAsyncError": (_I, [_P, ctypes.POINTER(_I)]),
+    "scclSparsifierGetAlgorithm": (_I, [_P, ctypes.POINTER(ctypes.c_char_p)]),
     "scclSparsifierSetDensity": (_I, [_P, ctypes.c_double]),
 }
 

@@ -99,7 +99,11 @@ class Sparsifier:
 
     @property
     def algorithm(self):
-        return self._config.algorithm.decode()
+        """The preset this sparsifier runs; for algorithm="auto" the one the library's cost model
+        chose at creation (scclSparsifierGetAlgorithm, the same on every rank)."""
+        name = ctypes.c_char_p()
+        check(lib.scclSparsifierGetAlgorithm(self.handle, ctypes.byref(name)), self.comm._handle)
+        return name.value.decode()
 
     @property
     def density(self):

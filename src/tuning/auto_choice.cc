@@ -1,0 +1,157 @@
+#include "tuning/auto_choice.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "algorithms/algorithm.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "sparsifier/sparse_config.h"
+#include "tuning/call_shape.h"
+#include "tuning/compute_calibration.h"
+
+namespace sccl {
+namespace {
+
+// Local work is calibrated on at most this many elements (and scaled linearly): the choice then
+// costs 40-55 ms in all on this project's 2-core machine (docs/results/cost_model.md); 256K
+// elements cost 110-160 ms. 64K float32 arrays fit in L2, so memory-bound work is undercharged.
+constexpr uint64_t kCalibrationElements = 64 * 1024;
+constexpr int kCalibrationCalls = 3;
+constexpr uint64_t kCannotRun = std::numeric_limits<uint64_t>::max();
+// Marks the agreement record of an "auto" creation, so that it never equals a preset's.
+constexpr uint64_t kAutoTag = 0x6175746f63686f73ull;  // "autochos"
+
+scclSparseConfig_t withAlgorithm(const scclSparseConfig_t& config, const char* algorithm) {
+  scclSparseConfig_t copy = config;
+  copy.algorithm = algorithm;
+  return copy;
+}
+
+// Step 1: the same "auto" request (count, dtype, every setting) on every rank.
+scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dtype,
+                                 const scclSparseConfig_t& config) {
+  ResolvedSparseConfig settings;
+  SCCL_CHECK(resolveSparseConfig(withAlgorithm(config, "dense"), &settings));
+  CallRecord record = callRecord(CallOperation::SparsifierCreate);
+  record.count = count;
+  record.dtype = static_cast<int16_t>(dtype);
+  record.config = sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag;
+  char detail[96];
+  std::snprintf(detail, sizeof(detail), "this rank's config: auto, density %g", config.density);
+  return agreeOnCall(comm, record, nullptr, detail);
+}
+
+// Step 3: each candidate's local work as rank 0 measured it (kCannotRun where it failed),
+// broadcast: one machine's calibration at a time (ranks sharing a machine would slow each
+// other's), and the same numbers on every rank.
+scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
+                                 const scclSparseConfig_t& config, AutoChoice* choice) {
+  const std::vector<const char*>& names = autoCandidates();
+  std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
+  const uint64_t elements = std::min<uint64_t>(count, kCalibrationElements);
+  for (size_t i = 0; i < names.size() && elements > 0 && comm->rank == 0; ++i) {
+    double seconds = 0;
+    if (calibrateCompute(withAlgorithm(config, names[i]), dtype, elements, kCalibrationCalls,
+                         &seconds) == scclSuccess) {
+      picoseconds[i] = uint64_t(std::min(seconds * 1e12, 1e18));
+    }
+  }
+  if (elements == 0) std::fill(picoseconds.begin(), picoseconds.end(), 0);
+  if (comm->nranks > 1) {
+    SCCL_CHECK(commRecordFailure(
+        comm, comm->transport->broadcast(picoseconds.data(),
+                                         picoseconds.size() * sizeof(uint64_t), 0)));
+  }
+  choice->candidates.clear();
+  for (size_t i = 0; i < names.size(); ++i) {
+    AutoCandidate candidate;
+    candidate.algorithm = names[i];
+    candidate.local_s_per_element =
+        picoseconds[i] == kCannotRun ? -1.0 : double(picoseconds[i]) * 1e-12;
+    choice->candidates.push_back(candidate);
+  }
+  return scclSuccess;
+}
+
+}  // namespace
+
+const std::vector<const char*>& autoCandidates() {
+  static const std::vector<const char*> names = {"dense", "micro", "exdyna", "cltk",
+                                                 "sidco", "s2",    "topk"};
+  return names;
+}
+
+void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclDataType_t dtype,
+                        int nranks, AutoChoice* choice) {
+  choice->algorithm = nullptr;
+  double best = 0;
+  for (AutoCandidate& candidate : choice->candidates) {
+    if (candidate.local_s_per_element < 0) continue;
+    ResolvedSparseConfig c;
+    if (resolveSparseConfig(withAlgorithm(config, candidate.algorithm), &c) != scclSuccess) {
+      candidate.local_s_per_element = -1;
+      continue;
+    }
+    const CallShape shape = predictCallShape(c, count, dtype, nranks, ShapeAssumptions{});
+    candidate.predicted =
+        predictCall(c, shape, choice->probe.link,
+                    {candidate.local_s_per_element, choice->probe.ranks_per_machine});
+    if (choice->algorithm == nullptr || candidate.predicted.seconds < best) {
+      choice->algorithm = candidate.algorithm;
+      best = candidate.predicted.seconds;
+    }
+  }
+}
+
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const scclSparseConfig_t& config, AutoChoice* out) {
+  const auto start = std::chrono::steady_clock::now();
+  SCCL_REQUIRE_ARG(config.estimator == nullptr && config.searchSpace == nullptr &&
+                       config.reduction == nullptr,
+                   "algorithm \"auto\" chooses a whole preset: leave estimator, searchSpace and "
+                   "reduction unset (they are '%s', '%s', '%s')",
+                   config.estimator ? config.estimator : "NULL",
+                   config.searchSpace ? config.searchSpace : "NULL",
+                   config.reduction ? config.reduction : "NULL");
+  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, config));
+  AutoChoice choice;
+  SCCL_CHECK(probeLink(comm, &choice.probe));
+  SCCL_CHECK(calibrateCandidates(comm, count, dtype, config, &choice));
+  rankAutoCandidates(config, count, dtype, comm->nranks, &choice);
+  if (choice.algorithm == nullptr) {
+    return fail(scclInvalidArgument,
+                "algorithm \"auto\": no candidate preset can run this config (%zu elements of %d)",
+                count, int(dtype));
+  }
+  choice.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *out = std::move(choice);
+  return scclSuccess;
+}
+
+std::string describeAutoChoice(const AutoChoice& choice) {
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "auto chose %s (link: alpha %.1f us, %.3g Gbit/s, %d rank(s) per host; %.1f ms to "
+                "choose); predicted ms:",
+                choice.algorithm ? choice.algorithm : "nothing", choice.probe.link.latency_s * 1e6,
+                choice.probe.link.bytes_per_s * 8e-9, choice.probe.ranks_per_machine,
+                choice.seconds * 1e3);
+  std::string out = text;
+  for (const AutoCandidate& c : choice.candidates) {
+    if (c.local_s_per_element < 0) {
+      out += std::string(" ") + c.algorithm + " -";
+      continue;
+    }
+    std::snprintf(text, sizeof(text), " %s %.3f", c.algorithm, c.predicted.seconds * 1e3);
+    out += text;
+  }
+  return out;
+}
+
+}  // namespace sccl

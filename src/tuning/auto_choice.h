@@ -1,0 +1,60 @@
+// "algorithm": "auto" (issue 25): at sparsifier creation the cost model (tuning/cost_model.h)
+// predicts every candidate preset for this count, dtype, density, rank count and the measured link,
+// and the sparsifier is created with the fastest.
+//
+// Steps, on every rank (scclSparsifierCreate with algorithm "auto"):
+//  1. agree that every rank asks for "auto" with the same count, dtype and density (a rank that
+//     named a preset, or another size, gets scclInvalidUsage with the others);
+//  2. probe the link (tuning/link_probe.h);
+//  3. rank 0 calibrates each candidate's local work on one in-process rank
+//     (tuning/compute_calibration.h, min(count, 64K) elements, cached per process) and
+//     broadcasts it, so every rank holds the same measurements (those of rank 0's machine);
+//  4. predict each candidate (its wire plan at the expected shape, the probed link, the local work
+//     times the ranks per host) and pick the fastest, the first of equals in candidate order.
+// The same measurements give the same choice on every rank; the sparsifier's own creation then
+// agrees on the chosen config as for any other. Candidates (host buffers): dense, micro, exdyna,
+// cltk, sidco, s2, topk; hard_threshold needs a threshold the user picks, and the sync-free
+// presets serve device buffers (not chosen yet: auto sparsifiers are for host buffers).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sparsecoll/sparsecoll.h"
+#include "tuning/cost_model.h"
+#include "tuning/link_probe.h"
+
+struct scclComm;
+
+namespace sccl {
+
+struct AutoCandidate {
+  const char* algorithm = nullptr;
+  double local_s_per_element = 0;  // agreed over ranks; < 0: the candidate could not run here
+  CallPrediction predicted;
+};
+
+struct AutoChoice {
+  const char* algorithm = nullptr;  // the chosen preset (a registry name)
+  LinkProbe probe;
+  std::vector<AutoCandidate> candidates;
+  double seconds = 0;  // agreement, probe and calibration on this rank
+};
+
+const std::vector<const char*>& autoCandidates();
+
+// Step 4 alone: deterministic in its inputs. choice->candidates holds each candidate's name and
+// agreed local work; fills their predictions and choice->algorithm (null if none can run).
+void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclDataType_t dtype,
+                        int nranks, AutoChoice* choice);
+
+// Steps 1-4 (collective). config.algorithm must be "auto"; its estimator, search space and
+// reduction must be unset (auto chooses whole presets).
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const scclSparseConfig_t& config, AutoChoice* out);
+
+// One line for logs: the choice, the probed link and each candidate's predicted time.
+std::string describeAutoChoice(const AutoChoice& choice);
+
+}  // namespace sccl

@@ -1,0 +1,83 @@
+#include "tuning/link_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "core/params.h"
+
+namespace sccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSmallCalls = 5;
+constexpr int kBulkCalls = 2;
+constexpr size_t kBulkElements = 64 * 1024;  // float32: 256 KiB
+
+// Seconds of each of `calls` timed all-reduces after one warm-up.
+scclResult_t timedAllReduces(Transport& transport, void* data, size_t count, scclDataType_t dtype,
+                             int calls, std::vector<double>* seconds) {
+  for (int call = 0; call <= calls; ++call) {
+    const Clock::time_point start = Clock::now();
+    SCCL_CHECK(transport.allReduce(data, data, count, dtype, ReduceOp::Sum));
+    if (call > 0) seconds->push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return scclSuccess;
+}
+
+// See LinkProbe::ranks_per_machine.
+int coreSharing(int ranks_per_host) {
+  const int hardware = std::max(1, int(std::thread::hardware_concurrency()));
+  const int64_t configured = paramCpuThreads();
+  const int per_rank = configured > 0 ? int(std::min<int64_t>(configured, hardware)) : hardware;
+  return std::max(1, (ranks_per_host * per_rank + hardware - 1) / hardware);
+}
+
+}  // namespace
+
+scclResult_t probeLink(scclComm* comm, LinkProbe* out) {
+  const Clock::time_point start = Clock::now();
+  LinkProbe probe;
+  probe.ranks_per_machine = coreSharing(comm->ranks_per_host);
+  const int n = comm->nranks;
+  if (n <= 1) {
+    probe.link = {0.0, 1e18};
+    *out = probe;
+    return scclSuccess;
+  }
+  Transport& transport = *comm->transport;
+  uint64_t word = 0;
+  std::vector<double> small, large;
+  SCCL_CHECK(commRecordFailure(
+      comm, timedAllReduces(transport, &word, 1, scclUint64, kSmallCalls, &small)));
+  std::vector<float> block(kBulkElements, 0.0f);
+  SCCL_CHECK(commRecordFailure(comm, timedAllReduces(transport, block.data(), block.size(),
+                                                     scclFloat32, kBulkCalls, &large)));
+  std::sort(small.begin(), small.end());
+  // The slowest rank's view, in nanoseconds, so that every rank derives the same model.
+  uint64_t agreed[3] = {uint64_t(small[small.size() / 2] * 1e9),
+                        uint64_t(*std::min_element(large.begin(), large.end()) * 1e9),
+                        uint64_t(probe.ranks_per_machine)};
+  SCCL_CHECK(commRecordFailure(
+      comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
+  const uint64_t* times = agreed;
+  probe.ranks_per_machine = int(agreed[2]);
+  const double steps = std::ceil(std::log2(double(n)));
+  const double alpha = double(times[0]) * 1e-9 / steps;
+  const double moved = 2.0 * double(n - 1) / double(n) * double(kBulkElements * sizeof(float));
+  // Timing noise can make the bulk call look no slower than its latency terms; at least half of
+  // it is then counted as transfer, so that beta stays a rate this transport has shown.
+  const double bulk = double(times[1]) * 1e-9;
+  const double transfer = std::max(bulk - 2 * steps * alpha, 0.5 * bulk);
+  probe.link = {alpha, moved / transfer};
+  probe.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  *out = probe;
+  return scclSuccess;
+}
+
+}  // namespace sccl

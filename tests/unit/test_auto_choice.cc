@@ -1,0 +1,155 @@
+// algorithm "auto" (src/tuning/auto_choice.h): the same choice on every rank, the fastest
+// prediction for given measurements (deterministically), the refusals, and a working sparsifier.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/local_ranks.h"
+#include "tuning/auto_choice.h"
+
+using namespace sccl_test;
+
+namespace {
+
+scclSparseConfig_t autoConfig(double density) {
+  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+  config.algorithm = "auto";
+  config.density = density;
+  return config;
+}
+
+// Every candidate with the same local work per element (seconds).
+sccl::AutoChoice measurements(double latency_s, double bytes_per_s, double local) {
+  sccl::AutoChoice choice;
+  choice.probe.link = {latency_s, bytes_per_s};
+  for (const char* name : sccl::autoCandidates()) {
+    sccl::AutoCandidate c;
+    c.algorithm = name;
+    c.local_s_per_element = local;
+    choice.candidates.push_back(c);
+  }
+  return choice;
+}
+
+sccl::AutoCandidate& candidate(sccl::AutoChoice& choice, const char* name) {
+  for (sccl::AutoCandidate& c : choice.candidates)
+    if (std::strcmp(c.algorithm, name) == 0) return c;
+  FAIL("no candidate " << name);
+  return choice.candidates.front();
+}
+
+}  // namespace
+
+TEST_CASE("auto picks the fastest prediction, the same for the same measurements",
+          "[tuning][auto]") {
+  const scclSparseConfig_t config = autoConfig(0.001);
+  // A slow link: the gradient's bytes decide, so a sparse preset of density k is chosen (not
+  // dense, not Top-k, whose union grows with the ranks), the one predicted fastest.
+  sccl::AutoChoice slow = measurements(30e-6, 1.25e8, 1e-9);
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &slow);
+  REQUIRE(slow.algorithm != nullptr);
+  const std::string first = slow.algorithm;
+  CHECK(first != "dense");
+  CHECK(first != "topk");
+  for (const sccl::AutoCandidate& c : slow.candidates)
+    CHECK(c.predicted.seconds >= candidate(slow, first.c_str()).predicted.seconds);
+  sccl::AutoChoice again = measurements(30e-6, 1.25e8, 1e-9);
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &again);
+  CHECK(std::string(again.algorithm) == first);
+  for (size_t i = 0; i < slow.candidates.size(); ++i)
+    CHECK(again.candidates[i].predicted.seconds == slow.candidates[i].predicted.seconds);
+  // Equal predictions: the first in candidate order (micro before exdyna, the same messages).
+  CHECK(candidate(slow, "micro").predicted.seconds == candidate(slow, "exdyna").predicted.seconds);
+  sccl::AutoChoice tie = measurements(30e-6, 1.25e8, 1e-9);
+  for (sccl::AutoCandidate& c : tie.candidates) {
+    if (std::strcmp(c.algorithm, "micro") != 0 && std::strcmp(c.algorithm, "exdyna") != 0)
+      c.local_s_per_element = -1;
+  }
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &tie);
+  CHECK(std::string(tie.algorithm) == "micro");
+
+  // A fast link and sparse local work 20x dense's: dense.
+  sccl::AutoChoice fast = measurements(1e-6, 5e10, 2e-8);
+  candidate(fast, "dense").local_s_per_element = 1e-9;
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &fast);
+  CHECK(std::string(fast.algorithm) == "dense");
+
+  // A candidate that could not run on some rank is never chosen.
+  sccl::AutoChoice missing = measurements(30e-6, 1.25e8, 1e-9);
+  candidate(missing, first.c_str()).local_s_per_element = -1;
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &missing);
+  REQUIRE(missing.algorithm != nullptr);
+  CHECK(std::string(missing.algorithm) != first);
+
+  // None can run: no choice.
+  sccl::AutoChoice none = measurements(30e-6, 1.25e8, -1);
+  sccl::rankAutoCandidates(config, 25000000, scclFloat32, 8, &none);
+  CHECK(none.algorithm == nullptr);
+}
+
+TEST_CASE("auto chooses one preset on every rank and the sparsifier runs it", "[tuning][auto]") {
+  const size_t count = 100000;
+  for (int nranks : {1, 3}) {
+    std::vector<std::string> chosen(static_cast<size_t>(nranks));
+    auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
+      const scclSparseConfig_t config = autoConfig(0.01);
+      scclSparsifier_t sp = nullptr;
+      if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
+                           scclSuccess, "scclSparsifierCreate auto"))
+        return;
+      const char* name = nullptr;
+      log.checkResult(scclSparsifierGetAlgorithm(sp, &name), scclSuccess, "GetAlgorithm");
+      chosen[size_t(rank)] = name != nullptr ? name : "";
+      std::vector<float> grad(count), out(count);
+      for (size_t i = 0; i < count; ++i) grad[i] = float(testValue(3, rank, i)) * 0.01f;
+      log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum,
+                                          sp, comm, nullptr),
+                      scclSuccess, "scclSparseAllreduce");
+      log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
+    });
+    REQUIRE_NO_RANK_FAILURES(failures);
+    bool candidate_name = false;
+    for (const char* name : sccl::autoCandidates()) candidate_name |= chosen[0] == name;
+    INFO("n=" << nranks << " chose " << chosen[0]);
+    CHECK(candidate_name);
+    for (const std::string& name : chosen) CHECK(name == chosen[0]);
+  }
+}
+
+TEST_CASE("auto against a preset on another rank fails on every rank, which stays usable",
+          "[tuning][auto]") {
+  auto failures = runLocalRanks(2, [](int rank, scclComm_t comm, RankLog& log) {
+    scclSparseConfig_t config = autoConfig(0.01);
+    if (rank == 1) config.algorithm = "micro";
+    scclSparsifier_t sp = nullptr;
+    log.checkResult(scclSparsifierCreate(&sp, comm, 1000, scclFloat32, &config),
+                    scclInvalidUsage, "mismatched creation");
+    float value = 1.0f, sum = 0.0f;
+    log.checkResult(scclAllReduce(&value, &sum, 1, scclFloat32, scclSum, comm, nullptr),
+                    scclSuccess, "all-reduce after the refusal");
+    log.check(sum == 2.0f, "the all-reduce after the refusal sums");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
+
+TEST_CASE("auto refuses a config that names its axes, and resolves only at creation",
+          "[tuning][auto]") {
+  auto failures = runLocalRanks(1, [](int, scclComm_t comm, RankLog& log) {
+    scclSparseConfig_t config = autoConfig(0.01);
+    config.estimator = "topk";
+    scclSparsifier_t sp = nullptr;
+    log.checkResult(scclSparsifierCreate(&sp, comm, 1000, scclFloat32, &config),
+                    scclInvalidArgument, "auto with an estimator");
+    log.check(std::string(scclGetLastError(comm)).find("auto") != std::string::npos,
+              std::string("the message names auto: ") + scclGetLastError(comm));
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+  scclSparseConfig_t parsed = SCCL_SPARSE_CONFIG_INITIALIZER;
+  REQUIRE(scclSparseConfigFromJson("{\"algorithm\": \"auto\", \"density\": 0.001}", &parsed) ==
+          scclSuccess);
+  CHECK(std::string(parsed.algorithm) == "auto");
+  CHECK(scclSparseConfigFromJson("{\"algorithm\": \"automatic\"}", &parsed) ==
+        scclInvalidArgument);
+}
