@@ -2,7 +2,7 @@
 """The cost model's prediction against a measured sparse_allreduce_perf run (docs/cost_model.md).
 
     scripts/cost_model_check.py MEASURED.json --gbits 1 [--latency LATENCY.json | --latency-us 36]
-        [--ranks-per-machine N] [--build build] [--out OUT.json]
+        [--ranks-per-machine N] [--build build] [--out OUT.json] [--fit-from CHECK.json]
 
 Reads the measured run (perf/sparse_allreduce_perf -J: count, densities, algorithms, ranks, each
 row's time, bytes and gather inflation), runs build/perf/cost_projection for the same count, rank
@@ -53,6 +53,9 @@ def main():
                    help="ranks sharing one machine's cores (the emulated cluster: all of them)")
     p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
     p.add_argument("--out", help="write the rows as JSON here")
+    p.add_argument("--fit-from", help="a check's --out JSON of another run (e.g. 4 ranks): each "
+                   "(algorithm, density)'s measured/predicted there scales this run's prediction "
+                   "(the model fitted on that run); the table then adds the fitted error")
     args = p.parse_args()
     if (args.latency is None) == (args.latency_us is None):
         p.error("give --latency or --latency-us")
@@ -67,6 +70,9 @@ def main():
     rows, skipped = [], set()
     for r in measured["results"]:
         algorithm = r["algorithm"]
+        if ":" in algorithm:  # auto:<preset> (scripts/cluster/auto_vs_fixed.py) and graph rows
+            skipped.add(algorithm.split(":", 1)[0])
+            continue
         density = r["target_density"]
         dense = density == "-"
         if dense and algorithm != "dense":
@@ -93,13 +99,27 @@ def main():
             "error": predicted["time_ms"] / measured_ms - 1,
             "measured_sent_mb": r["bytes_sent"] / 1e6, "predicted_sent_mb": predicted["sent_mb"],
         })
-    print("| algorithm | density | measured ms | predicted ms (comm + local) | error | "
-          "sent MB measured / predicted |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    if args.fit_from:
+        with open(args.fit_from, encoding="utf-8") as f:
+            factors = {(r["algorithm"], str(r["density"])): r["measured_ms"] / r["predicted_ms"]
+                       for r in json.load(f)["rows"]}
+        for row in rows:
+            factor = factors.get((row["algorithm"], str(row["density"])))
+            if factor is not None:
+                row["fitted_ms"] = row["predicted_ms"] * factor
+                row["fitted_error"] = row["fitted_ms"] / row["measured_ms"] - 1
+    fitted = any("fitted_ms" in row for row in rows)
+    print("| algorithm | density | measured ms | predicted ms (comm + local) | error | " +
+          ("fitted ms | fitted error | " if fitted else "") + "sent MB measured / predicted |")
+    print("| --- | --- | --- | --- | --- | " + ("--- | --- | " if fitted else "") + "--- |")
     for row in rows:
-        print("| %s | %s | %.1f | %.1f (%.1f + %.1f) | %+.0f %% | %.3f / %.3f |" % (
+        fit = ""
+        if fitted:
+            fit = ("%.1f | %+.0f %% | " % (row["fitted_ms"], 100 * row["fitted_error"])
+                   if "fitted_ms" in row else "- | - | ")
+        print("| %s | %s | %.1f | %.1f (%.1f + %.1f) | %+.0f %% | %s%.3f / %.3f |" % (
             row["algorithm"], row["density"], row["measured_ms"], row["predicted_ms"],
-            row["predicted_comm_ms"], row["predicted_local_ms"], 100 * row["error"],
+            row["predicted_comm_ms"], row["predicted_local_ms"], 100 * row["error"], fit,
             row["measured_sent_mb"], row["predicted_sent_mb"]))
     if skipped:
         print("\nnot modelled: " + ", ".join(sorted(skipped)))

@@ -1,0 +1,38 @@
+"""algorithm="auto" from Python: the library's cost model picks a preset at creation, the same on
+every rank, and Sparsifier.algorithm names it (docs/cost_model.md)."""
+
+import numpy as np
+import pytest
+
+from sparsecoll import Result, SparsecollError, Sparsifier
+from thread_ranks import run_ranks
+
+CANDIDATES = {"dense", "micro", "exdyna", "cltk", "sidco", "s2", "topk"}
+
+
+def test_auto_picks_one_candidate_on_every_rank_and_runs_it():
+    count = 50000
+
+    def body(comm):
+        with Sparsifier(comm, count, algorithm="auto", density=0.01) as sp:
+            rng = np.random.default_rng(comm.rank)
+            grad = rng.standard_normal(count).astype(np.float32)
+            out = sp.allreduce(grad)
+            return sp.algorithm, out
+
+    results = run_ranks(2, body)
+    names = [name for name, _ in results]
+    assert names[0] in CANDIDATES
+    assert names[0] == names[1]
+    assert np.array_equal(results[0][1], results[1][1])
+
+
+def test_auto_with_an_estimator_is_the_librarys_invalid_argument():
+    def body(comm):
+        with pytest.raises(SparsecollError) as caught:
+            Sparsifier(comm, 1000, algorithm="auto", estimator="topk")
+        return caught.value.code, caught.value.message
+
+    code, message = run_ranks(1, body)[0]
+    assert code == Result.INVALID_ARGUMENT
+    assert "auto" in message
