@@ -9,6 +9,7 @@
 #include "algorithms/algorithm.h"
 #include "comm/call_agreement.h"
 #include "comm/comm.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "sparsifier/sparse_config.h"
 #include "tuning/call_shape.h"
@@ -81,8 +82,7 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
 }  // namespace
 
 const std::vector<const char*>& autoCandidates() {
-  static const std::vector<const char*> names = {"dense", "micro", "exdyna", "cltk",
-                                                 "sidco", "s2",    "topk"};
+  static const std::vector<const char*> names = {"dense", "micro", "exdyna", "cltk"};
   return names;
 }
 
@@ -125,8 +125,9 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
   rankAutoCandidates(config, count, dtype, comm->nranks, &choice);
   if (choice.algorithm == nullptr) {
     return fail(scclInvalidArgument,
-                "algorithm \"auto\": no candidate preset can run this config (%zu elements of %d)",
-                count, int(dtype));
+                "algorithm \"auto\": no candidate preset can run this config (%zu elements of "
+                "%s; the sparse presets take floating-point data)",
+                count, dataTypeName(dtype));
   }
   choice.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -12,9 +12,13 @@
 //  4. predict each candidate (its wire plan at the expected shape, the probed link, the local work
 //     times the ranks per host) and pick the fastest, the first of equals in candidate order.
 // The same measurements give the same choice on every rank; the sparsifier's own creation then
-// agrees on the chosen config as for any other. Candidates (host buffers): dense, micro, exdyna,
-// cltk, sidco, s2, topk; hard_threshold needs a threshold the user picks, and the sync-free
-// presets serve device buffers (not chosen yet: auto sparsifiers are for host buffers).
+// agrees on the chosen config as for any other. Candidates (host buffers): the presets that
+// aggregate the requested density whatever the rank count: dense, micro, exdyna, cltk. Not topk,
+// sidco, s2: each rank selects its own k (or blocks), so they aggregate up to n k entries, and the
+// model's one-rank calibration misses the work that grows with that union (on the emulated
+// cluster at 8 ranks auto chose sidco and s2 where they ran 2-7x slower than micro or cltk:
+// docs/results/cost_model.md); hard_threshold needs a threshold the user picks; the sync-free
+// presets serve device buffers (auto sparsifiers are for host buffers).
 #pragma once
 
 #include <cstddef>

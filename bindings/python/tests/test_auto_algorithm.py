@@ -7,7 +7,7 @@ import pytest
 from sparsecoll import Result, SparsecollError, Sparsifier
 from thread_ranks import run_ranks
 
-CANDIDATES = {"dense", "micro", "exdyna", "cltk", "sidco", "s2", "topk"}
+CANDIDATES = {"dense", "micro", "exdyna", "cltk"}
 
 
 def test_auto_picks_one_candidate_on_every_rank_and_runs_it():
