@@ -81,8 +81,7 @@ def main():
         density = 0.01 if dense else float(density)
         inflation = 1.0 if dense or r["gather_inflation"] == "-" else max(1.0, r["gather_inflation"])
         union = None
-        # SIDCo's feedback steers its union to k itself (tuning/call_shape.h): no factor.
-        if not dense and algorithm in ("topk", "hard_threshold"):
+        if not dense and algorithm in ("topk", "hard_threshold", "sidco"):
             union = max(1.0, min(float(ranks), r["actual_density"] / density))
         try:
             predicted = project(binary, r["count"], density, ranks, args.gbits, latency_us,

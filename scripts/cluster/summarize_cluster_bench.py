@@ -239,7 +239,9 @@ def wire_bytes(algorithm, n, count, density):
 def fit_model(rows, cores):
     import numpy as np
     models = {}
-    for name in sorted({r["algorithm"] for r in rows}):
+    # auto:<preset> rows (scripts/cluster/auto_vs_fixed.py) are the library's choice, not an
+    # algorithm of their own: not fitted.
+    for name in sorted({r["algorithm"] for r in rows if ":" not in r["algorithm"]}):
         sel = [r for r in rows if r["algorithm"] == name and rate_bytes_per_s(r["rate"])]
         if len(sel) < 2:
             continue

@@ -39,14 +39,8 @@ CallShape predictCallShape(const ResolvedSparseConfig& c, uint64_t count, scclDa
     const double d = k / double(count);
     const double independent = double(count) * (1.0 - std::pow(1.0 - d, n)) / k;
     const double factor = a.union_factor > 0 ? std::clamp(a.union_factor, 1.0, n) : independent;
-    if (c.estimator.rfind("sidco", 0) == 0 && c.sidco_feedback > 0) {
-      // SIDCo's feedback steers the union to k: each rank then selects about k / factor.
-      s.k_global = s.k_target;
-      s.k_max = clampedCount(std::max(1.0, a.gather_inflation) * k / factor, count);
-    } else {
-      s.k_max = s.k_target;
-      s.k_global = clampedCount(factor * k, count);
-    }
+    s.k_max = s.k_target;
+    s.k_global = clampedCount(factor * k, count);
   }
   return s;
 }

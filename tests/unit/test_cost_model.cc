@@ -124,11 +124,11 @@ TEST_CASE("the predicted shape of the exclusive and whole-vector searches", "[tu
   assume.union_factor = 1.0;  // every rank chose the same entries
   s = sccl::predictCallShape(topk, 1000000, scclFloat32, 8, assume);
   CHECK(s.k_global == 10000);
-  // SIDCo's feedback steers the union to k: each rank selects k / union factor.
+  // SIDCo's count check brings each rank's selection to k, as Top-k's.
   const sccl::ResolvedSparseConfig sidco = resolved(sparseConfig("sidco", 0.01));
   s = sccl::predictCallShape(sidco, 1000000, scclFloat32, 8, sccl::ShapeAssumptions{});
-  CHECK(s.k_global == 10000);
-  CHECK(s.k_max == 1295);  // ceil(10000 / 7.7255...)
+  CHECK(s.k_global == 77256);
+  CHECK(s.k_max == 10000);
   const sccl::ResolvedSparseConfig cltk = resolved(sparseConfig("cltk", 0.01));
   s = sccl::predictCallShape(cltk, 1000000, scclFloat32, 8, sccl::ShapeAssumptions{});
   CHECK(s.k_sole == 10000);
