@@ -67,9 +67,8 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     scclSparsifier* created = nullptr;
     SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, chosen, &created));
     if (automatic) {
-      created->auto_choice = sccl::describeAutoChoice(choice);
       SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
-                count, created->auto_choice.c_str());
+                count, sccl::describeAutoChoice(choice).c_str());
     }
     *sparsifier = created;
     return scclSuccess;

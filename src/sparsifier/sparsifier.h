@@ -55,10 +55,6 @@ struct scclSparsifier {
   // (sparsifier/sparsifier_device.h); the host residual is then unused. Reset frees it.
   std::unique_ptr<sccl::DeviceSparsifierState, sccl::DeviceSparsifierStateDeleter> device;
 
-  // Created with algorithm "auto": the choice and its predictions (tuning/auto_choice.h), for
-  // logs; empty otherwise.
-  std::string auto_choice;
-
   uint64_t iteration = 0;
   std::vector<uint64_t> rank_counts;  // k_i of the last call
   scclSparseStats_t stats{};
