@@ -66,7 +66,8 @@ scclResult_t probeLink(scclComm* comm, LinkProbe* out) {
   SCCL_CHECK(commRecordFailure(
       comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
   const uint64_t* times = agreed;
-  probe.ranks_per_machine = int(agreed[2]);
+  // From the peers: a host holds at most every rank of the communicator.
+  probe.ranks_per_machine = int(std::clamp<uint64_t>(agreed[2], 1, uint64_t(n)));
   const double steps = std::ceil(std::log2(double(n)));
   const double alpha = double(times[0]) * 1e-9 / steps;
   const double moved = 2.0 * double(n - 1) / double(n) * double(kBulkElements * sizeof(float));
