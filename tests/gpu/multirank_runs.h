@@ -125,7 +125,7 @@ inline MultiRankRun runMultiRank(int nranks, const char* transport, size_t count
       std::vector<unsigned char> grad = gradientBytes(gradient, dtype, r, uint64_t(t));
       RankCallRecord& record = run.calls[size_t(t)][size_t(r)];
       if (device) {
-        check(cudaMemcpy(d_grad->get(), grad.data(), bytes, cudaMemcpyHostToDevice), "gradient");
+        upload(d_grad->get(), grad.data(), bytes, "gradient");
         record.result = scclSparseAllreduce(d_grad->get(), d_out->get(), count, dtype, op,
                                             sp.get(), comm, stream->get());
         check(cudaStreamSynchronize(stream->get()), "cudaStreamSynchronize");

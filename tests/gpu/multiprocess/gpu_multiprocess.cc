@@ -69,7 +69,7 @@ std::string compareOnRank(scclComm_t comm, int rank, int nranks, const char* pre
                                       host_sp.get(), comm, nullptr);
     if (want.result != scclSuccess) return std::string("host call: ") + scclGetLastError(comm);
     recordCall(host_sp.get(), nranks, host_out.data(), Buffers::Host, kCount, dtype, &want);
-    check(cudaMemcpy(d_grad.get(), grad.data(), bytes, cudaMemcpyHostToDevice), "gradient");
+    upload(d_grad.get(), grad.data(), bytes, "gradient");
     got.result = scclSparseAllreduce(d_grad.get(), d_out.get(), kCount, dtype, scclSum,
                                      device_sp.get(), comm, stream.get());
     check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
