@@ -48,6 +48,16 @@ scclResult_t rowKeys(const SketchShape& shape, const char* kernel, cuda_dispatch
   return scclSuccess;
 }
 
+scclResult_t requireAccumulatePair(scclDataType_t acc_dtype, scclDataType_t grad_dtype) {
+  const bool pair_ok =
+      (acc_dtype == scclFloat64 && grad_dtype == scclFloat64) ||
+      (acc_dtype == scclFloat32 &&
+       (grad_dtype == scclFloat32 || grad_dtype == scclFloat16 || grad_dtype == scclBfloat16));
+  SCCL_REQUIRE_ARG(pair_ok, "accumulate: %s gradients into a %s residual are not supported",
+                   dataTypeName(grad_dtype), dataTypeName(acc_dtype));
+  return scclSuccess;
+}
+
 }  // namespace
 
 template <typename Run>
@@ -74,12 +84,7 @@ scclResult_t CudaKernels::copyToHost(void* host, const void* device, size_t byte
 scclResult_t CudaKernels::accumulate(void* acc, const void* residual, scclDataType_t acc_dtype,
                                      const void* grad, scclDataType_t grad_dtype, size_t count,
                                      uint64_t* nonfinite, void* stream) const {
-  const bool pair_ok =
-      (acc_dtype == scclFloat64 && grad_dtype == scclFloat64) ||
-      (acc_dtype == scclFloat32 &&
-       (grad_dtype == scclFloat32 || grad_dtype == scclFloat16 || grad_dtype == scclBfloat16));
-  SCCL_REQUIRE_ARG(pair_ok, "accumulate: %s gradients into a %s residual are not supported",
-                   dataTypeName(grad_dtype), dataTypeName(acc_dtype));
+  SCCL_CHECK(requireAccumulatePair(acc_dtype, grad_dtype));
   SCCL_CUDA_CHECK(cuda_dispatch::accumulate(acc, residual, acc_dtype, grad, grad_dtype, count,
                                             nonfinite, asStream(stream)),
                   "accumulate");
@@ -94,10 +99,21 @@ scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* 
                        thresholdBits(a.acc_dtype, a.floor) <= a.base_bits,
                    "accumulateSelect: the candidates' floor %g lies above the histogram's base",
                    a.floor);
-  SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
-                        stream));
+  // The histogram counted as the values are written (histogram.cu) when its window fits in
+  // shared memory; else accumulate, then count.
+  const bool fused = a.bins > 0 && a.begin < a.end && cuda_dispatch::histogramInSharedMemory(a.bins);
+  if (fused) {
+    SCCL_CHECK(requireAccumulatePair(a.acc_dtype, a.grad_dtype));
+    SCCL_CUDA_CHECK(cuda_dispatch::accumulateHistogram(
+                        a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
+                        a.begin, a.end, a.base_bits, a.shift, a.bins, a.counts, asStream(stream)),
+                    "accumulateSelect");
+  } else {
+    SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count,
+                          a.nonfinite, stream));
+  }
   if (a.out != nullptr) SCCL_CHECK(fillZero(a.out, a.count * dataTypeSize(a.out_dtype), stream));
-  if (a.bins > 0) {
+  if (a.bins > 0 && !fused) {
     if (a.begin < a.end) {
       SCCL_CHECK(absBitHistogram(a.acc, a.acc_dtype, a.begin, a.end, a.base_bits, a.shift, a.bins,
                                  a.counts, stream));

@@ -45,10 +45,20 @@ cudaError_t selectAbove(void* temp, size_t* temp_bytes, const void* x, size_t el
 cudaError_t kthLargestAbsBits(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
                               size_t begin, size_t end, uint64_t k, uint64_t* kth_bits,
                               cudaStream_t stream);
+
+// --- kernels/histogram.cu ---
 // counts[0..bins] as KernelBackend::absBitHistogram (zeroed here first).
 cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, size_t end,
                             uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
                             cudaStream_t stream);
+// accumulate() and absBitHistogram(acc, begin, end, ...) in one pass (counts zeroed here
+// first); only for windows histogramInSharedMemory(bins) accepts (else cudaErrorInvalidValue).
+bool histogramInSharedMemory(size_t bins);
+cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t acc_dtype,
+                                const void* grad, scclDataType_t grad_dtype, size_t count,
+                                uint64_t* nonfinite, size_t begin, size_t end, uint64_t base_bits,
+                                unsigned shift, size_t bins, uint64_t* counts,
+                                cudaStream_t stream);
 
 // --- kernels/reduce.cu ---
 struct DeviceMoments {

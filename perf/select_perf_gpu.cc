@@ -49,15 +49,28 @@ int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_c
       "# select_perf -g 1 on %s: scclPartitionedSelect of device buffers, CUDA events, "
       "median of %d\n",
       prop.name, options.iters);
-  std::printf("# %12s %11s %8s %9s %10s %10s %8s %9s %6s\n", "size(B)", "count", "density", "k",
-              "threshold", "select(us)", "GB/s", "nsel", "#wrong");
+  std::printf(
+      "# copy: cudaMemcpyAsync of the same bytes device to device, timed alternately with the "
+      "selection; GB/s counts its reads and writes | sel/copy: the selection's read rate over the "
+      "copy's read+write rate\n");
+  std::printf("# %12s %11s %8s %9s %10s %10s %8s %9s %8s %8s %8s %6s\n", "size(B)", "count",
+              "density", "k", "threshold", "select(us)", "GB/s", "nsel", "copy(us)", "copyGB/s",
+              "sel/copy", "#wrong");
   std::vector<int64_t> want_idx(max_count), got_idx(max_count);
   size_t total_wrong = 0;
   int failed = 0;
   for (const DeviceSelectCase& c : cases) {
-    std::vector<double> times;
+    std::vector<double> times, copy_times;
     size_t nselected = 0;
+    const size_t bytes_in = c.count * width;
     for (int i = 0; i < options.warmup + options.iters; ++i) {
+      double copy_us = 0;
+      if (!ok(timer.start(stream), "cudaEventRecord") ||
+          !ok(cudaMemcpyAsync(val, x, bytes_in, cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync") ||
+          !ok(timer.stop(stream, &copy_us), "CUDA event timing"))
+        return 1;
+      if (i >= options.warmup) copy_times.push_back(copy_us);
       if (!ok(timer.start(stream), "cudaEventRecord")) return 1;
       scclResult_t result =
           scclPartitionedSelect(x, c.count, options.dtype, 0, c.count, c.threshold, idx, val,
@@ -72,7 +85,9 @@ int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_c
       if (i >= options.warmup) times.push_back(us);
     }
     std::sort(times.begin(), times.end());
+    std::sort(copy_times.begin(), copy_times.end());
     const double median_us = times[times.size() / 2];
+    const double copy_us = copy_times[copy_times.size() / 2];
     size_t wrong = 0;
     if (options.check) {
       size_t want_n = 0;
@@ -86,9 +101,11 @@ int runDeviceSelect(const PerfOptions& options, const void* host_x, size_t max_c
     }
     total_wrong += wrong;
     const double bytes = double(c.count * width);
-    std::printf("  %12.0f %11zu %8.4f %9zu %10.4f %10.1f %8.2f %9zu %6zu\n", bytes, c.count,
-                c.density, c.k, c.threshold, median_us, gigabytesPerSecond(bytes, median_us),
-                nselected, wrong);
+    const double select_rate = gigabytesPerSecond(bytes, median_us);
+    const double copy_rate = gigabytesPerSecond(2 * bytes, copy_us);
+    std::printf("  %12.0f %11zu %8.4f %9zu %10.4f %10.1f %8.2f %9zu %8.1f %8.2f %8.3f %6zu\n",
+                bytes, c.count, c.density, c.k, c.threshold, median_us, select_rate, nselected,
+                copy_us, copy_rate, select_rate / copy_rate, wrong);
     failed += wrong != 0;
   }
   std::printf("# wrong entries: %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");

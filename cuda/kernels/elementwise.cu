@@ -6,6 +6,7 @@
 // without arithmetic (no residual, unit scale) keeps the bits. The non-finite count is an integer
 // atomic: its total does not depend on order.
 #include "cuda/dispatch.h"
+#include "cuda/kernels/accumulate_element.cuh"
 #include "cuda/kernels/device_common.cuh"
 
 namespace sccl::cuda_dispatch {
@@ -18,29 +19,12 @@ __global__ void accumulateKernel(Acc* acc, const Acc* residual, Load load, size_
                                  unsigned long long* nonfinite) {
   unsigned long long bad = 0;
   for (size_t i = globalThread(); i < count; i += gridThreads()) {
-    const Acc value = residual == nullptr ? load(i) : canonicalizeNaN(residual[i] + load(i));
+    const Acc value = accumulatedValue(residual, load, i);
     acc[i] = value;
     bad += nonFinite(value) ? 1 : 0;
   }
   if (nonfinite != nullptr && bad != 0) atomicAdd(nonfinite, bad);
 }
-
-struct LoadF32 {
-  const float* g;
-  __device__ float operator()(size_t i) const { return g[i]; }
-};
-struct LoadF64 {
-  const double* g;
-  __device__ double operator()(size_t i) const { return g[i]; }
-};
-struct LoadF16 {
-  const uint16_t* g;
-  __device__ float operator()(size_t i) const { return fp16ToFloatQuiet(g[i]); }
-};
-struct LoadBf16 {
-  const uint16_t* g;
-  __device__ float operator()(size_t i) const { return bf16ToFloat(g[i]); }
-};
 
 template <typename Bits>
 __global__ void gatherKernel(const Bits* src, const int64_t* idx, size_t n, Bits* out) {

@@ -21,9 +21,10 @@
 #                and 4 processes on the one GPU (mpi transport, pinned staging); then
 #                sparse_allreduce_perf -g 1 under it, one rank (NCCL)
 #   sanitizer    compute-sanitizer memcheck, then racecheck, on [select] [indexed] [sketch]
-#                [moments] [sync_free]; NCCL's own cudaErrorNoKernelImageForDevice reports
+#                [moments] [fused] [sync_free]; NCCL's own cudaErrorNoKernelImageForDevice reports
 #                inside ncclInitKernelsForDevice (its probing at communicator creation) are not
 #                counted
+#   profile      ncu: the GPU time of each kernel of a MiCRO call at 26M float32, d = 0.001
 # Output: OUTDIR/gpu-bundle.log (every command with its whole output) and OUTDIR/gpu-bundle.json
 # (per step: pass, fail, timeout or skipped, seconds; the perf rows; GPU, driver, CUDA runtime,
 # NCCL; the bundle's commit). OUTDIR: the argument, else $OUT, else ./gpu-run-<UTC date>.
@@ -368,13 +369,24 @@ fi
 # 6. compute-sanitizer on the kernel groups
 if cs=$(find_sanitizer); then
   for tool in memcheck racecheck; do
-    for tag in select indexed sketch moments sync_free; do
+    for tag in select indexed sketch moments fused sync_free; do
       run_step sanitizer "$tool [$tag]" 90 sanitizer_check -- "$cs" --tool "$tool" \
         --print-limit 1000 "${gpu_tests[@]}" "[$tag]"
     done
   done
 else
   skip_step sanitizer "compute-sanitizer" "compute-sanitizer not found"
+fi
+
+# 7. where a MiCRO call's GPU time goes: Nsight Compute's duration of every kernel of a few
+#    calls at 26M float32, d = 0.001 (each kernel replayed alone, so the sum leaves out the host's
+#    synchronisation gaps that the perf rows include)
+if ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null); then
+  run_step profile "ncu sparse_allreduce_perf -a micro" 120 -- "$ncu" --metrics \
+    gpu__time_duration.sum --print-summary per-kernel "$B/bin/sparse_allreduce_perf" -g 1 \
+    -u elements -b 26000000 -e 26000000 -D 0.001 -a micro -n 3 -w 1 -W 1 -L 1 -c 0 -T 100
+else
+  skip_step profile "ncu" "Nsight Compute (ncu) not found"
 fi
 
 # --- summary ------------------------------------------------------------------------------------

@@ -96,6 +96,48 @@ TEST_CASE("gpu selection equals the cpu selection bit for bit", "[gpu][select]")
   }
 }
 
+// More tiles of 8192 elements than the selection's grid has blocks (2048), so that its blocks
+// loop, with a range that starts inside a mask word and ends inside a tile.
+TEST_CASE("gpu selection of a long range equals the cpu selection", "[gpu][select]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 17000003, begin = 45, end = n - 3;
+  const std::vector<uint8_t> data = elements(scclFloat32, n, 21);
+  DeviceBuffer<uint8_t> x(data);
+  for (double threshold : {3.0, 9.0}) {
+    INFO("threshold " << threshold);
+    const size_t capacity = end - begin;
+    std::vector<int64_t> want_idx(capacity);
+    size_t want_n = 0, got_n = 0;
+    REQUIRE(cpu.selectAbove(data.data(), scclFloat32, begin, end, threshold, want_idx.data(),
+                            nullptr, capacity, &want_n, nullptr) == scclSuccess);
+    DeviceBuffer<int64_t> idx(capacity);
+    REQUIRE(gpu().selectAbove(x.get(), scclFloat32, begin, end, threshold, idx.get(), nullptr,
+                              capacity, &got_n, nullptr) == scclSuccess);
+    REQUIRE(got_n == want_n);
+    std::vector<int64_t> got_idx = idx.read();
+    got_idx.resize(got_n);
+    want_idx.resize(want_n);
+    CHECK_BITS("selected indices", want_idx, got_idx);
+  }
+}
+
+// A window wider than the shared-memory counters (12288) takes the global-atomic histogram.
+TEST_CASE("gpu histogram wider than shared memory equals the cpu one", "[gpu][moments]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 300007, bins = 20000;
+  const std::vector<uint8_t> data = elements(scclFloat32, n, 23, true);
+  DeviceBuffer<uint8_t> x(data);
+  const uint64_t base = 0x3c000000ull;
+  const unsigned shift = 10;
+  std::vector<uint64_t> want_counts(bins + 1);
+  REQUIRE(cpu.absBitHistogram(data.data(), scclFloat32, 5, n, base, shift, bins,
+                              want_counts.data(), nullptr) == scclSuccess);
+  DeviceBuffer<uint64_t> counts(bins + 1);
+  REQUIRE(gpu().absBitHistogram(x.get(), scclFloat32, 5, n, base, shift, bins, counts.get(),
+                                nullptr) == scclSuccess);
+  CHECK_BITS("histogram", want_counts, counts.read());
+}
+
 TEST_CASE("gpu accumulate and indexed kernels equal the cpu ones bit for bit", "[gpu][indexed]") {
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
   const size_t n = 50021;
