@@ -74,6 +74,7 @@ cudaError_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
 // --- kernels/sketch.cu ---
 cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                               uint8_t* bitmap, cudaStream_t stream);
+// Waits for the stream once (the number of listed elements sizes the sort).
 cudaError_t sketchEncode(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
                          size_t count, size_t block, uint32_t rows, uint64_t width,
                          const RowKeys& keys, const uint8_t* bitmap, void* table,

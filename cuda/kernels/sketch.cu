@@ -3,23 +3,27 @@
 // (kernels/shared/sketch_element.h, kernels/shared/count_sketch.h).
 //
 // Encode must add each bucket's elements in index order, as the CPU does, for the table to be
-// bitwise the CPU's: atomicAdd on floats would add them in a different order each run. So each
-// row is encoded by (1) keying every element with its bucket (elements of unmarked blocks and
-// zeros get a key past every bucket), (2) a stable radix sort of (bucket, index) pairs, which
-// keeps the indices of a bucket ascending, and (3) one thread per bucket run adding its elements
-// in that order to the bucket's existing value. Temporary storage: 2 x (4 + 8) bytes per element.
+// bitwise the CPU's: atomicAdd on floats would add them in a different order each run. So the
+// encode (1) lists the non-zero elements of marked blocks in index order (ordered_compaction.cuh:
+// one read of acc) and reads their number back (8 bytes, the encode's one synchronisation), then
+// for each row (2) keys every listed element with its bucket, (3) stable-radix-sorts the
+// (bucket, index) pairs over the bucket's bits only, which keeps the indices of a bucket
+// ascending, and (4) lets one thread per bucket run add its elements in that order to the
+// bucket's existing value. The first version keyed and sorted all `count` elements per row
+// (unmarked ones past every bucket): 19.8 ms of a 20.8 ms S2 call at 26M float32, d = 0.001, on
+// an H100 (issue 22); the list is about k long. Temporary storage: 28 bytes per element plus the
+// compaction's mask (sized for the worst case, every element listed).
 // Computed values that are NaN are canonical (kernels/shared/canonical_nan.h), as on the CPU.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
+#include "cuda/kernels/ordered_compaction.cuh"
 
 namespace sccl::cuda_dispatch {
 namespace {
 
 using namespace sccl::cuda_kernels;
-
-constexpr uint32_t kNoBucket = 0xffffffffu;  // widths are < 2^32, so no bucket has this key
 
 template <typename T>
 __global__ void nonzeroKernel(const T* x, size_t count, size_t block, uint8_t* bitmap) {
@@ -33,13 +37,19 @@ __global__ void nonzeroKernel(const T* x, size_t count, size_t block, uint8_t* b
 }
 
 template <typename T>
-__global__ void bucketKeys(const T* x, size_t count, size_t block, uint64_t key, uint64_t width,
-                           const uint8_t* bitmap, uint32_t* buckets, int64_t* indices) {
-  for (size_t i = globalThread(); i < count; i += gridThreads()) {
-    const bool used = sketchBlockMarked(bitmap, i / block) && x[i] != T(0);
-    buckets[i] = used ? uint32_t(sketchBucket(sketchHash(key, i), width)) : kNoBucket;
-    indices[i] = int64_t(i);
+struct MarkedNonzero {
+  const T* x;
+  size_t block;
+  const uint8_t* bitmap;
+  __device__ bool operator()(size_t i) const {
+    return sketchBlockMarked(bitmap, i / block) && x[i] != T(0);
   }
+};
+
+__global__ void bucketKeys(const int64_t* listed, size_t n, uint64_t key, uint64_t width,
+                           uint32_t* buckets) {
+  for (size_t p = globalThread(); p < n; p += gridThreads())
+    buckets[p] = uint32_t(sketchBucket(sketchHash(key, uint64_t(listed[p])), width));
 }
 
 template <typename T>
@@ -47,7 +57,7 @@ __global__ void addBucketRuns(const T* x, size_t count, uint64_t key, uint64_t w
                               const uint32_t* buckets, const int64_t* indices, T* row) {
   for (size_t p = globalThread(); p < count; p += gridThreads()) {
     const uint32_t bucket = buckets[p];
-    if (bucket == kNoBucket || (p > 0 && buckets[p - 1] == bucket)) continue;
+    if (p > 0 && buckets[p - 1] == bucket) continue;
     T sum = row[bucket];
     for (size_t q = p; q < count && buckets[q] == bucket; ++q) {
       const size_t i = size_t(indices[q]);
@@ -62,35 +72,54 @@ template <typename T>
 cudaError_t encodeTyped(void* temp, size_t* temp_bytes, const T* x, size_t count, size_t block,
                         uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
                         T* table, cudaStream_t stream) {
-  const size_t key_bytes = ((count * sizeof(uint32_t) + 255) / 256) * 256;
-  const size_t index_bytes = ((count * sizeof(int64_t) + 255) / 256) * 256;
-  size_t cub_bytes = 0;
-  // All 32 key bits: kNoBucket must sort after every bucket.
-  const int end_bit = 32;
+  using compaction::alignUp;
+  const size_t key_bytes = alignUp(count * sizeof(uint32_t));
+  const size_t index_bytes = alignUp(count * sizeof(int64_t));
+  // Buckets are < width < 2^32: the sort looks at the bits a bucket can have.
+  int end_bit = 1;
+  while (end_bit < 32 && (uint64_t{1} << end_bit) < width) ++end_bit;
+  size_t cub_bytes = 0, compact_bytes = 0;
   cudaError_t status = cub::DeviceRadixSort::SortPairs(
       nullptr, cub_bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
       static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
       static_cast<int64_t>(count), 0, end_bit, stream);
+  if (status == cudaSuccess) status = compaction::compactTempBytes(count, &compact_bytes);
   if (status != cudaSuccess) return status;
+  cub_bytes = alignUp(cub_bytes);
   if (temp == nullptr) {
-    *temp_bytes = 2 * (key_bytes + index_bytes) + cub_bytes;
+    *temp_bytes = 2 * key_bytes + 2 * index_bytes + cub_bytes + compact_bytes + 256;
     return cudaSuccess;
   }
   char* base = static_cast<char*>(temp);
   auto* buckets = reinterpret_cast<uint32_t*>(base);
   auto* sorted_buckets = reinterpret_cast<uint32_t*>(base + key_bytes);
-  auto* indices = reinterpret_cast<int64_t*>(base + 2 * key_bytes);
+  auto* listed = reinterpret_cast<int64_t*>(base + 2 * key_bytes);
   auto* sorted_indices = reinterpret_cast<int64_t*>(base + 2 * key_bytes + index_bytes);
   void* cub_temp = base + 2 * (key_bytes + index_bytes);
-  const unsigned grid = gridFor(count);
+  void* compact_temp = base + 2 * (key_bytes + index_bytes) + cub_bytes;
+  auto* listed_count =
+      reinterpret_cast<uint64_t*>(base + 2 * (key_bytes + index_bytes) + cub_bytes + compact_bytes);
+  status = compaction::compact(compact_temp, MarkedNonzero<T>{x, block, bitmap}, count, 0, listed,
+                               count, listed_count, stream);
+  if (status != cudaSuccess) return status;
+  uint64_t n = 0;
+  status = cudaMemcpyAsync(&n, listed_count, sizeof(n), cudaMemcpyDeviceToHost, stream);
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+  if (status != cudaSuccess || n == 0) return status;
+  size_t sort_bytes = 0;
+  status = cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, buckets, sorted_buckets, listed,
+                                           sorted_indices, static_cast<int64_t>(n), 0, end_bit,
+                                           stream);
+  if (status != cudaSuccess) return status;
+  if (sort_bytes > cub_bytes) return cudaErrorInvalidValue;  // n <= count: never
+  const unsigned grid = gridFor(n);
   for (uint32_t j = 0; j < rows; ++j) {
-    bucketKeys<<<grid, kThreads, 0, stream>>>(x, count, block, keys.key[j], width, bitmap, buckets,
-                                              indices);
-    status = cub::DeviceRadixSort::SortPairs(cub_temp, cub_bytes, buckets, sorted_buckets, indices,
-                                             sorted_indices, static_cast<int64_t>(count), 0,
-                                             end_bit, stream);
+    bucketKeys<<<grid, kThreads, 0, stream>>>(listed, n, keys.key[j], width, buckets);
+    status = cub::DeviceRadixSort::SortPairs(cub_temp, sort_bytes, buckets, sorted_buckets, listed,
+                                             sorted_indices, static_cast<int64_t>(n), 0, end_bit,
+                                             stream);
     if (status != cudaSuccess) return status;
-    addBucketRuns<<<grid, kThreads, 0, stream>>>(x, count, keys.key[j], width, sorted_buckets,
+    addBucketRuns<<<grid, kThreads, 0, stream>>>(x, n, keys.key[j], width, sorted_buckets,
                                                  sorted_indices, table + size_t(j) * width);
   }
   return cudaGetLastError();

@@ -24,7 +24,8 @@
 #                [moments] [fused] [sync_free]; NCCL's own cudaErrorNoKernelImageForDevice reports
 #                inside ncclInitKernelsForDevice (its probing at communicator creation) are not
 #                counted
-#   profile      ncu: the GPU time of each kernel of a MiCRO call at 26M float32, d = 0.001
+#   profile      ncu: the GPU time of each kernel of micro, micro_sync_free and s2 calls at 26M
+#                float32, d = 0.001
 # Output: OUTDIR/gpu-bundle.log (every command with its whole output) and OUTDIR/gpu-bundle.json
 # (per step: pass, fail, timeout or skipped, seconds; the perf rows; GPU, driver, CUDA runtime,
 # NCCL; the bundle's commit). OUTDIR: the argument, else $OUT, else ./gpu-run-<UTC date>.
@@ -378,13 +379,13 @@ else
   skip_step sanitizer "compute-sanitizer" "compute-sanitizer not found"
 fi
 
-# 7. where a MiCRO call's GPU time goes: Nsight Compute's duration of every kernel of a few
-#    calls at 26M float32, d = 0.001 (each kernel replayed alone, so the sum leaves out the host's
-#    synchronisation gaps that the perf rows include)
+# 7. where the GPU time of micro, micro_sync_free and s2 calls goes: Nsight Compute's duration
+#    of every kernel of a few calls at 26M float32, d = 0.001 (each kernel replayed alone, so the
+#    sum leaves out the host's synchronisation gaps that the perf rows include)
 if ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null); then
-  run_step profile "ncu sparse_allreduce_perf -a micro" 120 -- "$ncu" --metrics \
+  run_step profile "ncu sparse_allreduce_perf -a micro,micro_sync_free,s2" 150 -- "$ncu" --metrics \
     gpu__time_duration.sum --print-summary per-kernel "$B/bin/sparse_allreduce_perf" -g 1 \
-    -u elements -b 26000000 -e 26000000 -D 0.001 -a micro -n 3 -w 1 -W 1 -L 1 -c 0 -T 100
+    -u elements -b 26000000 -e 26000000 -D 0.001 -a micro,micro_sync_free,s2 -n 2 -w 1 -W 1 -L 1 -c 0 -T 100
 else
   skip_step profile "ncu" "Nsight Compute (ncu) not found"
 fi

@@ -5,6 +5,8 @@
 // IEEE multiplications, so the device threshold update is bitwise the CPU's too).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -15,6 +17,8 @@
 #include "sparsifier/sparse_config.h"
 #include "cuda/cuda_kernels.h"
 #include "device_buffer.h"
+#include "kernels/shared/half.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "kernels/shared/rank_order_combine.h"
 #include "support/sparse_reference.h"
 #include "support/sparse_runs.h"
@@ -108,4 +112,84 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
     if (t + 1 < iterations)
       CHECK(threshold.read()[0] == run.calls[size_t(t) + 1][0].stats.threshold);
   }
+}
+
+namespace {
+
+// The capped selection's definition, written plainly: the entries of [begin, end) with
+// magnitude pattern >= the threshold's; when more than `capacity`, the capacity largest patterns,
+// ties at the cut-off to the lowest indices; ascending.
+template <typename Bits>
+std::vector<int64_t> cappedReference(const std::vector<Bits>& x, size_t begin, size_t end,
+                                     uint64_t threshold_bits, size_t capacity) {
+  std::vector<std::pair<uint64_t, int64_t>> found;
+  for (size_t i = begin; i < end; ++i) {
+    const uint64_t m = sccl::magnitudeBits(x[i]);
+    if (m >= threshold_bits) found.emplace_back(m, int64_t(i));
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (found.size() > capacity) found.resize(capacity);
+  std::vector<int64_t> kept;
+  for (const auto& f : found) kept.push_back(f.second);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+// Values on a coarse grid (many equal magnitudes, so the cut-off has ties), with inf and NaN.
+template <typename Bits>
+std::vector<Bits> coarseValues(size_t n, uint32_t seed) {
+  std::vector<Bits> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    double v = std::round(double(gradientValue(seed, 0, 0, i)) * 8.0) / 8.0;
+    if (i % 4099 == 17) v = INFINITY;
+    if (i % 6007 == 23) v = NAN;
+    if constexpr (sizeof(Bits) == 8) {
+      std::memcpy(&x[i], &v, 8);
+    } else {
+      x[i] = sccl::floatToBits(float(v));
+    }
+  }
+  return x;
+}
+
+template <typename Bits>
+void checkCappedSelection(size_t n, size_t begin, size_t end, size_t items, double threshold,
+                          size_t capacity) {
+  const scclDataType_t dtype = sizeof(Bits) == 8 ? scclFloat64 : scclFloat32;
+  INFO("n " << n << " range [" << begin << ", " << end << ") items " << items << " threshold "
+            << threshold << " capacity " << capacity << " dtype " << dtype);
+  const std::vector<Bits> x = coarseValues<Bits>(n, 29);
+  const std::vector<int64_t> want =
+      cappedReference(x, begin, end, sccl::thresholdBits(dtype, threshold), capacity);
+  sccl::CudaKernels gpu;
+  DeviceBuffer<Bits> d_x(x);
+  DeviceBuffer<uint64_t> bounds(std::vector<uint64_t>{begin, end});
+  DeviceBuffer<double> d_threshold(std::vector<double>{threshold});
+  DeviceBuffer<uint64_t> sequence(std::vector<uint64_t>{7});
+  DeviceBuffer<int64_t> slot(4 + capacity);
+  REQUIRE(gpu.syncFreeSelect(d_x.get(), dtype, bounds.get(), items, d_threshold.get(), capacity,
+                             nullptr, 99, sequence.get(), slot.get(), nullptr) == scclSuccess);
+  const std::vector<int64_t> got = slot.read();
+  REQUIRE(got[0] == int64_t(want.size()));
+  CHECK(got[3] == 7);
+  std::vector<int64_t> got_kept(got.begin() + 4, got.begin() + 4 + long(want.size()));
+  CHECK_BITS("kept indices", want, got_kept);
+  std::vector<int64_t> padding(got.begin() + 4 + long(want.size()), got.end());
+  CHECK(padding == std::vector<int64_t>(capacity - want.size(), -1));
+}
+
+}  // namespace
+
+TEST_CASE("gpu capped selection keeps the largest, ties to the lowest indices",
+          "[gpu][sync_free]") {
+  for (size_t capacity : {size_t(1), size_t(17), size_t(3000), size_t(100003)}) {
+    for (double threshold : {0.5, 2.0}) {
+      checkCappedSelection<uint32_t>(100003, 777, 90001, 90001 - 777 + 1000, threshold, capacity);
+      checkCappedSelection<uint64_t>(100003, 0, 100003, 100003, threshold, capacity);
+    }
+  }
+  // More tiles than the grid (2048 of 8192 entries), so that the blocks loop.
+  checkCappedSelection<uint32_t>(17000003, 5, 17000000, 17000000, 3.0, 20000);
+  checkCappedSelection<uint32_t>(17000003, 5, 17000000, 17000000, 3.0, 2000000);
 }
