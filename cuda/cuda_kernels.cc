@@ -286,6 +286,16 @@ scclResult_t CudaKernels::blockSquaredNorms(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::markTopBlocks(const double* sq, size_t blocks, size_t max_blocks,
+                                        uint8_t* marks, double* cutoff_sq, void* stream) const {
+  SCCL_REQUIRE_ARG(cutoff_sq != nullptr && (blocks == 0 || (sq != nullptr && marks != nullptr)),
+                   "markTopBlocks: null array");
+  return withTemp("markTopBlocks", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::markTopBlocks(temp, bytes, sq, blocks, max_blocks, marks, cutoff_sq,
+                                        asStream(stream));
+  });
+}
+
 scclResult_t CudaKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,
                                             size_t block, uint8_t* bitmap, void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "markNonzeroBlocks"));

@@ -62,6 +62,8 @@ class CudaKernels final : public KernelBackend {
                                void* stream) const override;
   scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  double* sq, void* stream) const override;
+  scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks, uint8_t* marks,
+                             double* cutoff_sq, void* stream) const override;
   scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  uint8_t* bitmap, void* stream) const override;
   // shape.row_keys is host memory (passed to the kernels by value).

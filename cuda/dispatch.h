@@ -71,6 +71,12 @@ cudaError_t absMoments(void* temp, size_t* temp_bytes, const void* x, scclDataTy
 cudaError_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
                               double* sq, cudaStream_t stream);
 
+// --- kernels/top_blocks.cu ---
+// KernelBackend::markTopBlocks; *cutoff_sq is host memory (the one wait for the stream).
+cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size_t blocks,
+                          size_t max_blocks, uint8_t* marks, double* cutoff_sq,
+                          cudaStream_t stream);
+
 // --- kernels/sketch.cu ---
 cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                               uint8_t* bitmap, cudaStream_t stream);

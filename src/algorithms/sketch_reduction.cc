@@ -47,8 +47,9 @@
 // all-gather of (index, value) pairs whose index traffic grows with n max(k_i).
 //
 // On device buffers (cuda/device_staged_call.cc) the same code runs with the CUDA kernels: the
-// norms or the marked blocks come to the host for the selection and the header, the bitmaps go
-// back, the table is encoded, all-reduced and decoded on the device (kernels/device_staging.h).
+// block selection runs on the device and the marked blocks come to the host for the header, the
+// bitmaps go back, the table is encoded, all-reduced and decoded on the device
+// (kernels/device_staging.h).
 // Differences from the reference code: the decoded gradient is written to recvbuf (the
 // reference assigns it to a local and drops it); the table is zeroed every call (the reference
 // table is a running sum with reuse_sketch); every sparsifier owns its sketch (the reference
@@ -59,7 +60,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <numeric>
 
 #include "algorithms/call_header.h"
@@ -86,7 +86,6 @@ struct SketchState final : ReductionState {
   std::vector<uint8_t> local;   // this rank's marked blocks
   std::vector<uint8_t> global;  // the union (max all-reduce)
   std::vector<double> norms;
-  std::vector<uint64_t> order;
   AlignedBuffer table;
   AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
 };
@@ -101,34 +100,25 @@ uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bi
   return elements;
 }
 
-// Step 1, "topk": the K non-zero blocks of largest norm; *cutoff_norm = the K-th norm.
+// Step 1, "topk": the K non-zero blocks of largest norm; *cutoff_norm = the K-th norm. On device
+// buffers the norms stay on the device (KernelBackend::markTopBlocks selects there) and only the
+// bitmap comes to the host, 1 byte per block instead of 8.
 scclResult_t selectTopBlocks(SparseCall& call, SketchState& st, double* cutoff_norm) {
   const size_t blocks = st.shape.blocks();
+  const KernelBackend& kernels = callKernels(call);
   void* norms = nullptr;
+  void* marks = nullptr;
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kBlockNorms, st.norms.data(),
                          blocks * sizeof(double), false, &norms));
-  SCCL_CHECK(callKernels(call).blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count,
-                                                 st.shape.block, static_cast<double*>(norms),
-                                                 call.stream));
-  SCCL_CHECK(unstageArray(call.device, st.norms.data(), norms, blocks * sizeof(double)));
-  st.order.clear();
-  for (size_t b = 0; b < blocks; ++b) {
-    double& sq = st.norms[b];
-    if (std::isnan(sq)) sq = std::numeric_limits<double>::infinity();
-    if (sq > 0) st.order.push_back(b);
-  }
-  std::fill(st.local.begin(), st.local.end(), uint8_t{0});
-  const size_t keep = std::min<size_t>(st.order.size(), st.max_blocks);
-  *cutoff_norm = 0;
-  if (keep == 0) return scclSuccess;
-  auto larger = [&](uint64_t a, uint64_t b) {
-    return st.norms[a] > st.norms[b] || (st.norms[a] == st.norms[b] && a < b);
-  };
-  std::nth_element(st.order.begin(), st.order.begin() + long(keep - 1), st.order.end(), larger);
-  const double cutoff = st.norms[st.order[keep - 1]];
-  for (size_t j = 0; j < keep; ++j) st.local[st.order[j]] = 1;
-  // nth_element leaves the first keep - 1 entries not after the keep-th: exactly the top K.
-  *cutoff_norm = std::sqrt(cutoff);
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false,
+                         &marks));
+  SCCL_CHECK(kernels.blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count,
+                                       st.shape.block, static_cast<double*>(norms), call.stream));
+  double cutoff_sq = 0;
+  SCCL_CHECK(kernels.markTopBlocks(static_cast<const double*>(norms), blocks, st.max_blocks,
+                                   static_cast<uint8_t*>(marks), &cutoff_sq, call.stream));
+  SCCL_CHECK(unstageArray(call.device, st.local.data(), marks, blocks));
+  *cutoff_norm = std::sqrt(cutoff_sq);
   return scclSuccess;
 }
 
@@ -211,7 +201,6 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   st->global.assign(blocks, 0);
   if (!st->select_nonzero) {
     st->norms.assign(blocks, 0.0);
-    st->order.reserve(blocks);
   }
   st->table.resize(size_t(st->shape.rows) * st->shape.width * accElementSize(sp));
   if (st->feedback_decode_error && sp.config.error_feedback)

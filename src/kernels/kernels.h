@@ -179,6 +179,13 @@ class KernelBackend {
   virtual scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
                                          size_t block, double* sq, void* stream) const = 0;
 
+  // S2's "topk" block selection: marks[b] = 1 for the keep = min(max_blocks, #{b : sq[b] > 0})
+  // blocks of largest squared norm (a NaN norm counts as +inf; ties to the lower block index),
+  // 0 for every other block; *cutoff_sq (host memory) = the keep-th largest (+inf for NaN; 0
+  // when keep is 0). sq and marks are the kernels' memory.
+  virtual scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks,
+                                     uint8_t* marks, double* cutoff_sq, void* stream) const = 0;
+
   // bitmap[b] = 1 if block b holds an element that is not zero (NaN counts), else 0.
   virtual scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,
                                          size_t block, uint8_t* bitmap, void* stream) const = 0;

@@ -253,6 +253,33 @@ TEST_CASE("gpu count sketch kernels equal the cpu ones bit for bit", "[gpu][sket
   }
 }
 
+// S2's block selection: squared norms on a coarse grid (many ties), zeros, NaN and inf.
+TEST_CASE("gpu top blocks equal the cpu ones bit for bit", "[gpu][sketch]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  for (size_t blocks : {size_t(100003), size_t(812500)}) {
+    std::vector<double> sq(blocks);
+    for (size_t b = 0; b < blocks; ++b) {
+      const double v = std::round(laplace(31, b) * 4.0) / 4.0;
+      sq[b] = v * v;
+      if (b % 1009 == 3) sq[b] = NAN;
+      if (b % 2003 == 5) sq[b] = INFINITY;
+    }
+    DeviceBuffer<double> d_sq(sq);
+    for (size_t keep : {size_t(0), size_t(1), size_t(17), size_t(813), size_t(25000), blocks}) {
+      INFO("blocks " << blocks << " keep " << keep);
+      std::vector<uint8_t> want(blocks);
+      double want_cutoff = -1, got_cutoff = -1;
+      REQUIRE(cpu.markTopBlocks(sq.data(), blocks, keep, want.data(), &want_cutoff, nullptr) ==
+              scclSuccess);
+      DeviceBuffer<uint8_t> marks(std::vector<uint8_t>(blocks, 9));
+      REQUIRE(gpu().markTopBlocks(d_sq.get(), blocks, keep, marks.get(), &got_cutoff, nullptr) ==
+              scclSuccess);
+      CHECK_BITS("marked blocks", want, marks.read());
+      CHECK_BITS("cut-off", std::vector<double>{want_cutoff}, std::vector<double>{got_cutoff});
+    }
+  }
+}
+
 TEST_CASE("gpu kth largest and histogram equal the cpu ones and moments agree", "[gpu][moments]") {
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
   for (scclDataType_t dtype : {scclFloat32, scclFloat64}) {

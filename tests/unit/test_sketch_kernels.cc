@@ -222,6 +222,37 @@ TEST_CASE("sketch block kernels handle partial last blocks and any split", "[ske
   }
 }
 
+TEST_CASE("top blocks are the largest positive norms, ties to the lower block", "[sketch][blocks]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const double inf = INFINITY, nan = NAN;
+  //                         0    1    2    3    4    5    6    7    8     9
+  const std::vector<double> sq{2.0, 0.0, 5.0, 2.0, nan, 2.0, inf, 1.0, -0.0, 3.0};
+  auto marked = [&](size_t keep, double* cutoff) {
+    std::vector<uint8_t> marks(sq.size(), 7);
+    REQUIRE(cpu.markTopBlocks(sq.data(), sq.size(), keep, marks.data(), cutoff, nullptr) ==
+            scclSuccess);
+    return marks;
+  };
+  double cutoff = -1;
+  // NaN and inf tie as +inf (lower block first), then 5, 3, then the 2s by block index.
+  CHECK(marked(1, &cutoff) == std::vector<uint8_t>{0, 0, 0, 0, 1, 0, 0, 0, 0, 0});
+  CHECK(cutoff == inf);
+  CHECK(marked(3, &cutoff) == std::vector<uint8_t>{0, 0, 1, 0, 1, 0, 1, 0, 0, 0});
+  CHECK(cutoff == 5.0);
+  CHECK(marked(5, &cutoff) == std::vector<uint8_t>{1, 0, 1, 0, 1, 0, 1, 0, 0, 1});
+  CHECK(cutoff == 2.0);
+  CHECK(marked(6, &cutoff) == std::vector<uint8_t>{1, 0, 1, 1, 1, 0, 1, 0, 0, 1});
+  // More room than positive norms: every positive one, the cut-off the smallest (zeros never).
+  CHECK(marked(100, &cutoff) == std::vector<uint8_t>{1, 0, 1, 1, 1, 1, 1, 1, 0, 1});
+  CHECK(cutoff == 1.0);
+  CHECK(marked(0, &cutoff) == std::vector<uint8_t>(sq.size(), 0));
+  CHECK(cutoff == 0.0);
+  REQUIRE(cpu.markTopBlocks(nullptr, 0, 3, nullptr, &cutoff, nullptr) == scclSuccess);
+  CHECK(cutoff == 0.0);
+  CHECK(cpu.markTopBlocks(sq.data(), sq.size(), 3, nullptr, &cutoff, nullptr) ==
+        scclInvalidArgument);
+}
+
 TEST_CASE("sketch kernels in float64 and decode to 16-bit types", "[sketch][types]") {
   const sccl::KernelBackend& k = sccl::cpuKernels();
   const size_t count = 777;

@@ -91,6 +91,11 @@ class CpuBackend final : public KernelBackend {
     return cpu::blockSquaredNorms(x, dtype, count, block, sq);
   }
 
+  scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks, uint8_t* marks,
+                             double* cutoff_sq, void*) const override {
+    return cpu::markTopBlocks(sq, blocks, max_blocks, marks, cutoff_sq);
+  }
+
   scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  uint8_t* bitmap, void*) const override {
     return cpu::markNonzeroBlocks(x, dtype, count, block, bitmap);

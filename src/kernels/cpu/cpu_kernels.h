@@ -52,6 +52,8 @@ scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count
                                double* sq);
 scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                uint8_t* bitmap);
+scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks, uint8_t* marks,
+                           double* cutoff_sq);
 scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
                           const uint8_t* bitmap, void* table);
 scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
