@@ -23,7 +23,8 @@ PAGE = os.path.join(ROOT, "docs", "results", "gpu.md")
 
 # Columns of the perf tables, by tool (the first word of the step name); others: every column.
 PERF_COLUMNS = {
-    "select_perf": ["count", "density", "k", "select(us)", "GB/s", "nsel", "#wrong"],
+    "select_perf": ["count", "density", "k", "select(us)", "GB/s", "nsel", "copy(us)", "copyGB/s",
+                    "sel/copy", "#wrong"],
     "sparse_allreduce_perf": ["algorithm", "target_density", "actual_density", "time_us",
                               "algbw_gbps", "speedup_vs_dense", "select_us", "comm_us",
                               "other_us", "wrong"],
