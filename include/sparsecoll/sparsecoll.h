@@ -414,6 +414,10 @@ typedef struct {
   double totalTimeCommUs;
   double totalTimeOtherUs;
   double meanAbsDensityError; /* mean over calls of |k'/k - 1| */
+  /* "algorithm": "auto" only (0 otherwise): the cost model's time of one call of the chosen
+   * preset, predicted at creation (docs/cost_model.md); the measured time of a call is
+   * timeSelectUs + timeCommUs + timeOtherUs. Not reset by scclSparsifierReset. */
+  double predictedTimeUs;
 } scclSparseStats_t;
 
 SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,

@@ -67,6 +67,10 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     scclSparsifier* created = nullptr;
     SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, chosen, &created));
     if (automatic) {
+      for (const sccl::AutoCandidate& candidate : choice.candidates) {
+        if (candidate.algorithm == choice.algorithm)
+          created->predicted_call_us = candidate.predicted.seconds * 1e6;
+      }
       SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
                 count, sccl::describeAutoChoice(choice).c_str());
     }

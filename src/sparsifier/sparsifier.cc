@@ -134,6 +134,24 @@ void clearStats(scclSparsifier& sp) {
   sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
 }
 
+// "auto": at calls 10, 100, 1000, ... the mean measured time of a call so far next to the model's
+// prediction (SCCL_DEBUG=INFO), so that a wrong choice shows in the log of a real run.
+void logMeasuredAgainstPredicted(const scclSparsifier& sp) {
+  if (sp.predicted_call_us <= 0 || sp.iteration < 10) return;
+  uint64_t power = 10;
+  while (power < sp.iteration && power <= UINT64_MAX / 10) power *= 10;
+  if (power != sp.iteration) return;
+  const scclSparseStats_t& s = sp.stats;
+  const double measured_us =
+      (s.totalTimeSelectUs + s.totalTimeCommUs + s.totalTimeOtherUs) / double(sp.iteration);
+  SCCL_INFO(LogSubsys::Coll,
+            "auto: %s on rank %d, %llu calls: measured %.1f us per call (mean), predicted %.1f us "
+            "(%.2fx)",
+            sp.config.algorithm.c_str(), sp.comm->rank,
+            static_cast<unsigned long long>(sp.iteration), measured_us, sp.predicted_call_us,
+            measured_us / sp.predicted_call_us);
+}
+
 void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
   scclSparseStats_t& s = sp.stats;
   s.iteration = sp.iteration;
@@ -161,6 +179,7 @@ void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
   // Running mean over completed calls (the iteration counter counts them).
   double calls = double(std::max<uint64_t>(1, sp.iteration));
   s.meanAbsDensityError += (std::fabs(s.densityError) - s.meanAbsDensityError) / calls;
+  logMeasuredAgainstPredicted(sp);
 }
 
 }  // namespace
@@ -309,6 +328,7 @@ scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
     }
     sp->stats.residualNorm = std::sqrt(moments.sum_sq);
   }
+  sp->stats.predictedTimeUs = sp->predicted_call_us;
   size_t bytes = std::min(stats->size, sizeof(scclSparseStats_t));
   scclSparseStats_t copy = sp->stats;
   copy.size = bytes;

@@ -57,6 +57,9 @@ struct scclSparsifier {
 
   uint64_t iteration = 0;
   std::vector<uint64_t> rank_counts;  // k_i of the last call
+  // "algorithm": "auto": the cost model's time of one call of the chosen preset, in us (0 for a
+  // preset named by the caller); statistics and the measured-against-predicted log line.
+  double predicted_call_us = 0;
   scclSparseStats_t stats{};
 
   // Scratch reused across calls, so the steady state of a training loop allocates nothing.

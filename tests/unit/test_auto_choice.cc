@@ -1,7 +1,9 @@
 // algorithm "auto" (src/tuning/auto_choice.h): the same choice on every rank, the fastest
-// prediction for given measurements (deterministically), the refusals, and a working sparsifier.
+// prediction for given measurements (deterministically), the refusals, a working sparsifier and
+// its predicted time in the statistics.
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -93,6 +95,7 @@ TEST_CASE("auto chooses one preset on every rank and the sparsifier runs it", "[
   const size_t count = 100000;
   for (int nranks : {1, 3}) {
     std::vector<std::string> chosen(static_cast<size_t>(nranks));
+    std::vector<double> predicted(static_cast<size_t>(nranks), -1);
     auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
       const scclSparseConfig_t config = autoConfig(0.01);
       scclSparsifier_t sp = nullptr;
@@ -107,9 +110,34 @@ TEST_CASE("auto chooses one preset on every rank and the sparsifier runs it", "[
       log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum,
                                           sp, comm, nullptr),
                       scclSuccess, "scclSparseAllreduce");
+      scclSparseStats_t stats{};
+      stats.size = sizeof(stats);
+      log.checkResult(scclSparsifierGetStats(sp, &stats), scclSuccess, "GetStats");
+      predicted[size_t(rank)] = stats.predictedTimeUs;
+      // A caller built against 0.1.0's struct gets the prefix it asked for.
+      scclSparseStats_t old{};
+      old.size = offsetof(scclSparseStats_t, predictedTimeUs);
+      old.predictedTimeUs = -1;
+      log.checkResult(scclSparsifierGetStats(sp, &old), scclSuccess, "GetStats, 0.1.0 size");
+      log.check(old.predictedTimeUs == -1 && old.iteration == 1, "0.1.0-sized stats");
+      log.checkResult(scclSparsifierReset(sp), scclSuccess, "reset");
+      log.checkResult(scclSparsifierGetStats(sp, &stats), scclSuccess, "GetStats after reset");
+      log.check(stats.predictedTimeUs == predicted[size_t(rank)], "prediction kept by reset");
       log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
+      // A preset named by the caller has no prediction.
+      scclSparseConfig_t fixed = autoConfig(0.01);
+      fixed.algorithm = "micro";
+      if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &fixed),
+                           scclSuccess, "scclSparsifierCreate micro"))
+        return;
+      log.checkResult(scclSparsifierGetStats(sp, &stats), scclSuccess, "GetStats micro");
+      log.check(stats.predictedTimeUs == 0, "no prediction for a named preset");
+      log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy micro");
     });
     REQUIRE_NO_RANK_FAILURES(failures);
+    // The prediction is the agreed model's: positive and the same on every rank.
+    CHECK(predicted[0] > 0);
+    for (double p : predicted) CHECK(p == predicted[0]);
     bool candidate_name = false;
     for (const char* name : sccl::autoCandidates()) candidate_name |= chosen[0] == name;
     INFO("n=" << nranks << " chose " << chosen[0]);

@@ -123,4 +123,5 @@ class SparseStats(ctypes.Structure):
         ("totalTimeCommUs", _dbl),
         ("totalTimeOtherUs", _dbl),
         ("meanAbsDensityError", _dbl),
+        ("predictedTimeUs", _dbl),
     ]

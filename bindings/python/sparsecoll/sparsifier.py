@@ -44,6 +44,7 @@ class SparseStats:
     total_time_comm_us: float
     total_time_other_us: float
     mean_abs_density_error: float
+    predicted_time_us: float
 
     def as_dict(self):
         return dataclasses.asdict(self)

@@ -18,13 +18,24 @@ def test_auto_picks_one_candidate_on_every_rank_and_runs_it():
             rng = np.random.default_rng(comm.rank)
             grad = rng.standard_normal(count).astype(np.float32)
             out = sp.allreduce(grad)
-            return sp.algorithm, out
+            return sp.algorithm, out, sp.stats().predicted_time_us
 
     results = run_ranks(2, body)
-    names = [name for name, _ in results]
+    names = [name for name, _, _ in results]
     assert names[0] in CANDIDATES
     assert names[0] == names[1]
     assert np.array_equal(results[0][1], results[1][1])
+    # The model's time of one call of the chosen preset, agreed: positive and the same everywhere.
+    assert results[0][2] > 0
+    assert results[0][2] == results[1][2]
+
+
+def test_a_named_preset_has_no_predicted_time():
+    def body(comm):
+        with Sparsifier(comm, 1000, algorithm="micro", density=0.01) as sp:
+            return sp.stats().predicted_time_us
+
+    assert run_ranks(1, body)[0] == 0
 
 
 def test_auto_with_an_estimator_is_the_librarys_invalid_argument():
