@@ -1,4 +1,5 @@
 // Bad-argument cases of the sparse all-reduce, its config and the count-sketch building blocks.
+#include <cstddef>
 #include <cfloat>
 #include <cmath>
 
@@ -147,7 +148,8 @@ void addSparseCases(Matrix& m) {
         [](Ctx& c) { return scclSparsifierGetStats(c.sp, nullptr); });
   // Below the first release's struct (an uninitialised size, typically) and beyond any plausible
   // one: refused, never a partial copy.
-  for (size_t size : {size_t{0}, size_t{8}, size_t{15}, size_t{16}, sizeof(scclSparseStats_t) - 1,
+  const size_t first_release = offsetof(scclSparseStats_t, meanAbsDensityError) + sizeof(double);
+  for (size_t size : {size_t{0}, size_t{8}, size_t{15}, size_t{16}, first_release - 1,
                       size_t{4097}, SIZE_MAX})
     m.add(gs, "stats size " + std::to_string(size), scclInvalidArgument, [size](Ctx& c) {
       c.sparseStats.size = size;
