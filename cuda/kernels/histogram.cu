@@ -101,10 +101,27 @@ void launchAccumulateHistogram(Acc* acc, const Acc* residual, Load load, size_t 
                                         base_bits, shift, bins, counts);
 }
 
+bool fitsShared(size_t bins) {
+  return bins + 1 <= kSharedBins;
+}
+
+// Shared-memory counters when the window fits, else one global atomic per counted element.
+template <typename Bits>
+void launchHistogram(const Bits* x, size_t begin, size_t end, uint64_t base_bits, unsigned shift,
+                     size_t bins, unsigned long long* counts, cudaStream_t stream) {
+  if (fitsShared(bins)) {
+    sharedHistogramKernel<<<histogramGrid(end - begin), kThreads, (bins + 1) * sizeof(unsigned),
+                            stream>>>(x, begin, end, base_bits, shift, bins, counts);
+  } else {
+    globalHistogramKernel<<<gridFor(end - begin), kThreads, 0, stream>>>(x, begin, end, base_bits,
+                                                                         shift, bins, counts);
+  }
+}
+
 }  // namespace
 
 bool histogramInSharedMemory(size_t bins) {
-  return bins + 1 <= kSharedBins;
+  return fitsShared(bins);
 }
 
 cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, size_t end,
@@ -113,27 +130,12 @@ cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, s
   cudaError_t status = cudaMemsetAsync(counts, 0, (bins + 1) * sizeof(uint64_t), stream);
   if (status != cudaSuccess || end <= begin) return status;
   auto* out = reinterpret_cast<unsigned long long*>(counts);
-  const unsigned grid = histogramGrid(end - begin);
-  const size_t shared = (bins + 1) * sizeof(unsigned);
-  const bool in_shared = histogramInSharedMemory(bins);
   if (element_bytes == 4) {
-    const auto* data = static_cast<const uint32_t*>(x);
-    if (in_shared) {
-      sharedHistogramKernel<<<grid, kThreads, shared, stream>>>(data, begin, end, base_bits, shift,
-                                                                bins, out);
-    } else {
-      globalHistogramKernel<<<gridFor(end - begin), kThreads, 0, stream>>>(
-          data, begin, end, base_bits, shift, bins, out);
-    }
+    launchHistogram(static_cast<const uint32_t*>(x), begin, end, base_bits, shift, bins, out,
+                    stream);
   } else {
-    const auto* data = static_cast<const uint64_t*>(x);
-    if (in_shared) {
-      sharedHistogramKernel<<<grid, kThreads, shared, stream>>>(data, begin, end, base_bits, shift,
-                                                                bins, out);
-    } else {
-      globalHistogramKernel<<<gridFor(end - begin), kThreads, 0, stream>>>(
-          data, begin, end, base_bits, shift, bins, out);
-    }
+    launchHistogram(static_cast<const uint64_t*>(x), begin, end, base_bits, shift, bins, out,
+                    stream);
   }
   return cudaGetLastError();
 }
