@@ -101,7 +101,8 @@ scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* 
                    a.floor);
   // The histogram counted as the values are written (histogram.cu) when its window fits in
   // shared memory; else accumulate, then count.
-  const bool fused = a.bins > 0 && a.begin < a.end && cuda_dispatch::histogramInSharedMemory(a.bins);
+  const bool fused =
+      a.bins > 0 && a.begin < a.end && cuda_dispatch::histogramInSharedMemory(a.bins);
   if (fused) {
     SCCL_CHECK(requireAccumulatePair(a.acc_dtype, a.grad_dtype));
     SCCL_CUDA_CHECK(cuda_dispatch::accumulateHistogram(

@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(kThreads)
     const size_t w = tile * kThreads + threadIdx.x;
     if (w < words) mask[w] = mine;
     unsigned c = __popc(mine);
-    for (unsigned offset = 16; offset > 0; offset >>= 1) c += __shfl_down_sync(0xffffffffu, c, offset);
+    for (unsigned offset = 16; offset > 0; offset >>= 1)
+      c += __shfl_down_sync(0xffffffffu, c, offset);
     if (lane == 0) warp_counts[warp] = c;
     __syncthreads();
     if (threadIdx.x == 0) {

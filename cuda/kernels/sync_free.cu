@@ -54,7 +54,9 @@ struct RangeKeys {
 struct SlotEmit {
   int64_t* out;  // the slot's indices
   const uint64_t* bounds;
-  __device__ void operator()(uint64_t place, size_t j) const { out[place] = int64_t(bounds[0] + j); }
+  __device__ void operator()(uint64_t place, size_t j) const {
+    out[place] = int64_t(bounds[0] + j);
+  }
 };
 
 // The slot's padding (-1 past the kept count) and header.
