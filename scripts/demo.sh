@@ -51,8 +51,8 @@ select/comm/other = where a call spends its time; #wrong = entries that differ f
 independent reference (0 expected). Here the 4 ranks share 2 cores and no network: the times
 are CPU-bound and a sparse call's selection is extra work: micro and exdyna, whose selection
 happens in the same pass that adds the gradient to the residual, come out as fast as or faster
-than dense (1.0-1.3x in our runs), the others slower; sent/recv are what shrinks on a real network, where the
-bytes set the time (docs/results/sparse_allreduce.md). Warm-up lets each threshold settle first.
+than dense (1.0-1.3x in our runs), the others slower; sent/recv are what shrinks on a real
+network, where the bytes set the time (docs/results/sparse_allreduce.md). Warm-up lets each threshold settle first.
 EOF
 "$build_dir/perf/sparse_allreduce_perf" -r 4 -u elements -b 8M -e 8M -D 0.01 -n 5 "$@"
 echo
