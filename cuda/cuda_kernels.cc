@@ -48,12 +48,17 @@ scclResult_t rowKeys(const SketchShape& shape, const char* kernel, cuda_dispatch
   return scclSuccess;
 }
 
+// The pairs of an accumulator type and a data type the kernels convert between exactly (a
+// float64 accumulator holds float64 data; a float32 one float32, float16 and bfloat16).
+bool accumulatorHolds(scclDataType_t acc_dtype, scclDataType_t data_dtype) {
+  return (acc_dtype == scclFloat64 && data_dtype == scclFloat64) ||
+         (acc_dtype == scclFloat32 && (data_dtype == scclFloat32 || data_dtype == scclFloat16 ||
+                                       data_dtype == scclBfloat16));
+}
+
 scclResult_t requireAccumulatePair(scclDataType_t acc_dtype, scclDataType_t grad_dtype) {
-  const bool pair_ok =
-      (acc_dtype == scclFloat64 && grad_dtype == scclFloat64) ||
-      (acc_dtype == scclFloat32 &&
-       (grad_dtype == scclFloat32 || grad_dtype == scclFloat16 || grad_dtype == scclBfloat16));
-  SCCL_REQUIRE_ARG(pair_ok, "accumulate: %s gradients into a %s residual are not supported",
+  SCCL_REQUIRE_ARG(accumulatorHolds(acc_dtype, grad_dtype),
+                   "accumulate: %s gradients into a %s residual are not supported",
                    dataTypeName(grad_dtype), dataTypeName(acc_dtype));
   return scclSuccess;
 }
@@ -190,11 +195,8 @@ scclResult_t CudaKernels::zeroAt(void* dst, scclDataType_t dtype, const int64_t*
 scclResult_t CudaKernels::scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
                                         const void* vals, scclDataType_t val_dtype, size_t n,
                                         double scale, void* stream) const {
-  const bool pair_ok =
-      (val_dtype == scclFloat64 && dst_dtype == scclFloat64) ||
-      (val_dtype == scclFloat32 &&
-       (dst_dtype == scclFloat32 || dst_dtype == scclFloat16 || dst_dtype == scclBfloat16));
-  SCCL_REQUIRE_ARG(pair_ok, "scatterValues: %s values into %s is not supported",
+  SCCL_REQUIRE_ARG(accumulatorHolds(val_dtype, dst_dtype),
+                   "scatterValues: %s values into %s is not supported",
                    dataTypeName(val_dtype), dataTypeName(dst_dtype));
   SCCL_CUDA_CHECK(cuda_dispatch::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale,
                                                asStream(stream)),
@@ -325,11 +327,8 @@ scclResult_t CudaKernels::sketchDecode(const void* table, scclDataType_t dtype,
                                        void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "sketchDecode"));
   SCCL_REQUIRE_ARG(divisor != 0, "sketchDecode: divisor 0");
-  const bool pair_ok =
-      dtype == scclFloat64
-          ? out_dtype == scclFloat64
-          : (out_dtype == scclFloat32 || out_dtype == scclFloat16 || out_dtype == scclBfloat16);
-  SCCL_REQUIRE_ARG(pair_ok, "sketchDecode: a %s table cannot decode to %s", dataTypeName(dtype),
+  SCCL_REQUIRE_ARG(accumulatorHolds(dtype, out_dtype),
+                   "sketchDecode: a %s table cannot decode to %s", dataTypeName(dtype),
                    dataTypeName(out_dtype));
   cuda_dispatch::RowKeys keys;
   SCCL_CHECK(rowKeys(shape, "sketchDecode", &keys));

@@ -84,27 +84,10 @@ cudaError_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype
   if (count == 0) return cudaSuccess;
   auto* bad = reinterpret_cast<unsigned long long*>(nonfinite);
   const unsigned grid = gridFor(count);
-  if (acc_dtype == scclFloat64) {
-    accumulateKernel<<<grid, kThreads, 0, stream>>>(
-        static_cast<double*>(acc), static_cast<const double*>(residual),
-        LoadF64{static_cast<const double*>(grad)}, count, bad);
-    return cudaGetLastError();
-  }
-  float* a = static_cast<float*>(acc);
-  const float* r = static_cast<const float*>(residual);
-  const uint16_t* half = static_cast<const uint16_t*>(grad);
-  switch (grad_dtype) {
-    case scclFloat16:
-      accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, LoadF16{half}, count, bad);
-      break;
-    case scclBfloat16:
-      accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, LoadBf16{half}, count, bad);
-      break;
-    default:
-      accumulateKernel<<<grid, kThreads, 0, stream>>>(
-          a, r, LoadF32{static_cast<const float*>(grad)}, count, bad);
-      break;
-  }
+  withAccumulateTypes(acc, residual, acc_dtype, grad, grad_dtype,
+                      [&](auto* a, const auto* r, auto load) {
+                        accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, load, count, bad);
+                      });
   return cudaGetLastError();
 }
 

@@ -150,29 +150,11 @@ cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t 
   if (status != cudaSuccess || count == 0) return status;
   auto* bad = reinterpret_cast<unsigned long long*>(nonfinite);
   auto* out = reinterpret_cast<unsigned long long*>(counts);
-  if (acc_dtype == scclFloat64) {
-    launchAccumulateHistogram(static_cast<double*>(acc), static_cast<const double*>(residual),
-                              LoadF64{static_cast<const double*>(grad)}, count, bad, begin, end,
-                              base_bits, shift, bins, out, stream);
-    return cudaGetLastError();
-  }
-  auto* a = static_cast<float*>(acc);
-  const auto* r = static_cast<const float*>(residual);
-  const auto* half = static_cast<const uint16_t*>(grad);
-  switch (grad_dtype) {
-    case scclFloat16:
-      launchAccumulateHistogram(a, r, LoadF16{half}, count, bad, begin, end, base_bits, shift,
-                                bins, out, stream);
-      break;
-    case scclBfloat16:
-      launchAccumulateHistogram(a, r, LoadBf16{half}, count, bad, begin, end, base_bits, shift,
-                                bins, out, stream);
-      break;
-    default:
-      launchAccumulateHistogram(a, r, LoadF32{static_cast<const float*>(grad)}, count, bad, begin,
-                                end, base_bits, shift, bins, out, stream);
-      break;
-  }
+  withAccumulateTypes(acc, residual, acc_dtype, grad, grad_dtype,
+                      [&](auto* a, const auto* r, auto load) {
+                        launchAccumulateHistogram(a, r, load, count, bad, begin, end, base_bits,
+                                                  shift, bins, out, stream);
+                      });
   return cudaGetLastError();
 }
 
