@@ -230,6 +230,29 @@ void runUntilSettled(RankState& s, AlgorithmRun& run, size_t count,
   }
 }
 
+// "auto" may change its preset after measured calls (SCCL_AUTO_RETUNE): more warm-up calls until
+// it settled (autoSettled; at most kAutoSettleCalls), so that the timed calls run the preset it
+// keeps. The row is then labelled with that preset; a note names the creation's choice.
+void settleAuto(RankState& s, AlgorithmRun& run, size_t count) {
+  constexpr uint64_t kAutoSettleCalls = 64;
+  const std::string created = run.chosen;
+  for (uint64_t extra = 0; extra < kAutoSettleCalls && statsOf(s, run).autoSettled == 0; ++extra)
+    callOnce(s, run, count, false);
+  const scclSparseStats_t stats = statsOf(s, run);
+  const char* now = nullptr;
+  check(scclSparsifierGetAlgorithm(run.sp.get(), &now), s.rank.comm,
+        "scclSparsifierGetAlgorithm");
+  run.chosen = now;
+  if (s.rank.rank == 0 && (stats.autoSwitches > 0 || stats.autoSettled == 0)) {
+    std::printf("# auto at %zu elements: chose %s at creation, runs %s after %llu calls (%llu "
+                "switch(es)%s)\n",
+                count, created.c_str(), run.chosen.c_str(),
+                static_cast<unsigned long long>(run.calls),
+                static_cast<unsigned long long>(stats.autoSwitches),
+                stats.autoSettled ? "" : ", not settled");
+  }
+}
+
 // Creates the row's sparsifier and warms it up: dense -w calls, a sparse algorithm until k'
 // settles.
 void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
@@ -263,6 +286,7 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   }
   // A graph row's first call is eager and its second is captured: every timed call a replay.
   while (run.graph && run.calls < 2) callOnce(s, run, count, false);
+  if (run.name == kAutoRow) settleAuto(s, run, count);
   run.warmup_calls = run.calls;
 }
 

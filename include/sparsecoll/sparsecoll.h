@@ -249,8 +249,9 @@ typedef struct {
   unsigned int version;
   const char* algorithm;   /* dense, topk, cltk, hard_threshold, micro, exdyna (default),
                               sidco, s2, micro_sync_free, exdyna_sync_free, or "auto": the
-                              library's cost model picks a preset at creation
-                              (docs/cost_model.md; scclSparsifierGetAlgorithm names it) */
+                              library's cost model picks a preset at creation and may
+                              change it after measured calls (docs/cost_model.md;
+                              scclSparsifierGetAlgorithm names it) */
   const char* estimator;   /* NULL, or topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp,
                               dgc, redsync, gaussiank */
   const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */
@@ -416,8 +417,15 @@ typedef struct {
   double meanAbsDensityError; /* mean over calls of |k'/k - 1| */
   /* "algorithm": "auto" only (0 otherwise): the cost model's time of one call of the chosen
    * preset, predicted at creation (docs/cost_model.md); the measured time of a call is
-   * timeSelectUs + timeCommUs + timeOtherUs. Not reset by scclSparsifierReset. */
+   * timeSelectUs + timeCommUs + timeOtherUs. Not reset by scclSparsifierReset. After auto
+   * switched presets (autoSwitches > 0), the model's time of the preset running now. */
   double predictedTimeUs;
+  /* "auto" re-deciding from measured calls (SCCL_AUTO_RETUNE, docs/cost_model.md): how many times
+   * it changed the preset, and 1 once the preset will not change any more (always 1 for a named
+   * preset, with SCCL_AUTO_RETUNE=0 and on device buffers; 0 while auto still measures). Not reset
+   * by scclSparsifierReset. */
+  uint64_t autoSwitches;
+  uint64_t autoSettled;
 } scclSparseStats_t;
 
 SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
@@ -431,8 +439,9 @@ SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
  * after it fills recvbuf with NaN and changes nothing. scclSuccess for other sparsifiers. */
 SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
                                                   scclResult_t* asyncError);
-/* *name = the preset the sparsifier runs: its config's algorithm, or for "auto" the one chosen at
- * creation (the same on every rank). Valid until the sparsifier is destroyed. */
+/* *name = the preset the sparsifier runs now: its config's algorithm, or for "auto" the one chosen
+ * at creation or, after measured calls proved the cost model wrong, the one auto switched to
+ * (SCCL_AUTO_RETUNE; the same on every rank after the same calls). A static string. */
 SCCL_API scclResult_t scclSparsifierGetAlgorithm(scclSparsifier_t sparsifier, const char** name);
 /* counts[r] = k_r of the last call for every rank r (nranks entries). */
 SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,

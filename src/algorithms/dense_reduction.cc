@@ -11,6 +11,11 @@
 //
 // Bytes on the wire per rank: 32 (n-1) for the headers, then 2 (n-1)/n * count * sizeof(dtype)
 // each way.
+//
+// After "auto" switched from a sparse preset to dense (tuning/auto_retune.h) the residual still
+// holds values never sent: the first dense call then all-reduces residual + gradient in the
+// residual's type (4 or 8 bytes per element instead of the gradient's size), converts the sum to
+// the gradient's type and zeroes the residual (runDenseReductionWithResidual).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -21,6 +26,9 @@
 #include "core/average.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/kernels.h"
+#include "kernels/shared/half.h"
+#include "sparsifier/sparsifier.h"
 
 namespace sccl {
 namespace {
@@ -48,27 +56,55 @@ uint64_t countNonFinite(const void* data, size_t count, scclDataType_t dtype) {
   }
 }
 
-}  // namespace
-
-scclResult_t runDenseReduction(SparseCall& call) {
+// The dense all-reduce of `count` values of `dtype` at `data` into `out` (may be `data`).
+scclResult_t allReduceWhole(SparseCall& call, const void* data, scclDataType_t dtype, void* out) {
   scclSparsifier& sp = *call.sp;
   call.k_local = sp.count;
-  call.nonfinite_local = countNonFinite(call.sendbuf, sp.count, sp.dtype);
+  call.nonfinite_local = countNonFinite(data, sp.count, dtype);
   std::vector<CallHeader> headers;
   SCCL_CHECK(exchangeCallHeaders(
       call, [&](size_t) { return uint64_t(sp.count); }, &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   SCCL_CHECK(timedCollective(call, [&](Transport& transport) {
-    return transport.allReduce(call.sendbuf, call.recvbuf, sp.count, sp.dtype, ReduceOp::Sum);
+    return transport.allReduce(data, out, sp.count, dtype, ReduceOp::Sum);
   }));
-  countAllReduce(call, sp.count * dataTypeSize(sp.dtype));
-  if (call.op == scclAvg)
-    SCCL_CHECK(divideByRanks(call.recvbuf, sp.count, sp.dtype, sp.comm->nranks));
+  countAllReduce(call, sp.count * dataTypeSize(dtype));
+  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(out, sp.count, dtype, sp.comm->nranks));
   call.k_global = sp.count;
   call.k_max = sp.count;
   sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), sp.count);
   call.residual_updated = false;
   return scclSuccess;
+}
+
+// The residual's type (float32 or float64) to the gradient's, rounding to nearest even.
+void convertFromResidualType(const void* src, scclDataType_t src_dtype, void* dst,
+                             scclDataType_t dst_dtype, size_t count) {
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, count * dataTypeSize(dst_dtype));
+    return;
+  }
+  const auto* in = static_cast<const float*>(src);  // float32: the only other residual type
+  auto* out = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < count; ++i)
+    out[i] = dst_dtype == scclFloat16 ? floatToFp16(in[i]) : floatToBf16(in[i]);
+}
+
+}  // namespace
+
+scclResult_t runDenseReduction(SparseCall& call) {
+  return allReduceWhole(call, call.sendbuf, call.sp->dtype, call.recvbuf);
+}
+
+scclResult_t runDenseReductionWithResidual(SparseCall& call) {
+  scclSparsifier& sp = *call.sp;
+  SCCL_CHECK(cpuKernels().accumulate(call.acc, sp.residual.data(), sp.acc_dtype, call.sendbuf,
+                                     sp.dtype, sp.count, &call.nonfinite_local, nullptr));
+  SCCL_CHECK(allReduceWhole(call, call.acc, sp.acc_dtype, call.acc));
+  if (call.step_discarded) return scclSuccess;  // recvbuf holds NaN, the residual is kept
+  convertFromResidualType(call.acc, sp.acc_dtype, call.recvbuf, sp.dtype, sp.count);
+  // Everything was sent: nothing is left to feed back.
+  return cpuKernels().fillZero(sp.residual.data(), sp.residual.size(), nullptr);
 }
 
 }  // namespace sccl

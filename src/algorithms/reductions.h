@@ -7,6 +7,9 @@
 
 namespace sccl {
 scclResult_t runDenseReduction(SparseCall& call);   // dense_reduction.cc
+// Dense after a sparse preset (auto's switch): residual + gradient all-reduced once, the residual
+// zeroed (dense_reduction.cc).
+scclResult_t runDenseReductionWithResidual(SparseCall& call);
 scclResult_t runGatherReduction(SparseCall& call);  // gather_reduction.cc
 scclResult_t runSketchReduction(SparseCall& call);  // sketch_reduction.cc
 scclResult_t prepareSketchReduction(scclSparsifier& sp);

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "sparsifier/sparsifier.h"
 #include "tuning/auto_choice.h"
+#include "tuning/auto_retune.h"
 
 namespace sccl {
 scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);
@@ -71,6 +72,8 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
         if (candidate.algorithm == choice.algorithm)
           created->predicted_call_us = candidate.predicted.seconds * 1e6;
       }
+      created->auto_retune = sccl::makeAutoRetune(choice, *config);
+      created->auto_settled = created->auto_retune == nullptr;
       SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
                 count, sccl::describeAutoChoice(choice).c_str());
     }
@@ -83,7 +86,8 @@ SCCL_API scclResult_t scclSparsifierGetAlgorithm(scclSparsifier_t sparsifier, co
   return sccl::guardedCall(__func__, nullptr, [&] {
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
     SCCL_REQUIRE_ARG(name != nullptr, "algorithm name output pointer is NULL");
-    *name = sparsifier->config.algorithm.c_str();
+    // The registry's string: it stays valid when "auto" switches presets (and after destroy).
+    *name = sccl::findPreset(sparsifier->config.algorithm.c_str())->name;
     return scclSuccess;
   });
 }
@@ -124,7 +128,10 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
     // GPU buffers run on the device path (sparsifier/sparsifier_device.h).
     bool on_device = false;
     SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));
-    return sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);
+    SCCL_CHECK(sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream));
+    // "auto": the measured calls may change the preset from the next call on.
+    if (sparsifier->auto_retune != nullptr) SCCL_CHECK(sccl::autoRetuneAfterCall(sparsifier));
+    return scclSuccess;
   });
 }
 

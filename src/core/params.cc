@@ -25,3 +25,11 @@ SCCL_PARAM_INT(CpuThreads, "CPU_THREADS", 0,
 SCCL_PARAM_STRING(CpuIsa, "CPU_ISA", "",
                   "Cap the CPU kernels' instruction set: scalar, avx2 or avx512 (empty: the best "
                   "the processor has)")
+SCCL_PARAM_INT(AutoRetune, "AUTO_RETUNE", 1,
+               "Algorithm \"auto\": 1 re-decides from the measured time of calls when the cost "
+               "model's prediction was wrong by more than SCCL_AUTO_RETUNE_TOLERANCE; 0 keeps "
+               "the choice made at creation")
+SCCL_PARAM_INT(AutoRetuneTolerance, "AUTO_RETUNE_TOLERANCE", 25,
+               "Algorithm \"auto\": how far (percent, 1 .. 1000) a measured call time may be "
+               "from the prediction before auto tries another preset, and by how much another "
+               "must be predicted faster to be tried")

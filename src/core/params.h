@@ -20,4 +20,6 @@ const std::string& paramSocketIfname();
 int64_t paramBootstrapTimeoutMs();
 int64_t paramCpuThreads();
 const std::string& paramCpuIsa();
+int64_t paramAutoRetune();
+int64_t paramAutoRetuneTolerance();
 }  // namespace sccl

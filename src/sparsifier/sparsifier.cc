@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
+#include "algorithms/reductions.h"
 #include "kernels/kernels.h"
 
 namespace sccl {
@@ -227,6 +228,7 @@ void sparsifierDestroy(scclSparsifier* sp) {
 scclResult_t sparsifierReset(scclSparsifier* sp) {
   SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
   sp->device.reset();  // the next call's buffers decide again where the residual lives
+  sp->residual_to_flush = false;
   sp->estimator->reset();
   sp->search->reset();
   sp->iteration = 0;
@@ -280,11 +282,14 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   }
   // Anything but an invalid argument (bad data from a peer, a mismatched call, a transport
   // failure) leaves the ranks out of step: the communicator is broken from here on.
-  SCCL_CHECK(commRecordFailure(sp->comm, sp->reduction->run(call)));
+  const bool flush = sp->residual_to_flush;
+  SCCL_CHECK(commRecordFailure(
+      sp->comm, flush ? runDenseReductionWithResidual(call) : sp->reduction->run(call)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
     return scclSuccess;
   }
+  if (flush) sp->residual_to_flush = false;
   if (call.residual_updated) {
     if (sp->config.error_feedback) {
       sp->residual.swap(sp->acc);
@@ -316,6 +321,35 @@ scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density) {
   return scclSuccess;
 }
 
+scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConfig& config) {
+  SCCL_REQUIRE_ARG(sp->device == nullptr,
+                   "a sparsifier whose residual is in GPU memory keeps its preset");
+  // Built aside first, so that an error changes nothing.
+  scclSparsifier next;
+  next.magic = 0;  // never a handle
+  next.comm = sp->comm;
+  next.count = sp->count;
+  next.dtype = sp->dtype;
+  next.acc_dtype = sp->acc_dtype;
+  next.config = config;
+  SCCL_CHECK(buildAxes(next));
+  if (next.reduction->prepare != nullptr) SCCL_CHECK(next.reduction->prepare(next));
+  const bool unsent = sp->reduction->needs_selection || sp->residual_to_flush;
+  sp->residual_to_flush = unsent && !next.reduction->needs_selection && config.error_feedback;
+  sp->config = std::move(next.config);
+  sp->reduction = next.reduction;
+  sp->reduction_state = std::move(next.reduction_state);
+  sp->estimator = std::move(next.estimator);
+  sp->search = std::move(next.search);
+  sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
+  sp->config_fingerprint = sparseConfigFingerprint(sp->config, sp->count, sp->dtype);
+  sp->density = 0;  // the next call gives the new estimator its density and the fingerprint
+  SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: now %s%s", static_cast<void*>(sp),
+            sp->comm->rank, describeSparseConfig(sp->config).c_str(),
+            sp->residual_to_flush ? " (the next call sends the residual with the gradient)" : "");
+  return scclSuccess;
+}
+
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
   if (sp->device != nullptr) {
     SCCL_CHECK(deviceRefreshStats(*sp));
@@ -329,6 +363,8 @@ scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
     sp->stats.residualNorm = std::sqrt(moments.sum_sq);
   }
   sp->stats.predictedTimeUs = sp->predicted_call_us;
+  sp->stats.autoSwitches = sp->auto_switches;
+  sp->stats.autoSettled = sp->auto_settled ? 1 : 0;
   size_t bytes = std::min(stats->size, sizeof(scclSparseStats_t));
   scclSparseStats_t copy = sp->stats;
   copy.size = bytes;

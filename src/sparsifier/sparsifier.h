@@ -16,6 +16,9 @@
 #include "sparsecoll/sparsecoll.h"
 
 struct scclComm;
+namespace sccl {
+struct AutoRetune;
+}
 
 struct scclSparsifier {
   static constexpr uint64_t kMagic = 0x5343434c53706172ull;  // "SCCLSpar"
@@ -60,6 +63,15 @@ struct scclSparsifier {
   // "algorithm": "auto": the cost model's time of one call of the chosen preset, in us (0 for a
   // preset named by the caller); statistics and the measured-against-predicted log line.
   double predicted_call_us = 0;
+  // "auto"'s re-decision from measured calls (tuning/auto_retune.h); null for a named preset or
+  // with SCCL_AUTO_RETUNE=0.
+  std::shared_ptr<sccl::AutoRetune> auto_retune;
+  // The residual holds values never sent while the reduction in effect sends whole gradients
+  // ("auto" switched from a sparse preset to dense): the next call sends residual + gradient.
+  bool residual_to_flush = false;
+  // The statistics' autoSwitches and autoSettled (kept by reset).
+  uint64_t auto_switches = 0;
+  bool auto_settled = true;
   scclSparseStats_t stats{};
 
   // Scratch reused across calls, so the steady state of a training loop allocates nothing.
@@ -87,6 +99,12 @@ scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
 // scclSparsifierSetDensity: checks (nothing changes on an error), sets the config's target and
 // ends its warm-up; the next call applies it.
 scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density);
+// Rebuilds the sparsifier in place for another preset's config ("auto" re-deciding,
+// tuning/auto_retune.h): a new estimator, search space and reduction; the residual, the call
+// number, the identity and the statistics are kept. Collective in effect: every rank switches
+// before the same call, or the next call's agreement fails. Host buffers only. On an error nothing
+// changes.
+scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConfig& config);
 
 // Element size of the residual.
 inline size_t accElementSize(const scclSparsifier& sp) {

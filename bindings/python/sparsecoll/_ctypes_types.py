@@ -124,4 +124,6 @@ class SparseStats(ctypes.Structure):
         ("totalTimeOtherUs", _dbl),
         ("meanAbsDensityError", _dbl),
         ("predictedTimeUs", _dbl),
+        ("autoSwitches", _u64),
+        ("autoSettled", _u64),
     ]

@@ -45,6 +45,8 @@ class SparseStats:
     total_time_other_us: float
     mean_abs_density_error: float
     predicted_time_us: float
+    auto_switches: int
+    auto_settled: int
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -100,8 +102,9 @@ class Sparsifier:
 
     @property
     def algorithm(self):
-        """The preset this sparsifier runs; for algorithm="auto" the one the library's cost model
-        chose at creation (scclSparsifierGetAlgorithm, the same on every rank)."""
+        """The preset this sparsifier runs now; for algorithm="auto" the one the library's cost
+        model chose at creation, or the one auto switched to after measured calls
+        (scclSparsifierGetAlgorithm, the same on every rank)."""
         name = ctypes.c_char_p()
         check(lib.scclSparsifierGetAlgorithm(self.handle, ctypes.byref(name)), self.comm._handle)
         return name.value.decode()

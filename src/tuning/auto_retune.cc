@@ -1,0 +1,188 @@
+#include "tuning/auto_retune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "sparsifier/sparsifier.h"
+
+namespace sccl {
+namespace {
+
+double medianOf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+uint64_t toNanoseconds(double seconds) {
+  return uint64_t(std::clamp(seconds * 1e9, 0.0, 1e18));
+}
+
+// The config of preset `algorithm` with everything else the sparsifier has now (density, error
+// feedback, non-finite policy, warm-up, ...): "auto" leaves the axes to the preset.
+ResolvedSparseConfig presetConfig(const scclSparsifier& sp, const char* algorithm,
+                                  const std::string& density_correction) {
+  ResolvedSparseConfig config = sp.config;
+  const PresetEntry* preset = findPreset(algorithm);
+  config.algorithm = preset->name;
+  config.estimator = preset->estimator;
+  config.search = preset->search;
+  config.reduction = preset->reduction;
+  config.density_correction = density_correction;
+  return config;
+}
+
+// Step 2: this rank's medians of the window, the maximum over ranks.
+scclResult_t agreeOnWindow(scclSparsifier* sp, AutoRetune& r, RetuneCandidate* measured) {
+  uint64_t agreed[3] = {toNanoseconds(medianOf(r.total_s)), toNanoseconds(medianOf(r.comm_s)),
+                        toNanoseconds(medianOf(r.local_s))};
+  scclComm* comm = sp->comm;
+  if (comm->nranks > 1) {
+    SCCL_CHECK(commRecordFailure(
+        comm, comm->transport->allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
+  }
+  measured->measured = true;
+  measured->measured_s = double(agreed[0]) * 1e-9;
+  measured->measured_comm_s = double(agreed[1]) * 1e-9;
+  measured->measured_local_s = double(agreed[2]) * 1e-9;
+  return scclSuccess;
+}
+
+std::string describeDecision(const AutoRetune& r, int measured, const RetuneDecision& d) {
+  const RetuneCandidate& m = r.candidates[size_t(measured)];
+  const double predicted = m.predicted_comm_s + m.predicted_local_s;
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "auto: %s measured %.3f ms per call (comm %.3f, local %.3f; median of %d calls, "
+                "slowest rank), predicted %.3f ms (%.2fx); estimates ms:",
+                m.algorithm, m.measured_s * 1e3, m.measured_comm_s * 1e3, m.measured_local_s * 1e3,
+                kRetuneWindowCalls, predicted * 1e3, predicted > 0 ? m.measured_s / predicted : 0.0);
+  std::string out = text;
+  for (const RetuneCandidate& c : r.candidates) {
+    if (!c.usable) continue;
+    std::snprintf(text, sizeof(text), " %s %.3f%s", c.algorithm, c.estimate_s * 1e3,
+                  c.measured ? " (measured)" : "");
+    out += text;
+  }
+  const char* next = r.candidates[size_t(d.next)].algorithm;
+  std::snprintf(text, sizeof(text), d.settled ? " -> %s stays" : " -> trying %s", next);
+  return out + text;
+}
+
+}  // namespace
+
+RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
+                            bool model_choice, double tolerance) {
+  const RetuneCandidate& now = candidates[size_t(current)];
+  const double predicted = now.predicted_comm_s + now.predicted_local_s;
+  const bool model_right = predicted > 0 && now.measured_s <= predicted * (1 + tolerance) &&
+                           now.measured_s * (1 + tolerance) >= predicted;
+  // What the measurement says about the model: its communication and its local work apart (a
+  // part predicted as 0 keeps the model's 0 for every candidate).
+  const double comm_ratio =
+      now.predicted_comm_s > 0 ? now.measured_comm_s / now.predicted_comm_s : 1.0;
+  const double local_ratio =
+      now.predicted_local_s > 0 ? now.measured_local_s / now.predicted_local_s : 1.0;
+  int fastest_measured = -1;
+  int fastest_untried = -1;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    RetuneCandidate& c = candidates[i];
+    if (!c.usable) continue;
+    if (c.measured) {
+      c.estimate_s = c.measured_s;
+      if (fastest_measured < 0 || c.estimate_s < candidates[size_t(fastest_measured)].estimate_s)
+        fastest_measured = int(i);
+    } else {
+      c.estimate_s = c.predicted_comm_s * comm_ratio + c.predicted_local_s * local_ratio;
+      if (fastest_untried < 0 || c.estimate_s < candidates[size_t(fastest_untried)].estimate_s)
+        fastest_untried = int(i);
+    }
+  }
+  RetuneDecision decision;
+  if (model_choice && model_right) {
+    decision.next = current;
+    decision.settled = true;
+    return decision;
+  }
+  const bool worth_a_try =
+      fastest_untried >= 0 && candidates[size_t(fastest_untried)].estimate_s * (1 + tolerance) <
+                                  candidates[size_t(fastest_measured)].estimate_s;
+  decision.next = worth_a_try ? fastest_untried : fastest_measured;
+  decision.settled = !worth_a_try;
+  return decision;
+}
+
+std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
+                                           const scclSparseConfig_t& given) {
+  if (paramAutoRetune() == 0) return nullptr;
+  auto retune = std::make_shared<AutoRetune>();
+  retune->tolerance = double(std::clamp<int64_t>(paramAutoRetuneTolerance(), 1, 1000)) / 100.0;
+  // A config from an older header is shorter (resolveSparseConfig reads it the same way).
+  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+  std::memcpy(&config, &given, std::min(given.size, sizeof(scclSparseConfig_t)));
+  if (config.densityCorrection != nullptr) retune->density_correction = config.densityCorrection;
+  for (const AutoCandidate& a : choice.candidates) {
+    RetuneCandidate c;
+    c.algorithm = a.algorithm;
+    c.usable = a.local_s_per_element >= 0;
+    c.predicted_comm_s = a.predicted.comm_seconds;
+    c.predicted_local_s = a.predicted.compute_seconds;
+    if (a.algorithm == choice.algorithm) retune->current = int(retune->candidates.size());
+    retune->candidates.push_back(c);
+  }
+  if (retune->current < 0) return nullptr;
+  return retune;
+}
+
+scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
+  AutoRetune& r = *sp->auto_retune;
+  if (sp->device != nullptr) r.settled = true;  // device buffers: no host exchange in the call
+  sp->auto_settled = r.settled;
+  if (r.settled || sp->iteration == r.last_iteration) return scclSuccess;
+  r.last_iteration = sp->iteration;
+  if (++r.calls_since_choice <= kRetuneSettleCalls) return scclSuccess;
+  const scclSparseStats_t& s = sp->stats;
+  r.total_s.push_back((s.timeSelectUs + s.timeCommUs + s.timeOtherUs) * 1e-6);
+  r.comm_s.push_back(s.timeCommUs * 1e-6);
+  r.local_s.push_back((s.timeSelectUs + s.timeOtherUs) * 1e-6);
+  if (r.total_s.size() < size_t(kRetuneWindowCalls)) return scclSuccess;
+
+  const int measured = r.current;
+  SCCL_CHECK(agreeOnWindow(sp, r, &r.candidates[size_t(measured)]));
+  r.total_s.clear();
+  r.comm_s.clear();
+  r.local_s.clear();
+  r.calls_since_choice = 0;
+  const RetuneDecision decision = decideRetune(r.candidates, r.current, r.model_choice, r.tolerance);
+  if (sp->comm->rank == 0)
+    SCCL_INFO(LogSubsys::Coll, "%s", describeDecision(r, measured, decision).c_str());
+  r.model_choice = false;
+  r.settled = decision.settled;
+  sp->auto_settled = r.settled;
+  if (decision.next == r.current) return scclSuccess;
+  RetuneCandidate& next = r.candidates[size_t(decision.next)];
+  if (sparsifierSwitchPreset(sp, presetConfig(*sp, next.algorithm, r.density_correction)) !=
+      scclSuccess) {
+    // The same config on every rank fails the same way: all stay where they are. The call itself
+    // succeeded, so its result stands.
+    SCCL_WARN(LogSubsys::Coll, "auto: rank %d cannot switch to %s (%s); %s stays", sp->comm->rank,
+              next.algorithm, threadLastError().c_str(), r.candidates[size_t(r.current)].algorithm);
+    next.usable = false;
+    r.settled = true;
+    sp->auto_settled = true;
+    return scclSuccess;
+  }
+  r.current = decision.next;
+  ++r.switches;
+  sp->auto_switches = uint64_t(r.switches);
+  sp->predicted_call_us = (next.predicted_comm_s + next.predicted_local_s) * 1e6;
+  return scclSuccess;
+}
+
+}  // namespace sccl

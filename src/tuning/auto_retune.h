@@ -1,0 +1,90 @@
+// "algorithm": "auto" after creation (issue 25): the choice made from the cost model
+// (tuning/auto_choice.h) is checked against the measured time of real calls, and changed when the
+// model was wrong by more than a tolerance.
+//
+// Steps, on every rank, inside scclSparseAllreduce, at the same calls (the ranks' calls are
+// numbered alike; a discarded call counts for nothing):
+//  1. after a choice, skip kRetuneSettleCalls calls (the estimator's threshold converging, cold
+//     caches), then record kRetuneWindowCalls calls: this rank's time of each, its communication
+//     and its local work (select + other, scclSparseStats_t);
+//  2. at the window's last call, agree on the medians: the maximum over ranks of each, in
+//     nanoseconds (one all-reduce of three integers), so that every rank decides from the same
+//     numbers;
+//  3. decide (decideRetune, a pure function of the agreed numbers): if the model predicted the
+//     preset just measured within the tolerance, it stays for good. Otherwise every untried
+//     candidate's prediction is corrected by the measured/predicted ratios of the preset just
+//     measured (communication and local work apart) and the fastest estimate is tried if it beats
+//     the fastest measured time by more than the tolerance; else the fastest measured preset
+//     stays for good. Each candidate runs at most one window, so auto switches at most three
+//     times, and ends on the fastest it measured or on one the model predicted right.
+//  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries over,
+//     and a switch to dense sends it with the next call's gradient.
+//
+// SCCL_AUTO_RETUNE=0 keeps the creation's choice; SCCL_AUTO_RETUNE_TOLERANCE (percent, default 25)
+// sets the tolerance. Device buffers: auto does not re-decide (the device path's calls may be
+// captured in a CUDA graph, where no host exchange may run).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsecoll/sparsecoll.h"
+#include "tuning/auto_choice.h"
+
+struct scclSparsifier;
+
+namespace sccl {
+
+constexpr int kRetuneSettleCalls = 3;
+constexpr int kRetuneWindowCalls = 8;
+
+// One candidate as the re-decision sees it: the creation's prediction and, once it ran a window,
+// the agreed measurement (seconds).
+struct RetuneCandidate {
+  const char* algorithm = nullptr;
+  bool usable = false;  // the creation could calibrate it
+  double predicted_comm_s = 0;
+  double predicted_local_s = 0;
+  bool measured = false;
+  double measured_s = 0;
+  double measured_comm_s = 0;
+  double measured_local_s = 0;
+  double estimate_s = 0;  // the last decision's estimate (the measurement, once measured)
+};
+
+struct RetuneDecision {
+  int next = -1;        // the candidate to run next (may be the current one)
+  bool settled = false;  // no more windows: `next` stays for good
+};
+
+// Step 3 alone. `current` has just been measured (its measured* fields set); `model_choice`:
+// it is the creation's choice in its first window (only then can the model be confirmed).
+// Fills every candidate's estimate_s.
+RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
+                            bool model_choice, double tolerance);
+
+struct AutoRetune {
+  std::vector<RetuneCandidate> candidates;
+  int current = -1;
+  bool model_choice = true;  // current is still the creation's choice
+  bool settled = false;
+  double tolerance = 0.25;
+  std::string density_correction;  // the caller's setting (empty: each preset's own)
+  uint64_t last_iteration = 0;     // the sparsifier's iteration when last seen
+  int calls_since_choice = 0;
+  std::vector<double> total_s, comm_s, local_s;  // this window's calls on this rank
+  int switches = 0;
+};
+
+// After scclSparsifierCreate chose `choice.algorithm`: the re-decision's state, or null where it
+// is off (SCCL_AUTO_RETUNE=0).
+std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
+                                           const scclSparseConfig_t& config);
+
+// After every successful host-buffer scclSparseAllreduce of an "auto" sparsifier (collective at
+// the window's last call).
+scclResult_t autoRetuneAfterCall(scclSparsifier* sp);
+
+}  // namespace sccl
