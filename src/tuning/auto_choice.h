@@ -12,7 +12,8 @@
 //  4. predict each candidate (its wire plan at the expected shape, the probed link, the local work
 //     times the ranks per host) and pick the fastest, the first of equals in candidate order.
 // The same measurements give the same choice on every rank; the sparsifier's own creation then
-// agrees on the chosen config as for any other. Candidates (host buffers): the presets that
+// agrees on the chosen config as for any other. The measured calls may change the choice later
+// (tuning/auto_retune.h). Candidates (host buffers): the presets that
 // aggregate the requested density whatever the rank count: dense, micro, exdyna, cltk. Not topk,
 // sidco, s2: each rank selects its own k (or blocks), so they aggregate up to n k entries, and the
 // model's one-rank calibration misses the work that grows with that union (on the emulated
