@@ -111,9 +111,6 @@ def parse_args():
     p.add_argument("--momentum-correction", action="store_true",
                    help="DGC momentum correction: --momentum moves from the optimizer into the "
                    "hook (velocity fed to the sparse all-reduce, masked where sent)")
-    p.add_argument("--momentum-feedback", choices=("dgc", "ef21"), default="dgc",
-                   help="with --momentum-correction: DGC's correction (dgc) or EF21-SGDM (ef21: "
-                   "the change of the momentum average is sent, HookState momentum_feedback)")
     p.add_argument("--no-momentum-masking", action="store_true",
                    help="with --momentum-correction: keep the velocity where an entry was sent "
                    "(HookState momentum_masking=False)")
@@ -200,8 +197,6 @@ def main():
     hook_settings = dict(settings, momentum=hook_momentum, preconditioner=preconditioner(args))
     if args.no_momentum_masking:
         hook_settings["momentum_masking"] = False
-    if args.momentum_feedback != "dgc":
-        hook_settings["momentum_feedback"] = args.momentum_feedback
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 
@@ -273,7 +268,6 @@ def main():
                        "lr_step_gamma": args.lr_step_gamma,
                        "momentum": args.momentum, "momentum_correction": args.momentum_correction,
                        "momentum_masking": not args.no_momentum_masking,
-                       "momentum_feedback": args.momentum_feedback,
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)
     state.close()

@@ -143,16 +143,6 @@ class HookState:
     mask. With the dense algorithm nothing is masked (every entry is sent every step, and masking
     would erase the momentum): the correction is then ordinary momentum SGD, avg(m u_r + g_r) = m avg(u) + avg(g), up to float rounding.
     Weight decay and Nesterov stay in the optimizer and are not corrected.
-    momentum_feedback ("dgc", the default, or "ef21"): with momentum > 0, "ef21" replaces DGC's
-    correction by EF21-SGDM (Fatkhullin, Tyurin and Richtarik, "Momentum Provably Improves Error
-    Feedback!", NeurIPS 2023): each rank keeps the exponential average v = m v + (1 - m) g of its
-    gradient and sends the change of v through the sparse all-reduce, whose error feedback then
-    keeps r = v - (what this rank has sent in all); the hook adds every output to a running
-    estimate G (the same on every rank) and hands G / (1 - m) to the optimizer, which runs without
-    momentum at the dense run's lr. An entry not sent keeps its last estimate instead of
-    contributing 0, and the residual holds the momentum's drift since the last send, not a sum of
-    velocities, so nothing is masked. With the dense algorithm G / (1 - m) is the momentum SGD
-    velocity exactly, up to float rounding.
     preconditioner ("adam" or "adadelta"; default None: off) does for an adaptive optimizer what
     the momentum correction does for momentum: each rank applies the optimizer's per-coordinate
     rule to its own dense local gradient, in the hook, and the sparse all-reduce (with its error
@@ -181,12 +171,9 @@ class HookState:
 
     def __init__(self, comm, op="avg", config_file=None, momentum=0.0, momentum_masking=True,
                  preconditioner=None, betas=(0.0, 0.999), eps=None, rho=0.9,
-                 momentum_feedback="dgc", **sparsifier_kwargs):
+                 **sparsifier_kwargs):
         if not 0.0 <= float(momentum) < 1.0:
             raise ValueError("momentum must be in [0, 1), not %r" % (momentum,))
-        if momentum_feedback not in ("dgc", "ef21"):
-            raise ValueError("momentum_feedback must be 'dgc' or 'ef21', not %r" %
-                             (momentum_feedback,))
         if preconditioner not in (None, "adam", "adadelta"):
             raise ValueError("preconditioner must be None, 'adam' or 'adadelta', not %r" %
                              (preconditioner,))
@@ -207,8 +194,6 @@ class HookState:
         self.config_file = config_file
         self.momentum = float(momentum)
         self.momentum_masking = bool(momentum_masking)
-        self.momentum_feedback = momentum_feedback
-        self.estimates = {}  # "ef21": the aggregated estimate G per bucket
         self.sparsifier_kwargs = sparsifier_kwargs
         self.sparsifiers = {}
         self.velocities = {}
@@ -225,34 +210,19 @@ class HookState:
             self.sparsifiers[key] = sparsifier
             self.velocities.pop(key, None)  # a new (resized) bucket: no residual, no velocity
             self.moments.pop(key, None)
-            self.estimates.pop(key, None)
         return sparsifier
 
     def _velocity_update(self, key, tensor):
-        """u = momentum * u + g, and the all-reduce gets u; returns u (None when off). "ef21":
-        v = momentum v + (1 - momentum) g, and the all-reduce gets the change of v."""
+        """u = momentum * u + g, and the all-reduce gets u; returns u (None when off)."""
         if self.momentum == 0.0:
             return None
         velocity = self.velocities.get(key)
         if velocity is None:
             velocity = _torch.zeros_like(tensor)
             self.velocities[key] = velocity
-        if self.momentum_feedback == "ef21":
-            tensor.sub_(velocity).mul_(1.0 - self.momentum)  # (1 - m)(g - v): v's change
-            velocity.add_(tensor)
-            return velocity
         velocity.mul_(self.momentum).add_(tensor)
         tensor.copy_(velocity)
         return velocity
-
-    def _estimate_update(self, key, tensor):
-        """"ef21": G += the aggregated change, and the optimizer gets G / (1 - momentum)."""
-        estimate = self.estimates.get(key)
-        if estimate is None:
-            estimate = _torch.zeros_like(tensor)
-            self.estimates[key] = estimate
-        estimate.add_(tensor)
-        _torch.div(estimate, 1.0 - self.momentum, out=tensor)
 
     def _precondition(self, key, tensor):
         """The preconditioner's update of this rank's gradient, in place (nothing when off)."""
@@ -282,7 +252,6 @@ class HookState:
             sparsifier.destroy()
         self.velocities.pop(key, None)
         self.moments.pop(key, None)
-        self.estimates.pop(key, None)
 
     def _layout_for(self, key, tensor, parameters):
         """The bucket's canonical layout, following the current one (None: parameters unknown)."""
@@ -308,9 +277,7 @@ class HookState:
         velocity = self._velocity_update(key, work)
         self._precondition(key, work)
         sparsifier.allreduce(work, op=self.op)
-        if velocity is not None and self.momentum_feedback == "ef21":
-            self._estimate_update(key, work)
-        elif velocity is not None and self.momentum_masking and not _sends_everything(sparsifier):
+        if velocity is not None and self.momentum_masking and not _sends_everything(sparsifier):
             velocity.masked_fill_(work != 0, 0.0)
         if index is not None:
             tensor.index_copy_(0, index, work)
@@ -332,7 +299,6 @@ class HookState:
         self.sparsifiers.clear()
         self.velocities.clear()
         self.moments.clear()
-        self.estimates.clear()
         self.layouts.clear()
 
 

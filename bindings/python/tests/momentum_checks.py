@@ -12,11 +12,7 @@ of a multi-process launch (mpi_worker.py momentum PORT):
   hook's recorded inputs and outputs, with masking on and off; ranks bitwise identical.
 - dense: GradientSynchronizer and the DDP hook (whose bucket DDP rebuilds in another order after
   the first step) with the correction and SGD without momentum follow SGD with momentum on gloo's
-  averaged gradient (the same up to float rounding), for DGC's correction and for EF21-SGDM
-  (momentum_feedback="ef21").
-- micro with EF21-SGDM: the average v = m v + (1 - m) g against the recorded inputs, every output
-  G / (1 - m) of the running estimate G, G changed at no more entries than the call selected, and
-  the ranks bitwise identical.
+  averaged gradient (the same up to float rounding).
 """
 
 import argparse
@@ -132,35 +128,11 @@ def check_velocity_recurrence(comm, masking, steps=4):
     state.close()
 
 
-def check_ef21_recurrence(comm, steps=4):
-    state, recorder = run_hook(comm, steps, algorithm="micro", density=0.05, momentum=MOMENTUM,
-                               momentum_feedback="ef21")
-    v = torch.zeros_like(recorder.inputs[0])
-    previous = torch.zeros_like(v)
-    changed = 0
-    outputs = canonical(recorder, recorder.outputs)
-    for g, output in zip(canonical(recorder, recorder.inputs), outputs):
-        v = v + (g - v) * (1 - MOMENTUM)  # the hook's float32 operations: bitwise equal
-        # An entry of G that no call changed gives the same bits of G / (1 - m).
-        moved = int((output != previous).sum())
-        check(moved <= 2 * int(0.05 * v.numel()) + 1,
-              "ef21: the estimate moved at %d entries, more than micro selects" % moved)
-        changed += moved
-        previous = output
-        check(all(torch.equal(output, other) for other in all_ranks(output)),
-              "micro + ef21: ranks differ")
-    check(torch.equal(state.velocities[0], v), "ef21 momentum average differs")
-    check(torch.equal(torch.div(state.estimates[0], 1 - MOMENTUM), outputs[-1]),
-          "the last output is not the running estimate / (1 - m)")
-    check(changed > 0, "the estimate never moved")
-    state.close()
-
-
-def check_dense_is_momentum_sgd(comm, steps=5, lr=0.1, feedback="dgc"):
+def check_dense_is_momentum_sgd(comm, steps=5, lr=0.1):
     rank, size = dist.get_rank(), dist.get_world_size()
     corrected, plain = model_for_tests(), model_for_tests()
     sync = sparse_torch.GradientSynchronizer(corrected.parameters(), comm, algorithm="dense",
-                                             momentum=MOMENTUM, momentum_feedback=feedback)
+                                             momentum=MOMENTUM)
     opt_corrected = torch.optim.SGD(corrected.parameters(), lr=lr, momentum=0.0)
     opt_plain = torch.optim.SGD(plain.parameters(), lr=lr, momentum=MOMENTUM)
     for step in range(steps):
@@ -186,8 +158,7 @@ def check_dense_is_momentum_sgd(comm, steps=5, lr=0.1, feedback="dgc"):
     # the velocity must stay with its parameters.
     hooked, reference = (DistributedDataParallel(model_for_tests()),
                          DistributedDataParallel(model_for_tests()))
-    state = sparse_torch.HookState(comm, algorithm="dense", momentum=MOMENTUM,
-                                   momentum_feedback=feedback)
+    state = sparse_torch.HookState(comm, algorithm="dense", momentum=MOMENTUM)
     hooked.register_comm_hook(state, sparse_torch.hook)
     opt_hooked = torch.optim.SGD(hooked.parameters(), lr=lr, momentum=0.0)
     opt_reference = torch.optim.SGD(reference.parameters(), lr=lr, momentum=MOMENTUM)
@@ -210,7 +181,5 @@ def test_momentum(comm):
     check_velocity_recurrence(comm, masking=True)
     check_velocity_recurrence(comm, masking=False)
     check_dense_is_momentum_sgd(comm)
-    check_dense_is_momentum_sgd(comm, feedback="ef21")
-    check_ef21_recurrence(comm)
     if dist.get_rank() == 0:
         print("momentum checks passed", flush=True)
