@@ -111,8 +111,6 @@ def parse_args():
     p.add_argument("--momentum-correction", action="store_true",
                    help="DGC momentum correction: --momentum moves from the optimizer into the "
                    "hook (velocity fed to the sparse all-reduce, masked where sent)")
-    p.add_argument("--momentum-warmup", help="with --momentum-correction: START,STEPS, the hook's "
-                   "momentum from START to --momentum over STEPS steps at the same effective step")
     p.add_argument("--no-momentum-masking", action="store_true",
                    help="with --momentum-correction: keep the velocity where an entry was sent "
                    "(HookState momentum_masking=False)")
@@ -199,9 +197,6 @@ def main():
     hook_settings = dict(settings, momentum=hook_momentum, preconditioner=preconditioner(args))
     if args.no_momentum_masking:
         hook_settings["momentum_masking"] = False
-    if args.momentum_warmup:
-        start, steps = args.momentum_warmup.split(",")
-        hook_settings["momentum_warmup"] = {"start": float(start), "steps": int(steps)}
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 

@@ -171,7 +171,7 @@ class HookState:
 
     def __init__(self, comm, op="avg", config_file=None, momentum=0.0, momentum_masking=True,
                  preconditioner=None, betas=(0.0, 0.999), eps=None, rho=0.9,
-                 momentum_warmup=None, **sparsifier_kwargs):
+                 **sparsifier_kwargs):
         if not 0.0 <= float(momentum) < 1.0:
             raise ValueError("momentum must be in [0, 1), not %r" % (momentum,))
         if preconditioner not in (None, "adam", "adadelta"):
@@ -194,8 +194,6 @@ class HookState:
         self.config_file = config_file
         self.momentum = float(momentum)
         self.momentum_masking = bool(momentum_masking)
-        self.momentum_warmup = dict(momentum_warmup) if momentum_warmup else None
-        self.momentum_steps = {}
         self.sparsifier_kwargs = sparsifier_kwargs
         self.sparsifiers = {}
         self.velocities = {}
@@ -222,14 +220,7 @@ class HookState:
         if velocity is None:
             velocity = _torch.zeros_like(tensor)
             self.velocities[key] = velocity
-        momentum, scale = self.momentum, 1.0
-        if self.momentum_warmup:
-            step = self.momentum_steps.get(key, 0)
-            self.momentum_steps[key] = step + 1
-            start, steps = float(self.momentum_warmup["start"]), int(self.momentum_warmup["steps"])
-            momentum = start + (self.momentum - start) * min(1.0, step / max(1, steps))
-            scale = (1.0 - momentum) / (1.0 - self.momentum)
-        velocity.mul_(momentum).add_(tensor, alpha=scale)
+        velocity.mul_(self.momentum).add_(tensor)
         tensor.copy_(velocity)
         return velocity
 
