@@ -18,9 +18,9 @@
 namespace sccl {
 namespace {
 
-// Local work is calibrated on at most this many elements (and scaled linearly): the choice then
-// costs 40-55 ms in all on this project's 2-core machine (docs/results/cost_model.md); 256K
-// elements cost 110-160 ms. 64K float32 arrays fit in L2, so memory-bound work is undercharged.
+// Local work is calibrated on at most this many elements (and scaled linearly): probe and
+// calibration then cost about 10 ms on this project's 2-core machine (docs/results/cost_model.md);
+// 256K elements cost 110-160 ms. 64K float32 arrays fit in L2, so memory-bound work is undercharged.
 constexpr uint64_t kCalibrationElements = 64 * 1024;
 constexpr int kCalibrationCalls = 3;
 constexpr uint64_t kCannotRun = std::numeric_limits<uint64_t>::max();
@@ -120,8 +120,13 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                    config.reduction ? config.reduction : "NULL");
   SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, config));
   AutoChoice choice;
+  choice.agreement_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   SCCL_CHECK(probeLink(comm, &choice.probe));
+  const auto calibration_start = std::chrono::steady_clock::now();
   SCCL_CHECK(calibrateCandidates(comm, count, dtype, config, &choice));
+  choice.calibration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count();
   rankAutoCandidates(config, count, dtype, comm->nranks, &choice);
   if (choice.algorithm == nullptr) {
     return fail(scclInvalidArgument,
@@ -136,13 +141,14 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
 }
 
 std::string describeAutoChoice(const AutoChoice& choice) {
-  char text[160];
+  char text[200];
   std::snprintf(text, sizeof(text),
                 "auto chose %s (link: alpha %.1f us, %.3g Gbit/s, %d rank(s) per host; %.1f ms to "
-                "choose); predicted ms:",
+                "choose: agreement %.1f, probe %.1f, calibration %.1f); predicted ms:",
                 choice.algorithm ? choice.algorithm : "nothing", choice.probe.link.latency_s * 1e6,
                 choice.probe.link.bytes_per_s * 8e-9, choice.probe.ranks_per_machine,
-                choice.seconds * 1e3);
+                choice.seconds * 1e3, choice.agreement_seconds * 1e3, choice.probe.seconds * 1e3,
+                choice.calibration_seconds * 1e3);
   std::string out = text;
   for (const AutoCandidate& c : choice.candidates) {
     if (c.local_s_per_element < 0) {

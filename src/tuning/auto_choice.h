@@ -44,7 +44,9 @@ struct AutoChoice {
   const char* algorithm = nullptr;  // the chosen preset (a registry name)
   LinkProbe probe;
   std::vector<AutoCandidate> candidates;
-  double seconds = 0;  // agreement, probe and calibration on this rank
+  double seconds = 0;              // agreement, probe and calibration on this rank
+  double agreement_seconds = 0;    // step 1 on this rank: mostly waiting for the last rank to call
+  double calibration_seconds = 0;  // step 3 on this rank (rank 0 measures, the others wait)
 };
 
 const std::vector<const char*>& autoCandidates();
