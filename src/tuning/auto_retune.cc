@@ -24,20 +24,6 @@ uint64_t toNanoseconds(double seconds) {
   return uint64_t(std::clamp(seconds * 1e9, 0.0, 1e18));
 }
 
-// The config of preset `algorithm` with everything else the sparsifier has now (density, error
-// feedback, non-finite policy, warm-up, ...): "auto" leaves the axes to the preset.
-ResolvedSparseConfig presetConfig(const scclSparsifier& sp, const char* algorithm,
-                                  const std::string& density_correction) {
-  ResolvedSparseConfig config = sp.config;
-  const PresetEntry* preset = findPreset(algorithm);
-  config.algorithm = preset->name;
-  config.estimator = preset->estimator;
-  config.search = preset->search;
-  config.reduction = preset->reduction;
-  config.density_correction = density_correction;
-  return config;
-}
-
 // Step 2: this rank's medians of the window, the maximum over ranks.
 scclResult_t agreeOnWindow(scclSparsifier* sp, AutoRetune& r, RetuneCandidate* measured) {
   uint64_t agreed[3] = {toNanoseconds(medianOf(r.total_s)), toNanoseconds(medianOf(r.comm_s)),
@@ -62,7 +48,8 @@ std::string describeDecision(const AutoRetune& r, int measured, const RetuneDeci
                 "auto: %s measured %.3f ms per call (comm %.3f, local %.3f; median of %d calls, "
                 "slowest rank), predicted %.3f ms (%.2fx); estimates ms:",
                 m.algorithm, m.measured_s * 1e3, m.measured_comm_s * 1e3, m.measured_local_s * 1e3,
-                kRetuneWindowCalls, predicted * 1e3, predicted > 0 ? m.measured_s / predicted : 0.0);
+                kRetuneWindowCalls, predicted * 1e3,
+                predicted > 0 ? m.measured_s / predicted : 0.0);
   std::string out = text;
   for (const RetuneCandidate& c : r.candidates) {
     if (!c.usable) continue;
@@ -76,6 +63,18 @@ std::string describeDecision(const AutoRetune& r, int measured, const RetuneDeci
 }
 
 }  // namespace
+
+ResolvedSparseConfig autoPresetConfig(const scclSparsifier& sp, const char* algorithm,
+                                      const std::string& density_correction) {
+  ResolvedSparseConfig config = sp.config;
+  const PresetEntry* preset = findPreset(algorithm);
+  config.algorithm = preset->name;
+  config.estimator = preset->estimator;
+  config.search = preset->search;
+  config.reduction = preset->reduction;
+  config.density_correction = density_correction;
+  return config;
+}
 
 RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
                             bool model_choice, double tolerance) {
@@ -159,7 +158,8 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
   r.comm_s.clear();
   r.local_s.clear();
   r.calls_since_choice = 0;
-  const RetuneDecision decision = decideRetune(r.candidates, r.current, r.model_choice, r.tolerance);
+  const RetuneDecision decision =
+      decideRetune(r.candidates, r.current, r.model_choice, r.tolerance);
   if (sp->comm->rank == 0)
     SCCL_INFO(LogSubsys::Coll, "%s", describeDecision(r, measured, decision).c_str());
   r.model_choice = false;
@@ -167,7 +167,7 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
   sp->auto_settled = r.settled;
   if (decision.next == r.current) return scclSuccess;
   RetuneCandidate& next = r.candidates[size_t(decision.next)];
-  if (sparsifierSwitchPreset(sp, presetConfig(*sp, next.algorithm, r.density_correction)) !=
+  if (sparsifierSwitchPreset(sp, autoPresetConfig(*sp, next.algorithm, r.density_correction)) !=
       scclSuccess) {
     // The same config on every rank fails the same way: all stay where they are. The call itself
     // succeeded, so its result stands.

@@ -17,7 +17,8 @@
 //     the fastest measured time by more than the tolerance; else the fastest measured preset
 //     stays for good. Each candidate runs at most one window, so auto switches at most three
 //     times, and ends on the fastest it measured or on one the model predicted right.
-//  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries over,
+//  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries
+//  over,
 //     and a switch to dense sends it with the next call's gradient.
 //
 // SCCL_AUTO_RETUNE=0 keeps the creation's choice; SCCL_AUTO_RETUNE_TOLERANCE (percent, default 25)
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
+#include "sparsifier/sparse_config.h"
 #include "tuning/auto_choice.h"
 
 struct scclSparsifier;
@@ -55,7 +57,7 @@ struct RetuneCandidate {
 };
 
 struct RetuneDecision {
-  int next = -1;        // the candidate to run next (may be the current one)
+  int next = -1;         // the candidate to run next (may be the current one)
   bool settled = false;  // no more windows: `next` stays for good
 };
 
@@ -64,6 +66,12 @@ struct RetuneDecision {
 // Fills every candidate's estimate_s.
 RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
                             bool model_choice, double tolerance);
+
+// The config of preset `algorithm` with everything else the sparsifier has now (density, error
+// feedback, non-finite policy, warm-up, ...): "auto" leaves the axes to the preset;
+// density_correction is the caller's setting (empty: the preset's own).
+ResolvedSparseConfig autoPresetConfig(const scclSparsifier& sp, const char* algorithm,
+                                      const std::string& density_correction);
 
 struct AutoRetune {
   std::vector<RetuneCandidate> candidates;

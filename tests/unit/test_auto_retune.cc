@@ -33,18 +33,6 @@ void measure(sccl::RetuneCandidate& c, double comm_s, double local_s) {
   c.measured_s = comm_s + local_s;
 }
 
-// The config of a preset, every other setting as "auto" resolves it.
-sccl::ResolvedSparseConfig presetConfig(const scclSparsifier* sp, const char* algorithm) {
-  sccl::ResolvedSparseConfig config = sp->config;
-  const sccl::PresetEntry* preset = sccl::findPreset(algorithm);
-  config.algorithm = preset->name;
-  config.estimator = preset->estimator;
-  config.search = preset->search;
-  config.reduction = preset->reduction;
-  config.density_correction.clear();
-  return config;
-}
-
 std::string algorithmOf(scclSparsifier_t sp) {
   const char* name = nullptr;
   return scclSparsifierGetAlgorithm(sp, &name) == scclSuccess && name != nullptr ? name : "";
@@ -52,14 +40,14 @@ std::string algorithmOf(scclSparsifier_t sp) {
 
 }  // namespace
 
-TEST_CASE("auto's re-decision: keep a confirmed model, try the corrected fastest, settle on the "
-          "fastest measured",
-          "[tuning][auto]") {
+TEST_CASE(
+    "auto's re-decision: keep a confirmed model, try the corrected fastest, settle on the "
+    "fastest measured",
+    "[tuning][auto]") {
   const double tolerance = 0.25;
-  std::vector<sccl::RetuneCandidate> c = {candidate("dense", 4e-3, 1e-3),
-                                          candidate("micro", 1e-3, 2e-3),
-                                          candidate("exdyna", 1e-3, 2.5e-3),
-                                          candidate("cltk", 2e-3, 2e-3)};
+  std::vector<sccl::RetuneCandidate> c = {
+      candidate("dense", 4e-3, 1e-3), candidate("micro", 1e-3, 2e-3),
+      candidate("exdyna", 1e-3, 2.5e-3), candidate("cltk", 2e-3, 2e-3)};
   // micro measured within 25 % of its prediction: the model stands, micro stays for good.
   std::vector<sccl::RetuneCandidate> right = c;
   measure(right[1], 1.2e-3, 2.3e-3);
@@ -148,7 +136,8 @@ TEST_CASE("switching presets in place keeps every unsent value and dense flushes
       size_t next_switch = 0;
       for (int call = 0; call < calls; ++call) {
         if (next_switch < plan.size() && plan[next_switch].first == call) {
-          log.checkResult(sccl::sparsifierSwitchPreset(sp, presetConfig(sp, plan[next_switch].second)),
+          log.checkResult(sccl::sparsifierSwitchPreset(
+                              sp, sccl::autoPresetConfig(*sp, plan[next_switch].second, "")),
                           scclSuccess, "switch");
           ++next_switch;
         }
@@ -190,7 +179,8 @@ TEST_CASE("switching presets in place keeps every unsent value and dense flushes
         for (int rank = 0; rank < nranks; ++rank) given += testValue(uint32_t(call), rank, i);
         delivered += loadValue(dtype, outputs[0].data() + size_t(call) * bytes, i);
       }
-      if (given != delivered && wrong++ < 5) INFO("index " << i << ": " << given << " vs " << delivered);
+      if (given != delivered && wrong++ < 5)
+        INFO("index " << i << ": " << given << " vs " << delivered);
     }
     CHECK(wrong == 0);
   }
@@ -211,8 +201,8 @@ TEST_CASE("an auto sparsifier whose model is wrong switches on every rank at the
     config.algorithm = "auto";
     config.density = 0.01;
     scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
-                         scclSuccess, "create auto"))
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+                         "create auto"))
       return;
     if (sp->auto_retune == nullptr) {
       log.check(false, "an auto sparsifier re-decides by default");
@@ -238,9 +228,10 @@ TEST_CASE("an auto sparsifier whose model is wrong switches on every rank at the
     for (int call = 0; call < calls; ++call) {
       names[size_t(rank)].push_back(algorithmOf(sp));
       for (size_t i = 0; i < count; ++i) grad[i] = float(testValue(uint32_t(call), rank, i));
-      if (!log.checkResult(scclSparseAllreduce(grad.data(), outputs[size_t(rank)].data() + size_t(call) * count,
-                                               count, scclFloat32, scclSum, sp, comm, nullptr),
-                           scclSuccess, "call " + std::to_string(call)))
+      if (!log.checkResult(
+              scclSparseAllreduce(grad.data(), outputs[size_t(rank)].data() + size_t(call) * count,
+                                  count, scclFloat32, scclSum, sp, comm, nullptr),
+              scclSuccess, "call " + std::to_string(call)))
         return;
     }
     log.check(r.settled, "settled after two windows");
@@ -253,8 +244,9 @@ TEST_CASE("an auto sparsifier whose model is wrong switches on every rank at the
     log.check(names[size_t(rank)][size_t(window)] == target[size_t(rank)],
               "tried the preset predicted fastest after the first window: " +
                   names[size_t(rank)][size_t(window)]);
-    log.check(names[size_t(rank)].back() == first || names[size_t(rank)].back() == target[size_t(rank)],
-              "ends on one of the two measured");
+    log.check(
+        names[size_t(rank)].back() == first || names[size_t(rank)].back() == target[size_t(rank)],
+        "ends on one of the two measured");
     log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
