@@ -421,9 +421,10 @@ typedef struct {
    * switched presets (autoSwitches > 0), the model's time of the preset running now. */
   double predictedTimeUs;
   /* "auto" re-deciding from measured calls (SCCL_AUTO_RETUNE, docs/cost_model.md): how many times
-   * it changed the preset, and 1 once the preset will not change any more (always 1 for a named
-   * preset, with SCCL_AUTO_RETUNE=0 and on device buffers; 0 while auto still measures). Not reset
-   * by scclSparsifierReset. */
+   * it changed the preset, and 1 while it runs the preset it settled on (0 while it measures a
+   * choice; it checks again at calls 100, 1000, ... and measures anew only where the time moved by
+   * more than the tolerance). Always 1 for a named preset, with SCCL_AUTO_RETUNE=0 and on device
+   * buffers. Not reset by scclSparsifierReset. */
   uint64_t autoSwitches;
   uint64_t autoSettled;
 } scclSparseStats_t;

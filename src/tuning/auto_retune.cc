@@ -24,8 +24,12 @@ uint64_t toNanoseconds(double seconds) {
   return uint64_t(std::clamp(seconds * 1e9, 0.0, 1e18));
 }
 
+struct Measurement {
+  double total_s = 0, comm_s = 0, local_s = 0;
+};
+
 // Step 2: this rank's medians of the window, the maximum over ranks.
-scclResult_t agreeOnWindow(scclSparsifier* sp, AutoRetune& r, RetuneCandidate* measured) {
+scclResult_t agreeOnWindow(scclSparsifier* sp, const AutoRetune& r, Measurement* out) {
   uint64_t agreed[3] = {toNanoseconds(medianOf(r.total_s)), toNanoseconds(medianOf(r.comm_s)),
                         toNanoseconds(medianOf(r.local_s))};
   scclComm* comm = sp->comm;
@@ -33,11 +37,21 @@ scclResult_t agreeOnWindow(scclSparsifier* sp, AutoRetune& r, RetuneCandidate* m
     SCCL_CHECK(commRecordFailure(
         comm, comm->transport->allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
   }
-  measured->measured = true;
-  measured->measured_s = double(agreed[0]) * 1e-9;
-  measured->measured_comm_s = double(agreed[1]) * 1e-9;
-  measured->measured_local_s = double(agreed[2]) * 1e-9;
+  out->total_s = double(agreed[0]) * 1e-9;
+  out->comm_s = double(agreed[1]) * 1e-9;
+  out->local_s = double(agreed[2]) * 1e-9;
   return scclSuccess;
+}
+
+void record(RetuneCandidate& c, const Measurement& m) {
+  c.measured = true;
+  c.measured_s = m.total_s;
+  c.measured_comm_s = m.comm_s;
+  c.measured_local_s = m.local_s;
+}
+
+bool within(double a, double b, double tolerance) {
+  return a <= b * (1 + tolerance) && a * (1 + tolerance) >= b;
 }
 
 std::string describeDecision(const AutoRetune& r, int measured, const RetuneDecision& d) {
@@ -141,10 +155,18 @@ std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
 
 scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
   AutoRetune& r = *sp->auto_retune;
-  if (sp->device != nullptr) r.settled = true;  // device buffers: no host exchange in the call
+  if (sp->device != nullptr) {  // device buffers: their calls may not hold a host exchange
+    r.settled = true;
+    r.off = true;
+  }
   sp->auto_settled = r.settled;
-  if (r.settled || sp->iteration == r.last_iteration) return scclSuccess;
+  if (r.off || sp->iteration == r.last_iteration) return scclSuccess;
   r.last_iteration = sp->iteration;
+  if (r.settled && !r.checking) {
+    if (sp->iteration < r.next_check) return scclSuccess;
+    r.checking = true;  // the preset has run all along: no calls to skip
+    r.calls_since_choice = kRetuneSettleCalls;
+  }
   if (++r.calls_since_choice <= kRetuneSettleCalls) return scclSuccess;
   const scclSparseStats_t& s = sp->stats;
   r.total_s.push_back((s.timeSelectUs + s.timeCommUs + s.timeOtherUs) * 1e-6);
@@ -152,12 +174,30 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
   r.local_s.push_back((s.timeSelectUs + s.timeOtherUs) * 1e-6);
   if (r.total_s.size() < size_t(kRetuneWindowCalls)) return scclSuccess;
 
-  const int measured = r.current;
-  SCCL_CHECK(agreeOnWindow(sp, r, &r.candidates[size_t(measured)]));
+  Measurement measurement;
+  SCCL_CHECK(agreeOnWindow(sp, r, &measurement));
   r.total_s.clear();
   r.comm_s.clear();
   r.local_s.clear();
   r.calls_since_choice = 0;
+  const int measured = r.current;
+  RetuneCandidate& current = r.candidates[size_t(measured)];
+  if (r.checking) {
+    r.checking = false;
+    while (r.next_check <= sp->iteration && r.next_check <= UINT64_MAX / 10) r.next_check *= 10;
+    if (within(measurement.total_s, current.measured_s, r.tolerance)) {
+      if (sp->comm->rank == 0)
+        SCCL_INFO(LogSubsys::Coll,
+                  "auto: %s still %.3f ms per call (was %.3f); next check at call %llu",
+                  current.algorithm, measurement.total_s * 1e3, current.measured_s * 1e3,
+                  static_cast<unsigned long long>(r.next_check));
+      return scclSuccess;
+    }
+    // The time moved by more than the tolerance: what the other presets measured is stale.
+    for (RetuneCandidate& c : r.candidates) c.measured = false;
+    r.model_choice = false;
+  }
+  record(current, measurement);
   const RetuneDecision decision =
       decideRetune(r.candidates, r.current, r.model_choice, r.tolerance);
   if (sp->comm->rank == 0)
@@ -172,7 +212,7 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
     // The same config on every rank fails the same way: all stay where they are. The call itself
     // succeeded, so its result stands.
     SCCL_WARN(LogSubsys::Coll, "auto: rank %d cannot switch to %s (%s); %s stays", sp->comm->rank,
-              next.algorithm, threadLastError().c_str(), r.candidates[size_t(r.current)].algorithm);
+              next.algorithm, threadLastError().c_str(), current.algorithm);
     next.usable = false;
     r.settled = true;
     sp->auto_settled = true;

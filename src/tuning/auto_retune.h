@@ -11,15 +11,18 @@
 //     nanoseconds (one all-reduce of three integers), so that every rank decides from the same
 //     numbers;
 //  3. decide (decideRetune, a pure function of the agreed numbers): if the model predicted the
-//     preset just measured within the tolerance, it stays for good. Otherwise every untried
-//     candidate's prediction is corrected by the measured/predicted ratios of the preset just
-//     measured (communication and local work apart) and the fastest estimate is tried if it beats
-//     the fastest measured time by more than the tolerance; else the fastest measured preset
-//     stays for good. Each candidate runs at most one window, so auto switches at most three
-//     times, and ends on the fastest it measured or on one the model predicted right.
+//     preset just measured within the tolerance, it stays. Otherwise every untried candidate's
+//     prediction is corrected by the measured/predicted ratios of the preset just measured
+//     (communication and local work apart) and the fastest estimate is tried if it beats the
+//     fastest measured time by more than the tolerance; else the fastest measured preset stays.
+//     Each candidate runs at most one window, so auto switches at most three times, and settles
+//     on the fastest it measured or on one the model predicted right;
 //  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries
-//  over,
-//     and a switch to dense sends it with the next call's gradient.
+//     over, and a switch to dense sends it with the next call's gradient;
+//  5. settled, it checks again at calls 100, 1000, 10000, ... (one window each, no calls
+//     skipped): a time within the tolerance of the settled preset's measurement changes nothing;
+//     a time beyond it (the link, the load or the gradients changed) forgets every other
+//     measurement and decides as in step 3 from the new one.
 //
 // SCCL_AUTO_RETUNE=0 keeps the creation's choice; SCCL_AUTO_RETUNE_TOLERANCE (percent, default 25)
 // sets the tolerance. Device buffers: auto does not re-decide (the device path's calls may be
@@ -41,6 +44,7 @@ namespace sccl {
 
 constexpr int kRetuneSettleCalls = 3;
 constexpr int kRetuneWindowCalls = 8;
+constexpr uint64_t kRetuneFirstCheck = 100;  // then every 10x
 
 // One candidate as the re-decision sees it: the creation's prediction and, once it ran a window,
 // the agreed measurement (seconds).
@@ -58,7 +62,7 @@ struct RetuneCandidate {
 
 struct RetuneDecision {
   int next = -1;         // the candidate to run next (may be the current one)
-  bool settled = false;  // no more windows: `next` stays for good
+  bool settled = false;  // no trial window: `next` stays (until a periodic check)
 };
 
 // Step 3 alone. `current` has just been measured (its measured* fields set); `model_choice`:
@@ -76,8 +80,11 @@ ResolvedSparseConfig autoPresetConfig(const scclSparsifier& sp, const char* algo
 struct AutoRetune {
   std::vector<RetuneCandidate> candidates;
   int current = -1;
-  bool model_choice = true;  // current is still the creation's choice
-  bool settled = false;
+  bool model_choice = true;                 // current is still the creation's choice
+  bool settled = false;                     // a preset is chosen; only the periodic checks measure
+  bool checking = false;                    // a periodic check's window is running
+  bool off = false;                         // device buffers: no more windows
+  uint64_t next_check = kRetuneFirstCheck;  // the call number of the next periodic check
   double tolerance = 0.25;
   std::string density_correction;  // the caller's setting (empty: each preset's own)
   uint64_t last_iteration = 0;     // the sparsifier's iteration when last seen

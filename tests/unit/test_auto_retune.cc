@@ -258,3 +258,56 @@ TEST_CASE("an auto sparsifier whose model is wrong switches on every rank at the
   for (int call = 0; call < window; ++call) CHECK(names[0][size_t(call)] == names[0][0]);
   CHECK(names[0][size_t(window)] != names[0][0]);
 }
+
+TEST_CASE("a settled auto sparsifier checks again at call 100 and re-decides when the time moved",
+          "[tuning][auto]") {
+  const size_t count = 20000;
+  const int nranks = 2;
+  const uint64_t check_end = sccl::kRetuneFirstCheck + sccl::kRetuneWindowCalls - 1;
+  const int calls = int(check_end) + 3;
+  std::vector<std::vector<std::string>> names(static_cast<size_t>(nranks));
+  auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
+    scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+    config.algorithm = "auto";
+    config.density = 0.01;
+    scclSparsifier_t sp = nullptr;
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+                         "create auto"))
+      return;
+    if (sp->auto_retune == nullptr) {
+      log.check(false, "an auto sparsifier re-decides by default");
+      return;
+    }
+    // Only the creation's choice can run until it settled; then another preset is predicted
+    // almost free and the settled preset's measurement is made a million times too fast, as if
+    // the job had become much slower: the check at call 100 must measure again and try the other.
+    sccl::AutoRetune& r = *sp->auto_retune;
+    const int first = r.current;
+    const int other = first == 0 ? 1 : 0;
+    for (size_t i = 0; i < r.candidates.size(); ++i) r.candidates[i].usable = int(i) == first;
+    std::vector<float> grad(count), out(count);
+    for (int call = 0; call < calls; ++call) {
+      if (call == sccl::kRetuneSettleCalls + sccl::kRetuneWindowCalls) {
+        log.check(r.settled && r.switches == 0, "settled on the only usable preset");
+        r.candidates[size_t(other)].usable = true;
+        r.candidates[size_t(other)].predicted_comm_s = 1e-15;
+        r.candidates[size_t(other)].predicted_local_s = 1e-15;
+        r.candidates[size_t(first)].measured_s *= 1e-6;
+      }
+      for (size_t i = 0; i < count; ++i) grad[i] = float(testValue(uint32_t(call), rank, i));
+      if (!log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum,
+                                               sp, comm, nullptr),
+                           scclSuccess, "call " + std::to_string(call)))
+        return;
+      names[size_t(rank)].push_back(algorithmOf(sp));
+    }
+    log.check(r.next_check == 10 * sccl::kRetuneFirstCheck, "the next check is at call 1000");
+    log.check(r.switches == 1 && !r.settled, "the check started a trial of the other preset");
+    log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+  CHECK(names[1] == names[0]);
+  // names[i]: the preset after call i + 1 (iteration i + 1).
+  for (uint64_t i = 0; i + 1 < check_end; ++i) CHECK(names[0][size_t(i)] == names[0][0]);
+  CHECK(names[0][size_t(check_end - 1)] != names[0][0]);
+}
