@@ -311,3 +311,35 @@ TEST_CASE("a settled auto sparsifier checks again at call 100 and re-decides whe
   for (uint64_t i = 0; i + 1 < check_end; ++i) CHECK(names[0][size_t(i)] == names[0][0]);
   CHECK(names[0][size_t(check_end - 1)] != names[0][0]);
 }
+
+TEST_CASE("auto re-decides on vectors of 0 and 1 elements without failing", "[tuning][auto]") {
+  for (size_t count : {size_t(0), size_t(1), size_t(7)}) {
+    INFO("count " << count);
+    std::vector<std::vector<std::string>> names(2);
+    auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
+      scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+      config.algorithm = "auto";
+      config.density = 0.5;
+      scclSparsifier_t sp = nullptr;
+      if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
+                           scclSuccess, "create auto"))
+        return;
+      std::vector<float> grad(count + 1, 1.0f), out(count + 1);
+      for (int call = 0; call < 4 * (sccl::kRetuneSettleCalls + sccl::kRetuneWindowCalls); ++call) {
+        for (size_t i = 0; i < count; ++i) grad[i] = float(testValue(uint32_t(call), rank, i));
+        if (!log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32,
+                                                 scclSum, sp, comm, nullptr),
+                             scclSuccess, "call " + std::to_string(call)))
+          return;
+        names[size_t(rank)].push_back(algorithmOf(sp));
+      }
+      scclSparseStats_t stats{};
+      stats.size = sizeof(stats);
+      log.checkResult(scclSparsifierGetStats(sp, &stats), scclSuccess, "stats");
+      log.check(stats.autoSettled == 1, "settled within four windows");
+      log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "destroy");
+    });
+    REQUIRE_NO_RANK_FAILURES(failures);
+    CHECK(names[1] == names[0]);
+  }
+}
