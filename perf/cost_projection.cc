@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   double inflation = 1;
   double union_factor = 0;
   double ranks_per_machine_option = 1;
+  bool transport_shares_cores = false;
   size_t calibration_count = size_t(1) << 22;
   std::vector<std::string> presets;
   for (const sccl::PresetEntry& p : sccl::presetRegistry()) presets.push_back(p.name);
@@ -96,6 +97,14 @@ int main(int argc, char** argv) {
        [&](const char* v) { return parseNumber(v, 1, &union_factor); }},
       {'P', "ranks per machine sharing its cores (multiplies the local work; default 1)",
        [&](const char* v) { return parseNumber(v, 1, &ranks_per_machine_option); }},
+      {'S', "1: the transport's work shares the cores too (communication x -P; for nominal "
+            "links between processes on one machine, e.g. the emulated cluster; default 0)",
+       [&](const char* v) {
+         double flag = 0;
+         if (!parseNumber(v, 0, &flag) || (flag != 0 && flag != 1)) return false;
+         transport_shares_cores = flag == 1;
+         return true;
+       }},
       {'C', "elements of the calibration calls (default 4194304; 0: communication only)",
        [&](const char* v) { return parseSize(v, &calibration_count); }},
       {'A', "presets, comma-separated (default all)",
@@ -128,6 +137,7 @@ int main(int argc, char** argv) {
                         {"union_factor", union_factor > 0 ? std::to_string(union_factor)
                                                           : std::string("independent")},
                         {"ranks_per_machine", std::to_string(ranks_per_machine)},
+                        {"transport_shares_cores", transport_shares_cores ? "1" : "0"},
                         {"calibration_elements", std::to_string(calibration_count)},
                         {"calibration_calls", std::to_string(options.iters)},
                         {"dtype", dtypeName(options.dtype)}};
@@ -182,7 +192,8 @@ int main(int argc, char** argv) {
             const sccl::CallShape shape =
                 sccl::predictCallShape(c, count, options.dtype, int(r), assume);
             predicted[name] =
-                sccl::predictCall(c, shape, link, {local[name], ranks_per_machine});
+                sccl::predictCall(c, shape, link,
+                                  {local[name], ranks_per_machine, transport_shares_cores});
           }
           for (const std::string& name : presets) {
             const sccl::CallPrediction& p = predicted[name];

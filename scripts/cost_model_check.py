@@ -29,12 +29,13 @@ def ranks_of(options):
 
 
 def project(binary, count, density, ranks, gbits, latency_us, algorithm, inflation, union,
-            per_machine):
+            per_machine, transport_shares_cores):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "projection.json")
         command = [binary, "-b", str(count), "-D", str(density), "-R", str(ranks), "-G",
                    str(gbits), "-L", str(latency_us), "-A", algorithm, "-I", str(inflation),
-                   "-P", str(per_machine), "-J", out]
+                   "-P", str(per_machine), "-S", "1" if transport_shares_cores else "0",
+                   "-J", out]
         if union is not None:
             command += ["-U", str(union)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -51,6 +52,9 @@ def main():
     p.add_argument("--latency-us", type=float, help="the link latency, if no JSON")
     p.add_argument("--ranks-per-machine", type=int, default=1,
                    help="ranks sharing one machine's cores (the emulated cluster: all of them)")
+    p.add_argument("--transport-shares-cores", action="store_true",
+                   help="charge the communication to the shared cores too (cost_projection -S 1): "
+                   "the emulated cluster, whose processes run their TCP stacks on the same cores")
     p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
     p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--fit-from", help="a check's --out JSON of another run (e.g. 4 ranks): each "
@@ -85,7 +89,8 @@ def main():
             union = max(1.0, min(float(ranks), r["actual_density"] / density))
         try:
             predicted = project(binary, r["count"], density, ranks, args.gbits, latency_us,
-                                algorithm, inflation, union, args.ranks_per_machine)
+                                algorithm, inflation, union, args.ranks_per_machine,
+                                args.transport_shares_cores)
         except (subprocess.CalledProcessError, StopIteration):
             skipped.add(algorithm)
             continue
@@ -126,6 +131,7 @@ def main():
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"measured": args.measured, "ranks": ranks, "gbits": args.gbits,
                        "ranks_per_machine": args.ranks_per_machine,
+                       "transport_shares_cores": args.transport_shares_cores,
                        "latency_us": latency_us, "rows": rows}, f, indent=1)
 
 

@@ -3,7 +3,8 @@
 // at the call's density (what a one-rank call costs: every pass over the gradient, the selection
 // and the writes, without communication; measured by tuning/compute_calibration.h).
 //
-//   T = sum over the plan's collectives of collectiveSeconds
+//   T = sum over the plan's collectives of collectiveSeconds (x ranks_per_machine where the
+//       transport's work shares the cores: LocalWork::transport_shares_cores)
 //     + seconds_per_element * count * ranks_per_machine
 //
 // ranks_per_machine: ranks that share the cores and memory of the machine the local work was
@@ -30,6 +31,11 @@ struct CallPrediction {
 struct LocalWork {
   double seconds_per_element = 0;  // tuning/compute_calibration.h, one rank alone
   int ranks_per_machine = 1;
+  // true: the transport's own work (a kernel TCP stack, copies, waking the receiver) runs on the
+  // same shared cores, so the communication is charged ranks_per_machine times too. For links
+  // given at their nominal rate while processes share a machine (the emulated cluster); a link
+  // probed under that sharing (auto's) has it in its rate already.
+  bool transport_shares_cores = false;
 };
 
 CallPrediction predictCall(const ResolvedSparseConfig& config, const CallShape& shape,

@@ -192,3 +192,23 @@ TEST_CASE("a predicted call adds its collectives and its local work", "[tuning][
   // Four ranks on the calibrated machine share its cores: four times the local work.
   CHECK(sccl::predictCall(dense, s, link, {1e-9, 4}).compute_seconds == Approx(4e-3));
 }
+
+TEST_CASE("ranks sharing a machine: local work always, communication where the transport shares "
+          "the cores",
+          "[tuning][cost_model]") {
+  const sccl::ResolvedSparseConfig micro = resolved(sparseConfig("micro", 0.01));
+  const sccl::CallShape s =
+      sccl::predictCallShape(micro, 1000000, scclFloat32, 8, sccl::ShapeAssumptions{});
+  const sccl::LinkModel link{30e-6, 1.25e8};
+  const sccl::CallPrediction alone = sccl::predictCall(micro, s, link, {1e-9, 1});
+  const sccl::CallPrediction shared = sccl::predictCall(micro, s, link, {1e-9, 4});
+  const sccl::CallPrediction transport = sccl::predictCall(micro, s, link, {1e-9, 4, true});
+  CHECK(alone.comm_seconds > 0);
+  CHECK(shared.comm_seconds == alone.comm_seconds);
+  CHECK(shared.compute_seconds == Approx(4 * alone.compute_seconds));
+  CHECK(transport.comm_seconds == Approx(4 * alone.comm_seconds));
+  CHECK(transport.compute_seconds == shared.compute_seconds);
+  CHECK(transport.seconds == Approx(transport.comm_seconds + transport.compute_seconds));
+  // One rank per machine: the flag changes nothing.
+  CHECK(sccl::predictCall(micro, s, link, {1e-9, 1, true}).seconds == alone.seconds);
+}
