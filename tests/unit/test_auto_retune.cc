@@ -33,6 +33,23 @@ void measure(sccl::RetuneCandidate& c, double comm_s, double local_s) {
   c.measured_s = comm_s + local_s;
 }
 
+// An "auto" float32 sparsifier with its re-decision on (the default), or null after logging why.
+scclSparsifier_t createAuto(scclComm_t comm, size_t count, double density, RankLog& log) {
+  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
+  config.algorithm = "auto";
+  config.density = density;
+  scclSparsifier_t sp = nullptr;
+  if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+                       "create auto"))
+    return nullptr;
+  if (sp->auto_retune == nullptr) {
+    log.check(false, "an auto sparsifier re-decides by default");
+    scclSparsifierDestroy(sp);
+    return nullptr;
+  }
+  return sp;
+}
+
 std::string algorithmOf(scclSparsifier_t sp) {
   const char* name = nullptr;
   return scclSparsifierGetAlgorithm(sp, &name) == scclSuccess && name != nullptr ? name : "";
@@ -197,17 +214,8 @@ TEST_CASE("an auto sparsifier whose model is wrong switches on every rank at the
   std::vector<std::vector<float>> outputs(static_cast<size_t>(nranks),
                                           std::vector<float>(size_t(calls) * count));
   auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
-    scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-    config.algorithm = "auto";
-    config.density = 0.01;
-    scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
-                         "create auto"))
-      return;
-    if (sp->auto_retune == nullptr) {
-      log.check(false, "an auto sparsifier re-decides by default");
-      return;
-    }
+    scclSparsifier_t sp = createAuto(comm, count, 0.01, log);
+    if (sp == nullptr) return;
     // The model made wrong on purpose: the chosen preset predicted a million times too fast, one
     // other a billion times, the rest out of the running. Same edits on every rank.
     sccl::AutoRetune& r = *sp->auto_retune;
@@ -267,17 +275,8 @@ TEST_CASE("a settled auto sparsifier checks again at call 100 and re-decides whe
   const int calls = int(check_end) + 3;
   std::vector<std::vector<std::string>> names(static_cast<size_t>(nranks));
   auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
-    scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-    config.algorithm = "auto";
-    config.density = 0.01;
-    scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
-                         "create auto"))
-      return;
-    if (sp->auto_retune == nullptr) {
-      log.check(false, "an auto sparsifier re-decides by default");
-      return;
-    }
+    scclSparsifier_t sp = createAuto(comm, count, 0.01, log);
+    if (sp == nullptr) return;
     // Only the creation's choice can run until it settled; then another preset is predicted
     // almost free and the settled preset's measurement is made a million times too fast, as if
     // the job had become much slower: the check at call 100 must measure again and try the other.
@@ -317,13 +316,8 @@ TEST_CASE("auto re-decides on vectors of 0 and 1 elements without failing", "[tu
     INFO("count " << count);
     std::vector<std::vector<std::string>> names(2);
     auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
-      scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-      config.algorithm = "auto";
-      config.density = 0.5;
-      scclSparsifier_t sp = nullptr;
-      if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
-                           scclSuccess, "create auto"))
-        return;
+      scclSparsifier_t sp = createAuto(comm, count, 0.5, log);
+      if (sp == nullptr) return;
       std::vector<float> grad(count + 1, 1.0f), out(count + 1);
       for (int call = 0; call < 4 * (sccl::kRetuneSettleCalls + sccl::kRetuneWindowCalls); ++call) {
         for (size_t i = 0; i < count; ++i) grad[i] = float(testValue(uint32_t(call), rank, i));
