@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
   double union_factor = 0;
   double ranks_per_machine_option = 1;
   bool transport_shares_cores = false;
+  double entry_ns = 0;
+  double transport_byte_ns = 0;
+  double transport_message_us = 0;
   size_t calibration_count = size_t(1) << 22;
   std::vector<std::string> presets;
   for (const sccl::PresetEntry& p : sccl::presetRegistry()) presets.push_back(p.name);
@@ -97,7 +100,7 @@ int main(int argc, char** argv) {
        [&](const char* v) { return parseNumber(v, 1, &union_factor); }},
       {'P', "ranks per machine sharing its cores (multiplies the local work; default 1)",
        [&](const char* v) { return parseNumber(v, 1, &ranks_per_machine_option); }},
-      {'S', "1: the transport's work shares the cores too (communication x -P; for nominal "
+      {'S', "1: the transport's work (-H, -W) shares the cores too (charged x -P; for nominal "
             "links between processes on one machine, e.g. the emulated cluster; default 0)",
        [&](const char* v) {
          double flag = 0;
@@ -105,6 +108,12 @@ int main(int argc, char** argv) {
          transport_shares_cores = flag == 1;
          return true;
        }},
+      {'E', "local work per entry received or aggregated, nanoseconds (default 0: not charged)",
+       [&](const char* v) { return parseNumber(v, 0, &entry_ns); }},
+      {'H', "the transport's CPU time per byte sent or received, nanoseconds (default 0)",
+       [&](const char* v) { return parseNumber(v, 0, &transport_byte_ns); }},
+      {'W', "the transport's CPU time per message, microseconds (default 0)",
+       [&](const char* v) { return parseNumber(v, 0, &transport_message_us); }},
       {'C', "elements of the calibration calls (default 4194304; 0: communication only)",
        [&](const char* v) { return parseSize(v, &calibration_count); }},
       {'A', "presets, comma-separated (default all)",
@@ -138,6 +147,9 @@ int main(int argc, char** argv) {
                                                           : std::string("independent")},
                         {"ranks_per_machine", std::to_string(ranks_per_machine)},
                         {"transport_shares_cores", transport_shares_cores ? "1" : "0"},
+                        {"entry_ns", std::to_string(entry_ns)},
+                        {"transport_byte_ns", std::to_string(transport_byte_ns)},
+                        {"transport_message_us", std::to_string(transport_message_us)},
                         {"calibration_elements", std::to_string(calibration_count)},
                         {"calibration_calls", std::to_string(options.iters)},
                         {"dtype", dtypeName(options.dtype)}};
@@ -154,9 +166,12 @@ int main(int argc, char** argv) {
                      {"time_ms", "time_ms", 10, 3},
                      {"comm_ms", "comm_ms", 10, 3},
                      {"local_ms", "local_ms", 9, 3},
+                     {"entries_ms", "aggregate_ms", 10, 3},
                      {"sent_MB", "sent_mb", 9, 3},
                      {"recv_MB", "received_mb", 9, 3},
-                     {"msgs", "collectives", 5, -1},
+                     {"colls", "collectives", 5, -1},
+                     {"msgs", "messages", 5, -1},
+                     {"entries", "entries", 9, -1},
                      {"vs_dense", "speedup_vs_dense", 9, 2}});
   table.printHeader(stdout);
   // Dense is predicted in every cell (the vs_dense column), even when -A leaves out its rows.
@@ -193,14 +208,18 @@ int main(int argc, char** argv) {
                 sccl::predictCallShape(c, count, options.dtype, int(r), assume);
             predicted[name] =
                 sccl::predictCall(c, shape, link,
-                                  {local[name], ranks_per_machine, transport_shares_cores});
+                                  {local[name], ranks_per_machine, transport_shares_cores,
+                                   entry_ns * 1e-9, transport_byte_ns * 1e-9,
+                                   transport_message_us * 1e-6});
           }
           for (const std::string& name : presets) {
             const sccl::CallPrediction& p = predicted[name];
             table.addRow({double(count), density, name, r, g, p.seconds * 1e3,
                           p.comm_seconds * 1e3, p.compute_seconds * 1e3,
-                          double(p.bytes.sent) / 1e6, double(p.bytes.received) / 1e6,
-                          double(p.collectives), predicted["dense"].seconds / p.seconds},
+                          p.aggregate_seconds * 1e3, double(p.bytes.sent) / 1e6,
+                          double(p.bytes.received) / 1e6, double(p.collectives),
+                          double(p.messages), double(p.entries),
+                          predicted["dense"].seconds / p.seconds},
                          stdout);
           }
         }

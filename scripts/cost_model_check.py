@@ -2,7 +2,8 @@
 """The cost model's prediction against a measured sparse_allreduce_perf run (docs/cost_model.md).
 
     scripts/cost_model_check.py MEASURED.json --gbits 1 [--latency LATENCY.json | --latency-us 36]
-        [--ranks-per-machine N] [--build build] [--out OUT.json] [--fit-from CHECK.json]
+        [--ranks-per-machine N] [--transport-shares-cores] [--host E,H,W] [--build build]
+        [--out OUT.json] [--fit-from CHECK.json]
 
 Reads the measured run (perf/sparse_allreduce_perf -J: count, densities, algorithms, ranks, each
 row's time, bytes and gather inflation), runs build/perf/cost_projection for the same count, rank
@@ -29,19 +30,38 @@ def ranks_of(options):
 
 
 def project(binary, count, density, ranks, gbits, latency_us, algorithm, inflation, union,
-            per_machine, transport_shares_cores):
+            per_machine, transport_shares_cores, host=(0.0, 0.0, 0.0)):
+    """cost_projection's row for one call; host = (ns per entry, transport ns per byte,
+    transport us per message), cost_projection -E -H -W."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "projection.json")
         command = [binary, "-b", str(count), "-D", str(density), "-R", str(ranks), "-G",
                    str(gbits), "-L", str(latency_us), "-A", algorithm, "-I", str(inflation),
                    "-P", str(per_machine), "-S", "1" if transport_shares_cores else "0",
-                   "-J", out]
+                   "-E", repr(host[0]), "-H", repr(host[1]), "-W", repr(host[2]), "-J", out]
         if union is not None:
             command += ["-U", str(union)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         with open(out, encoding="utf-8") as f:
             rows = json.load(f)["results"]
     return next(r for r in rows if r["algorithm"] == algorithm)
+
+
+def row_inputs(r, ranks):
+    """(algorithm, density, gather inflation, union factor or None) the model is given for a
+    measured row, or None where the model has no preset for it (mpi_allreduce, the peers, auto)."""
+    algorithm = r["algorithm"]
+    if ":" in algorithm:  # auto:<preset> (scripts/cluster/auto_vs_fixed.py) and graph rows
+        return None
+    dense = r["target_density"] == "-"
+    if dense and algorithm != "dense":
+        return None
+    density = 0.01 if dense else float(r["target_density"])
+    inflation = 1.0 if dense or r["gather_inflation"] == "-" else max(1.0, r["gather_inflation"])
+    union = None
+    if not dense and algorithm in ("topk", "hard_threshold", "sidco", "s2"):
+        union = max(1.0, min(float(ranks), r["actual_density"] / density))
+    return algorithm, density, inflation, union
 
 
 def main():
@@ -53,8 +73,12 @@ def main():
     p.add_argument("--ranks-per-machine", type=int, default=1,
                    help="ranks sharing one machine's cores (the emulated cluster: all of them)")
     p.add_argument("--transport-shares-cores", action="store_true",
-                   help="charge the communication to the shared cores too (cost_projection -S 1): "
-                   "the emulated cluster, whose processes run their TCP stacks on the same cores")
+                   help="charge the transport's host work (--host) to the shared cores too "
+                   "(cost_projection -S 1): the emulated cluster, whose processes run their TCP "
+                   "stacks on the same cores")
+    p.add_argument("--host", default="0,0,0",
+                   help="ns per entry, transport ns per byte, transport us per message "
+                   "(cost_projection -E, -H, -W; scripts/cluster/fit_from_4_ranks.py fits them)")
     p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
     p.add_argument("--out", help="write the rows as JSON here")
     p.add_argument("--fit-from", help="a check's --out JSON of another run (e.g. 4 ranks): each "
@@ -64,6 +88,12 @@ def main():
     if (args.latency is None) == (args.latency_us is None):
         p.error("give --latency or --latency-us")
     latency_us = args.latency_us
+    try:
+        host = tuple(float(x) for x in args.host.split(","))
+    except ValueError:
+        host = ()
+    if len(host) != 3 or min(host) < 0:
+        p.error("--host takes three numbers >= 0: ns per entry, ns per byte, us per message")
     if args.latency:
         with open(args.latency, encoding="utf-8") as f:
             latency_us = json.load(f)["half_rtt_us_median"]
@@ -73,24 +103,16 @@ def main():
     binary = os.path.join(args.build, "perf", "cost_projection")
     rows, skipped = [], set()
     for r in measured["results"]:
-        algorithm = r["algorithm"]
-        if ":" in algorithm:  # auto:<preset> (scripts/cluster/auto_vs_fixed.py) and graph rows
-            skipped.add(algorithm.split(":", 1)[0])
+        inputs = row_inputs(r, ranks)
+        if inputs is None:
+            skipped.add(r["algorithm"].split(":", 1)[0])
             continue
-        density = r["target_density"]
-        dense = density == "-"
-        if dense and algorithm != "dense":
-            skipped.add(algorithm)
-            continue
-        density = 0.01 if dense else float(density)
-        inflation = 1.0 if dense or r["gather_inflation"] == "-" else max(1.0, r["gather_inflation"])
-        union = None
-        if not dense and algorithm in ("topk", "hard_threshold", "sidco"):
-            union = max(1.0, min(float(ranks), r["actual_density"] / density))
+        algorithm, density, inflation, union = inputs
+        dense = r["target_density"] == "-"
         try:
             predicted = project(binary, r["count"], density, ranks, args.gbits, latency_us,
                                 algorithm, inflation, union, args.ranks_per_machine,
-                                args.transport_shares_cores)
+                                args.transport_shares_cores, host)
         except (subprocess.CalledProcessError, StopIteration):
             skipped.add(algorithm)
             continue
@@ -99,7 +121,8 @@ def main():
             "algorithm": algorithm, "density": "-" if dense else density, "count": r["count"],
             "ranks": ranks, "gbits": args.gbits, "latency_us": latency_us,
             "measured_ms": measured_ms, "predicted_ms": predicted["time_ms"],
-            "predicted_comm_ms": predicted["comm_ms"], "predicted_local_ms": predicted["local_ms"],
+            "predicted_comm_ms": predicted["comm_ms"],
+            "predicted_local_ms": predicted["local_ms"] + predicted["aggregate_ms"],
             "error": predicted["time_ms"] / measured_ms - 1,
             "measured_sent_mb": r["bytes_sent"] / 1e6, "predicted_sent_mb": predicted["sent_mb"],
         })
@@ -131,7 +154,7 @@ def main():
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"measured": args.measured, "ranks": ranks, "gbits": args.gbits,
                        "ranks_per_machine": args.ranks_per_machine,
-                       "transport_shares_cores": args.transport_shares_cores,
+                       "transport_shares_cores": args.transport_shares_cores, "host": host,
                        "latency_us": latency_us, "rows": rows}, f, indent=1)
 
 

@@ -6,8 +6,8 @@
 #   scripts/cluster/cost_model_grid.sh OUT_DIR [--build DIR]
 #
 # Writes OUT_DIR/perf_*.json and latency_*.json (emulated_cluster_bench.sh), bench_*.log,
-# auto_vs_fixed.md and .json (auto_vs_fixed.py), check_n4_*.json, check_n8_*.json and .md
-# (cost_model_check.py, the 8-rank ones fitted from the 4-rank ones) and fit_summary.txt.
+# auto_vs_fixed.md and .json (auto_vs_fixed.py), fit/ (fit_from_4_ranks.py: the model fitted
+# from the 4-rank runs, its parameters and every 8-rank row against it) and fit_summary.txt.
 # About 13 minutes on the idle 2-vCPU machine; needs root, like emulated_cluster_bench.sh.
 # docs/results/cost_model.md has the results and what they mean.
 set -euo pipefail
@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
+mkdir -p "$out/fit"
 export SCCL_BUILD_DIR="$build"
 algorithms=dense,topk,cltk,micro,exdyna,sidco,s2,auto
 # 25M at density 0.1 is left out: its Top-k and SIDCo rows alone take over 10 minutes per cell.
@@ -37,22 +37,9 @@ done
 python3 "$here/auto_vs_fixed.py" "$out" --markdown "$out/auto_vs_fixed.md" \
     --json "$out/auto_vs_fixed.json"
 
-# The model's local work is calibrated with one kernel thread per rank, as the cluster's ranks ran;
-# the links are given at their nominal rate, so the transport's share of the cores is charged
-# (--transport-shares-cores).
-for rate in 1gbit 10gbit; do
-  for size in 1048576 25000000; do
-    SCCL_CPU_THREADS=1 python3 "$root/scripts/cost_model_check.py" \
-        "$out/perf_n4_${rate}_${size}.json" --gbits "${rate%gbit}" \
-        --latency "$out/latency_n4_${rate}.json" --ranks-per-machine 2 --transport-shares-cores \
-        --build "$build" \
-        --out "$out/check_n4_${rate}_${size}.json" > "$out/check_n4_${rate}_${size}.md"
-    SCCL_CPU_THREADS=1 python3 "$root/scripts/cost_model_check.py" \
-        "$out/perf_n8_${rate}_${size}.json" --gbits "${rate%gbit}" \
-        --latency "$out/latency_n8_${rate}.json" --ranks-per-machine 4 --transport-shares-cores \
-        --build "$build" \
-        --fit-from "$out/check_n4_${rate}_${size}.json" \
-        --out "$out/check_n8_${rate}_${size}.json" > "$out/check_n8_${rate}_${size}.md"
-  done
-done
-python3 "$here/fit_summary.py" "$out"/check_n8_*.json | tee "$out/fit_summary.txt"
+# The model fitted from the 4-rank runs (its host parameters, then one factor per phase of each
+# row), checked on the 8-rank runs; local work calibrated with one kernel thread per rank, as the
+# cluster's ranks ran.
+SCCL_CPU_THREADS=1 python3 "$here/fit_from_4_ranks.py" "$out" --out "$out/fit" --build "$build" \
+    > "$out/fit/parameters.txt"
+python3 "$here/fit_summary.py" "$out"/fit/fit_n8_*.json | tee "$out/fit_summary.txt"

@@ -145,7 +145,7 @@ std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
     c.algorithm = a.algorithm;
     c.usable = a.local_s_per_element >= 0;
     c.predicted_comm_s = a.predicted.comm_seconds;
-    c.predicted_local_s = a.predicted.compute_seconds;
+    c.predicted_local_s = a.predicted.compute_seconds + a.predicted.aggregate_seconds;
     if (a.algorithm == choice.algorithm) retune->current = int(retune->candidates.size());
     retune->candidates.push_back(c);
   }

@@ -28,6 +28,12 @@ CallShape predictCallShape(const ResolvedSparseConfig& c, uint64_t count, scclDa
     const uint64_t block = uint64_t(c.sketch_block_size);
     s.k_max = std::min<uint64_t>(count, (s.k_target + block - 1) / block * block);
     s.k_global = s.k_max;
+    // The ranks' marked elements together, as for whole-vector selection below.
+    if (s.k_max == 0) return s;
+    const double d = double(s.k_max) / double(count);
+    const double independent = double(count) * (1.0 - std::pow(1.0 - d, n)) / double(s.k_max);
+    const double factor = a.union_factor > 0 ? std::clamp(a.union_factor, 1.0, n) : independent;
+    s.k_union = clampedCount(factor * double(s.k_max), count);
   } else if (c.search == "micro" || c.search == "exdyna") {
     s.k_global = s.k_target;
     s.k_max = clampedCount(std::max(1.0, a.gather_inflation) * k / n, count);

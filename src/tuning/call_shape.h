@@ -11,7 +11,8 @@
 //    gradients, whose large entries coincide across ranks. SIDCo too: its count check
 //    (sidco_feedback > 0, the default) brings each rank's own selection to k (measured on the
 //    emulated cluster, 2026-11-27: k' = 3.99 k at 4 ranks, 7.9 k at 8, independent inputs);
-//  - the sketch (S2, "topk" blocks): the busiest rank marks ceil(k / B) whole blocks.
+//  - the sketch (S2, "topk" blocks): the busiest rank marks ceil(k / B) whole blocks, and the
+//    ranks' blocks together cover k_union elements (the union as for the whole vector).
 // The sync_free reduction's messages do not depend on the shape (capacity is fixed).
 #pragma once
 

@@ -21,7 +21,17 @@ struct LinkModel {
   double bytes_per_s = 0;   // beta: bytes per second of one rank's link, each way
 };
 
-// Seconds of the collective among nranks; 0 with one rank. bytes_per_s must be > 0.
+struct CollectiveCost {
+  double seconds = 0;
+  int messages = 0;  // messages each rank sends in the cheapest algorithm (its alpha terms)
+};
+
+// The collective among nranks on the link, priced by the cheapest algorithm; 0 with one rank.
+// bytes_per_s must be > 0.
+CollectiveCost collectiveCost(const PlannedCollective& collective, int nranks,
+                              const LinkModel& link);
+
+// collectiveCost(...).seconds.
 double collectiveSeconds(const PlannedCollective& collective, int nranks, const LinkModel& link);
 
 }  // namespace sccl

@@ -4,6 +4,7 @@
 // counted bytes with the plan of the shape each call reported.
 #include "tuning/wire_plan.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/algorithm.h"
@@ -107,6 +108,24 @@ WireBytes planWireBytes(const std::vector<PlannedCollective>& plan, int nranks,
     total.received += b.received;
   }
   return total;
+}
+
+uint64_t planAggregatedEntries(const ResolvedSparseConfig& c, const CallShape& s) {
+  const uint64_t others = s.nranks > 1 ? uint64_t(s.nranks - 1) : 0;
+  if (c.reduction == "gather") {
+    const uint64_t received = c.search == "leader" ? s.k_sole : others * s.k_max;
+    return received + s.k_global;
+  }
+  if (c.reduction == "sync_free") {
+    const uint64_t capacity =
+        syncFreeCapacity(s.k_target, s.nranks, c.max_density_slack, s.count);
+    return uint64_t(s.nranks) * capacity + others * capacity;
+  }
+  if (c.reduction == "sketch") {
+    return s.k_union > 0 ? s.k_union
+                         : std::min<uint64_t>(s.count, uint64_t(std::max(1, s.nranks)) * s.k_max);
+  }
+  return 0;
 }
 
 const char* collectiveKindName(CollectiveKind kind) {

@@ -25,6 +25,9 @@ struct CallShape {
   uint64_t k_global = 0;  // k': distinct entries whose values are all-reduced (gather)
   uint64_t k_max = 0;     // max over ranks of k_i (gather: entries; sketch: elements marked)
   uint64_t k_sole = 0;    // a sole selector's k (CLT-k's leader), broadcast to every rank
+  // Sketch: elements the ranks' marked blocks cover together (what the decode walks); 0: unknown,
+  // taken as nranks k_max (disjoint blocks, an upper bound). Not in the statistics; no bytes.
+  uint64_t k_union = 0;
   // All-reduces of the density correction's bin counts in the call: 1, or 2 when the ranks held
   // fewer than k entries from the window's floor up and counted the whole window
   // (algorithms/density_correction.cc, step 2).
@@ -57,5 +60,12 @@ WireBytes planWireBytes(const std::vector<PlannedCollective>& plan, int nranks,
                         bool is_broadcast_root);
 
 const char* collectiveKindName(CollectiveKind kind);
+
+// Entries this rank handles one at a time after the messages arrive: the indices it receives and
+// merges plus the k' values it scatters (gather), the slots it scans and the values it writes
+// (sync_free), the elements its sketch decode walks (sketch); 0 for dense. The cost model prices
+// them per entry (LocalWork::seconds_per_entry): the part of the local work that grows with the
+// rank count, which a one-rank calibration cannot see.
+uint64_t planAggregatedEntries(const ResolvedSparseConfig& config, const CallShape& shape);
 
 }  // namespace sccl

@@ -173,6 +173,10 @@ TEST_CASE("the link model's textbook costs", "[tuning][cost_model]") {
   CHECK(sccl::collectiveSeconds(bcast, 8, link) == Approx(14.1e-3));
   // A non-power-of-two rank count rounds the steps up: 5 ranks take 3.
   CHECK(sccl::collectiveSeconds(small, 5, link) == Approx(3 * (1e-5 + 8e-9)));
+  // The messages each rank sends in the algorithm chosen: recursive doubling's log2 n steps.
+  CHECK(sccl::collectiveCost(gather, 8, link).messages == 3);
+  CHECK(sccl::collectiveCost(small, 8, link).messages == 3);
+  CHECK(sccl::collectiveCost(gather, 1, link).messages == 0);
 }
 
 TEST_CASE("a predicted call adds its collectives and its local work", "[tuning][cost_model]") {
@@ -193,7 +197,7 @@ TEST_CASE("a predicted call adds its collectives and its local work", "[tuning][
   CHECK(sccl::predictCall(dense, s, link, {1e-9, 4}).compute_seconds == Approx(4e-3));
 }
 
-TEST_CASE("ranks sharing a machine: local work always, communication where the transport shares "
+TEST_CASE("ranks sharing a machine: local work always, the transport's host work where it shares "
           "the cores",
           "[tuning][cost_model]") {
   const sccl::ResolvedSparseConfig micro = resolved(sparseConfig("micro", 0.01));
@@ -202,13 +206,62 @@ TEST_CASE("ranks sharing a machine: local work always, communication where the t
   const sccl::LinkModel link{30e-6, 1.25e8};
   const sccl::CallPrediction alone = sccl::predictCall(micro, s, link, {1e-9, 1});
   const sccl::CallPrediction shared = sccl::predictCall(micro, s, link, {1e-9, 4});
-  const sccl::CallPrediction transport = sccl::predictCall(micro, s, link, {1e-9, 4, true});
   CHECK(alone.comm_seconds > 0);
   CHECK(shared.comm_seconds == alone.comm_seconds);
   CHECK(shared.compute_seconds == Approx(4 * alone.compute_seconds));
-  CHECK(transport.comm_seconds == Approx(4 * alone.comm_seconds));
+  // Host work per message: charged once per message, 4 times where 4 ranks share the cores.
+  sccl::LocalWork per_message{1e-9, 4, false};
+  per_message.transport_seconds_per_message = 1e-4;
+  const sccl::CallPrediction own_cores = sccl::predictCall(micro, s, link, per_message);
+  CHECK(alone.messages > 0);
+  CHECK(own_cores.comm_seconds == Approx(alone.comm_seconds + 1e-4 * double(alone.messages)));
+  per_message.transport_shares_cores = true;
+  const sccl::CallPrediction transport = sccl::predictCall(micro, s, link, per_message);
+  CHECK(transport.comm_seconds == Approx(alone.comm_seconds + 4e-4 * double(alone.messages)));
   CHECK(transport.compute_seconds == shared.compute_seconds);
   CHECK(transport.seconds == Approx(transport.comm_seconds + transport.compute_seconds));
+  // Host work per byte overlaps the wire: the slower of the two counts.
+  sccl::LocalWork per_byte{1e-9, 4, true};
+  per_byte.transport_seconds_per_byte = 1e-12;  // far faster than the 1 Gbit/s wire
+  CHECK(sccl::predictCall(micro, s, link, per_byte).comm_seconds == Approx(alone.comm_seconds));
+  per_byte.transport_seconds_per_byte = 1e-7;  // far slower
+  const double moved = double(alone.bytes.sent + alone.bytes.received);
+  CHECK(sccl::predictCall(micro, s, link, per_byte).comm_seconds == Approx(4 * 1e-7 * moved));
   // One rank per machine: the flag changes nothing.
   CHECK(sccl::predictCall(micro, s, link, {1e-9, 1, true}).seconds == alone.seconds);
+}
+
+TEST_CASE("the local work per entry grows with the entries each rank receives and aggregates",
+          "[tuning][cost_model]") {
+  const sccl::LinkModel link{30e-6, 1.25e8};
+  const uint64_t count = 1000000;
+  sccl::LocalWork work{1e-9, 2};
+  work.seconds_per_entry = 1e-8;
+  // Exclusive ranges: (n - 1) max k_i received + k' scattered; max k_i = k / n when balanced.
+  const sccl::ResolvedSparseConfig micro = resolved(sparseConfig("micro", 0.01));
+  const sccl::CallShape m = sccl::predictCallShape(micro, count, scclFloat32, 8, {});
+  const sccl::CallPrediction pm = sccl::predictCall(micro, m, link, work);
+  CHECK(pm.entries == 7 * m.k_max + m.k_global);
+  CHECK(pm.aggregate_seconds == Approx(2 * 1e-8 * double(pm.entries)));
+  CHECK(pm.seconds == Approx(pm.comm_seconds + pm.compute_seconds + pm.aggregate_seconds));
+  // Whole-vector selection: every rank's k received; grows with the ranks.
+  const sccl::ResolvedSparseConfig topk = resolved(sparseConfig("topk", 0.01));
+  const sccl::CallShape t4 = sccl::predictCallShape(topk, count, scclFloat32, 4, {});
+  const sccl::CallShape t8 = sccl::predictCallShape(topk, count, scclFloat32, 8, {});
+  CHECK(sccl::planAggregatedEntries(topk, t4) == 3 * t4.k_max + t4.k_global);
+  CHECK(sccl::planAggregatedEntries(topk, t8) > 2 * sccl::planAggregatedEntries(topk, t4) - t4.k_global);
+  // CLT-k: the leader's k received and scattered.
+  const sccl::ResolvedSparseConfig cltk = resolved(sparseConfig("cltk", 0.01));
+  const sccl::CallShape c = sccl::predictCallShape(cltk, count, scclFloat32, 8, {});
+  CHECK(sccl::planAggregatedEntries(cltk, c) == 2 * c.k_target);
+  // The sketch: the union of the ranks' marked blocks, at most n blocks' worth, at least one.
+  const sccl::ResolvedSparseConfig s2 = resolved(sparseConfig("s2", 0.01));
+  const sccl::CallShape k = sccl::predictCallShape(s2, count, scclFloat32, 8, {});
+  CHECK(k.k_union >= k.k_max);
+  CHECK(k.k_union <= 8 * k.k_max);
+  CHECK(sccl::planAggregatedEntries(s2, k) == k.k_union);
+  // Dense aggregates nothing one entry at a time.
+  const sccl::ResolvedSparseConfig dense = resolved(sparseConfig("dense", 0.01));
+  const sccl::CallShape d = sccl::predictCallShape(dense, count, scclFloat32, 8, {});
+  CHECK(sccl::predictCall(dense, d, link, work).aggregate_seconds == 0);
 }

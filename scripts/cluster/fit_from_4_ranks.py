@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The cost model fitted from an emulated cluster's 4-rank runs, checked on its 8-rank runs.
+
+    scripts/cluster/fit_from_4_ranks.py DIR [--out DIR/fit] [--build build] [--only REGEX]
+
+DIR holds an emulated-cluster run (scripts/cluster/cost_model_grid.sh): perf_n{4,8}_{rate}_{size}.json
+(sparse_allreduce_perf -J) and latency_n{4,8}_{rate}.json. Two steps, both on the 4-rank runs only:
+
+1. The host parameters (docs/cost_model.md, "What a call costs"): the transport's CPU time per
+   byte moved (h) and per message (w), charged r times where r ranks share the cores, and the local
+   work per entry received or aggregated (e). The model's components of every 4-rank row
+   (cost_projection with h = w = 0: the wire time, the bytes, the messages, the entries) are
+   combined as src/tuning/cost_model.cc does, T = max(wire, r h B) + r w M + local + r e E, for
+   every (h, w, e) of a logarithmic grid; the one with the smallest sum of |log(predicted /
+   measured)| is kept.
+2. Per row (algorithm, density, size and link), one factor per phase: each measured 4-rank phase
+   (sparse_allreduce_perf's select_us, other_us and the rest of the call) over the model's
+   matching component (local work per element, per entry, communication) with the fitted host
+   parameters. A component the model predicts as 0 hands its phase to the communication.
+
+The 8-rank prediction is then cost_projection's components at 8 ranks with the fitted parameters
+(the library's model), each times its factor. Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json
+(rows with fitted_error, the format scripts/cluster/fit_summary.py reads) and .md, and prints the
+summary. Needs the library built (cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cost_model_check import project, ranks_of, row_inputs  # noqa: E402
+
+RANKS_PER_MACHINE = {4: 2, 8: 4}  # the emulated cluster: every rank on the 2-core machine
+
+
+def log_grid(low, high, steps):
+    return [0.0] + [low * (high / low) ** (i / (steps - 1)) for i in range(steps)]
+
+
+# h in ns per byte, w in us per message, e in ns per entry.
+GRID_H = log_grid(0.02, 2.0, 16)
+GRID_W = log_grid(2.0, 500.0, 16)
+GRID_E = log_grid(0.5, 200.0, 20)
+
+
+def phase_ms(value):
+    return 0.0 if value == "-" else value / 1e3
+
+
+def load_rows(directory, ranks, build, only):
+    """Every modelled row of the run at `ranks`, with its model components at h = w = 0."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(directory, "perf_n%d_*gbit_*.json" % ranks))):
+        match = re.search(r"perf_n\d+_(\d+)gbit_(\d+)\.json$", path)
+        if not match or (only and not re.search(only, os.path.basename(path))):
+            continue
+        gbits, size = int(match.group(1)), match.group(2)
+        with open(os.path.join(directory, "latency_n%d_%sgbit.json" % (ranks, gbits)),
+                  encoding="utf-8") as f:
+            latency_us = json.load(f)["half_rtt_us_median"]
+        with open(path, encoding="utf-8") as f:
+            measured = json.load(f)
+        if ranks_of(measured["options"]) != ranks:
+            sys.exit("fit_from_4_ranks: %s is not a %d-rank run" % (path, ranks))
+        for r in measured["results"]:
+            inputs = row_inputs(r, ranks)
+            if inputs is None:
+                continue
+            algorithm, density, inflation, union = inputs
+            base = dict(algorithm=algorithm, density=r["target_density"], inflation=inflation,
+                        union=union, count=r["count"], ranks=ranks, gbits=gbits, size=size,
+                        latency_us=latency_us, per_machine=RANKS_PER_MACHINE[ranks],
+                        measured_ms=r["time_us"] / 1e3, select_ms=phase_ms(r["select_us"]),
+                        other_ms=phase_ms(r["other_us"]), model_density=density)
+            p = project(os.path.join(build, "perf", "cost_projection"), r["count"], density,
+                        ranks, gbits, latency_us, algorithm, inflation, union,
+                        base["per_machine"], True, (0.0, 0.0, 0.0))
+            base.update(wire_ms=p["comm_ms"], local_ms=p["local_ms"], entries=p["entries"],
+                        messages=p["messages"], moved_mb=p["sent_mb"] + p["received_mb"])
+            rows.append(base)
+    return rows
+
+
+def combined_ms(row, h, w, e):
+    """src/tuning/cost_model.cc's sum with the transport sharing the cores (ms, ns, us)."""
+    r = row["per_machine"]
+    comm = max(row["wire_ms"], r * h * row["moved_mb"]) + r * w * 1e-3 * row["messages"]
+    return comm + row["local_ms"] + r * e * 1e-6 * row["entries"]
+
+
+def fit_host(rows):
+    best, best_loss = None, None
+    for h in GRID_H:
+        for w in GRID_W:
+            for e in GRID_E:
+                loss = sum(abs(math.log(combined_ms(r, h, w, e) / r["measured_ms"]))
+                           for r in rows)
+                if best_loss is None or loss < best_loss:
+                    best, best_loss = (h, w, e), loss
+    return best
+
+
+def components(row, host, build):
+    p = project(os.path.join(build, "perf", "cost_projection"), row["count"],
+                row["model_density"], row["ranks"], row["gbits"], row["latency_us"],
+                row["algorithm"], row["inflation"], row["union"], row["per_machine"], True, host)
+    return {"local": p["local_ms"], "entries": p["aggregate_ms"], "comm": p["comm_ms"],
+            "total": p["time_ms"]}
+
+
+def measured_phases(row):
+    local, entries = row["select_ms"], row["other_ms"]
+    return {"local": local, "entries": entries, "comm": row["measured_ms"] - local - entries}
+
+
+def phase_factors(row, predicted):
+    """Measured phase over predicted component; a component predicted 0 hands its phase on."""
+    measured = measured_phases(row)
+    for phase in ("local", "entries"):
+        if predicted[phase] <= 0:
+            measured["comm"] += measured[phase]
+            measured[phase] = 0.0
+    return {phase: (measured[phase] / predicted[phase] if predicted[phase] > 0 else 0.0)
+            for phase in ("local", "entries", "comm")}
+
+
+def key(row):
+    return (row["algorithm"], str(row["density"]), row["gbits"], row["size"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("directory")
+    p.add_argument("--out", help="output folder (default DIR/fit)")
+    p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
+    p.add_argument("--only", help="a regular expression: only the perf files it matches "
+                   "(e.g. 10gbit_1048576)")
+    args = p.parse_args()
+    out = args.out or os.path.join(args.directory, "fit")
+    os.makedirs(out, exist_ok=True)
+    rows4 = load_rows(args.directory, 4, args.build, args.only)
+    rows8 = load_rows(args.directory, 8, args.build, args.only)
+    if not rows4 or not rows8:
+        sys.exit("fit_from_4_ranks: %s needs 4- and 8-rank runs" % args.directory)
+    h, w, e = fit_host(rows4)
+    host = (e, h, w)  # cost_projection's -E, -H, -W
+    factors = {}
+    for row in rows4:
+        factors.setdefault(key(row), []).append(phase_factors(row, components(row, host,
+                                                                                args.build)))
+    with open(os.path.join(out, "parameters.json"), "w", encoding="utf-8") as f:
+        json.dump({"transport_ns_per_byte": h, "transport_us_per_message": w,
+                   "ns_per_entry": e, "fitted_on": sorted({r["size"] + "/" + str(r["gbits"])
+                                                           for r in rows4})}, f, indent=1)
+    print("fitted on the 4-rank runs: transport %.3f ns per byte, %.1f us per message; "
+          "%.1f ns per entry" % (h, w, e))
+    by_file = {}
+    for row in rows8:
+        predicted = components(row, host, args.build)
+        fits = factors.get(key(row))
+        out_row = {"algorithm": row["algorithm"], "density": row["density"],
+                   "count": row["count"], "ranks": row["ranks"], "gbits": row["gbits"],
+                   "measured_ms": row["measured_ms"], "predicted_ms": predicted["total"],
+                   "error": predicted["total"] / row["measured_ms"] - 1,
+                   "predicted_components_ms": predicted,
+                   "measured_phases_ms": measured_phases(row)}
+        if fits:
+            # Several 4-rank rows of one key (dense is measured once per density block): their
+            # mean factors.
+            mean = {phase: sum(f[phase] for f in fits) / len(fits) for phase in fits[0]}
+            fitted = sum(mean[phase] * predicted[phase] for phase in mean)
+            out_row.update(factors=mean, fitted_ms=fitted,
+                           fitted_error=fitted / row["measured_ms"] - 1)
+        by_file.setdefault((row["gbits"], row["size"]), []).append(out_row)
+    for (gbits, size), rows in sorted(by_file.items()):
+        name = "fit_n8_%dgbit_%s" % (gbits, size)
+        with open(os.path.join(out, name + ".json"), "w", encoding="utf-8") as f:
+            json.dump({"ranks": 8, "gbits": gbits, "count": int(size), "host": host,
+                       "rows": rows}, f, indent=1)
+        with open(os.path.join(out, name + ".md"), "w", encoding="utf-8") as f:
+            f.write("| algorithm | density | measured ms (local + entries + comm) | model ms "
+                    "(local + entries + comm) | error | fitted ms | fitted error |\n")
+            f.write("| --- | --- | --- | --- | --- | --- | --- |\n")
+            for r in rows:
+                m, c = r["measured_phases_ms"], r["predicted_components_ms"]
+                fitted = ("%.1f | %+.0f %%" % (r["fitted_ms"], 100 * r["fitted_error"])
+                          if "fitted_ms" in r else "- | -")
+                f.write("| %s | %s | %.1f (%.1f + %.1f + %.1f) | %.1f (%.1f + %.1f + %.1f) | "
+                        "%+.0f %% | %s |\n" % (r["algorithm"], r["density"], r["measured_ms"],
+                                               m["local"], m["entries"], m["comm"], c["total"],
+                                               c["local"], c["entries"], c["comm"],
+                                               100 * r["error"], fitted))
+
+
+if __name__ == "__main__":
+    main()
