@@ -7,7 +7,8 @@
 # Per optimizer the learning rate a user would pick for dense, and for the sparse runs the
 # library's recommended setting (docs/python.md, "Adaptive optimizers"):
 #   sgd           lr 0.05, no momentum            sparse: error feedback as is
-#   sgd_momentum  lr 0.05, momentum 0.9           sparse: DGC momentum correction in the hook
+#   sgd_momentum  lr 0.05, momentum 0.9           sparse: DGC momentum correction in the hook,
+#                                                 Nesterov form (--nesterov: g + m u is sent)
 #   adam          lr 0.001                        sparse: Adam's rule in the hook (--in-hook, the
 #                                                 hook's b1 = 0: the residual is the momentum)
 #   adamw         lr 0.001, weight decay 0.01     sparse: the same, decay in the SGD step
@@ -45,7 +46,7 @@ optimizer_options() {  # the dense run's options of an optimizer
 sparse_options() {  # what the sparse runs add
   case "$1" in
     sgd) echo "" ;;
-    sgd_momentum) echo "--momentum-correction" ;;
+    sgd_momentum) echo "--momentum-correction --nesterov" ;;
     *) echo "--in-hook" ;;
   esac
 }

@@ -114,6 +114,10 @@ def parse_args():
     p.add_argument("--no-momentum-masking", action="store_true",
                    help="with --momentum-correction: keep the velocity where an entry was sent "
                    "(HookState momentum_masking=False)")
+    p.add_argument("--nesterov", action="store_true",
+                   help="Nesterov momentum: in the optimizer (torch.optim.SGD nesterov=True), or with "
+                   "--momentum-correction in the hook (HookState nesterov=True: the all-reduce "
+                   "gets g + momentum * u)")
     p.add_argument("--clip-grad-norm", type=float, default=0.0,
                    help="clip the aggregated gradient to this L2 norm before the step (0: off)")
     p.add_argument("--seed", type=int, default=1)
@@ -132,6 +136,8 @@ def parse_args():
         args.lr = {"sgd": 0.05, "adam": 0.001, "adamw": 0.001, "adadelta": 1.0}[args.optimizer]
     if args.optimizer != "sgd" and args.momentum_correction:
         p.error("--momentum-correction is DGC's correction of SGD momentum (--optimizer sgd)")
+    if args.nesterov and (args.optimizer != "sgd" or args.momentum == 0.0):
+        p.error("--nesterov is for --optimizer sgd with a --momentum")
     if args.in_hook and args.optimizer == "sgd":
         p.error("--in-hook is for adam, adamw and adadelta (sgd: --momentum-correction)")
     return args
@@ -157,7 +163,9 @@ def make_optimizer(args, parameters, hook_momentum):
                                  weight_decay=args.weight_decay)
     if args.optimizer == "adadelta":
         return torch.optim.Adadelta(parameters, lr=args.lr)
-    return torch.optim.SGD(parameters, lr=args.lr, momentum=args.momentum - hook_momentum)
+    momentum = args.momentum - hook_momentum
+    return torch.optim.SGD(parameters, lr=args.lr, momentum=momentum,
+                           nesterov=args.nesterov and momentum > 0.0)
 
 
 def evaluate(model, x, y, rank, size):
@@ -197,6 +205,8 @@ def main():
     hook_settings = dict(settings, momentum=hook_momentum, preconditioner=preconditioner(args))
     if args.no_momentum_masking:
         hook_settings["momentum_masking"] = False
+    if args.nesterov and args.momentum_correction:
+        hook_settings["nesterov"] = True
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 
@@ -268,6 +278,7 @@ def main():
                        "lr_step_gamma": args.lr_step_gamma,
                        "momentum": args.momentum, "momentum_correction": args.momentum_correction,
                        "momentum_masking": not args.no_momentum_masking,
+                       "nesterov": args.nesterov,
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)
     state.close()

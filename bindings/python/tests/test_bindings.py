@@ -311,6 +311,50 @@ def test_momentum_correction_single_rank_velocity_and_masking(comm):
     dense.close()
 
 
+def test_momentum_correction_nesterov(comm):
+    """nesterov=True feeds g + m u (u = m u + g) to the all-reduce, masks u where sent, and with
+    the dense algorithm is torch's Nesterov SGD."""
+    import sparsecoll.torch as sparse_torch
+    with pytest.raises(ValueError):
+        sparse_torch.HookState(comm, algorithm="topk", nesterov=True)  # no momentum
+    param = torch.nn.Parameter(torch.zeros(100))
+    sync = sparse_torch.GradientSynchronizer([param], comm, algorithm="topk", density=0.05,
+                                             momentum=0.5, nesterov=True)
+    g = torch.linspace(0.01, 1.0, 100)
+    param.grad = g.clone()
+    sync.synchronize()  # u = g; g + 0.5 u = 1.5 g goes in; its top 5 are sent, masked out of u
+    sent = param.grad != 0
+    assert int(sent.sum()) == 5 and torch.equal(param.grad[sent], (g + 0.5 * g)[-5:])
+    assert torch.equal(sync.state.velocities[0], g.masked_fill(sent, 0.0))
+    param.grad = g.clone()
+    sync.synchronize()  # the residual held the unsent 1.5 g of step 1
+    u = 0.5 * g.masked_fill(sent, 0.0) + g
+    expected_input = (g + 0.5 * u) + (g + 0.5 * g).masked_fill(sent, 0.0)
+    sent2 = param.grad != 0
+    assert torch.equal(param.grad[sent2], expected_input[sent2])
+    assert torch.equal(sync.state.velocities[0], u.masked_fill(sent2, 0.0))
+    sync.close()
+
+    torch.manual_seed(3)
+    hooked, reference = torch.nn.Linear(8, 3), torch.nn.Linear(8, 3)
+    reference.load_state_dict(hooked.state_dict())
+    dense = sparse_torch.GradientSynchronizer(hooked.parameters(), comm, algorithm="dense",
+                                              momentum=0.9, nesterov=True)
+    opt_hooked = torch.optim.SGD(hooked.parameters(), lr=0.1, momentum=0.0)
+    opt_reference = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    for step in range(5):
+        x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+        for model, opt in ((hooked, opt_hooked), (reference, opt_reference)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+        dense.synchronize()
+        opt_hooked.step()
+        opt_reference.step()
+    for a, b in zip(hooked.parameters(), reference.parameters()):
+        assert torch.allclose(a, b, rtol=0, atol=1e-6), (a - b).abs().max()
+    dense.close()
+
+
 class _FakeBucket:
     """A DDP GradBucket as the hook sees it: index, flat buffer, parameters in buffer order."""
 
