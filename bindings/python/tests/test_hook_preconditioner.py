@@ -21,8 +21,9 @@ def seeded_linear(inputs, outputs, seed):
 
 
 def _preconditioned_against_torch(preconditioner, optimizer_class, lr, steps=6, **options):
-    """Two ranks with the same data, dense, the hook's preconditioner + SGD: each rank's update is
-    the same, so their average is torch's optimizer step on that gradient."""
+    """Two ranks with the same data, dense, the hook's preconditioner (or its momentum correction,
+    in options) + SGD: each rank's update is the same, so their average is torch's optimizer step
+    on that gradient."""
     decay = options.pop("weight_decay", 0.0)
 
     def body(comm):
@@ -59,6 +60,14 @@ def test_hook_preconditioner_adam_dense_is_torch_adam():
 def test_hook_preconditioner_adamw_with_sgd_weight_decay_is_torch_adamw():
     _preconditioned_against_torch("adam", torch.optim.AdamW, 0.01, weight_decay=0.1,
                                   betas=(0.9, 0.999))
+
+
+def test_hook_nesterov_momentum_dense_is_torch_nesterov_sgd():
+    """HookState(momentum=0.9, nesterov=True), dense, then SGD: torch's Nesterov SGD."""
+    def nesterov_sgd(parameters, lr):
+        return torch.optim.SGD(parameters, lr=lr, momentum=0.9, nesterov=True)
+
+    _preconditioned_against_torch(None, nesterov_sgd, 0.1, momentum=0.9, nesterov=True)
 
 
 def test_hook_preconditioner_adam_default_has_no_first_moment():
