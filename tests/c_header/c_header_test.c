@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+int sccl_part_headers_first_compiled(void); /* part_headers_first.c */
+
 int main(void) {
   scclConfig_t config = SCCL_CONFIG_INITIALIZER;
   int version = 0;
@@ -22,6 +24,7 @@ int main(void) {
     if (event_config.size != sizeof(scclEventConfig_t) || event_config.history != 2) return 7;
     if (scclEventCommStep(NULL, NULL, 0, scclFloat32, NULL) != scclInvalidArgument) return 8;
   }
+  if (!sccl_part_headers_first_compiled()) return 9;
   printf("sparsecoll %d from C99: ok\n", version);
   return 0;
 }

@@ -8,6 +8,7 @@
 // listed with their reason).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -43,11 +44,17 @@ const std::map<std::string, std::string> kExempt = {
      "values checked"},
 };
 
+// Every SCCL_API declaration in every public header (sparsecoll.h and the part headers it
+// includes).
 std::vector<std::string> exportedFunctions() {
-  std::ifstream in(SCCL_PUBLIC_HEADER);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  std::string s;
+  for (const auto& entry : std::filesystem::directory_iterator(SCCL_PUBLIC_HEADER_DIR)) {
+    if (entry.path().extension() != ".h") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    s += text.str();
+  }
   std::vector<std::string> names;
   std::regex decl(R"(SCCL_API\s+[^;(]*?\b(sccl\w+)\s*\()");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), decl); it != std::sregex_iterator(); ++it)

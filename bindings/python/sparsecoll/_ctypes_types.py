@@ -1,4 +1,4 @@
-"""ctypes mirrors of the structs of include/sparsecoll/sparsecoll.h, field for field.
+"""ctypes mirrors of the structs of include/sparsecoll/ (sparsecoll.h, event.h), field for field.
 
 The config structs are append-only and carry their own size and header version, so a package
 that mirrors an older header keeps working with a newer library (the library reads only the
