@@ -1,7 +1,7 @@
 """The table (markdown, stdout) and plot of run_optimizer_study.sh: per optimizer and epoch, the
 test accuracy of dense and of the sparse runs (mean over the seeds present), the difference to
 dense of that mean and of the worst single run (each against the dense run of its own seed), and
-the bytes each rank sent over the whole run against dense.
+the bytes each rank sent over the run up to that epoch (a run of that length) against dense.
 
     optimizer_table.py DIR [--epochs 2,4] [--plot FILE.png]
 
@@ -38,10 +38,12 @@ def accuracy(record, epoch):
     return epochs[epoch - 1]["test_accuracy"] * 100 if len(epochs) >= epoch else None
 
 
-def bytes_ratio(record):
-    """Dense bytes over the bytes this rank sent, over the whole run (warm-up included)."""
-    sent = sum(e["bytes_sent_per_step"] * e["steps"] for e in record["epochs"])
-    dense = sum(e["dense_bytes_per_step"] * e["steps"] for e in record["epochs"])
+def bytes_ratio(record, epoch):
+    """Dense bytes over the bytes this rank sent in epochs 1..epoch: over the whole of a run of
+    that length, warm-up included (a shorter run front-loads more of its bytes in the warm-up)."""
+    epochs = record["epochs"][:epoch]
+    sent = sum(e["bytes_sent_per_step"] * e["steps"] for e in epochs)
+    dense = sum(e["dense_bytes_per_step"] * e["steps"] for e in epochs)
     return dense / sent if sent else float("inf")
 
 
@@ -69,7 +71,7 @@ def table(runs, epochs):
                 diffs = [accuracy(sparse[s], epoch) - accuracy(dense[s], epoch) for s in paired]
                 mean = sum(accuracy(sparse[s], epoch) for s in paired) / len(paired)
                 cells += ["%.2f" % mean, "%+.2f" % (sum(diffs) / len(diffs)), "%+.2f" % min(diffs)]
-                ratios.append(min(bytes_ratio(sparse[s]) for s in paired))
+                ratios.append(min(bytes_ratio(sparse[s], epoch) for s in paired))
                 verdicts.append((optimizer, epoch, algorithm, sum(diffs) / len(diffs), min(diffs),
                                  ratios[-1]))
             cells.append(", ".join("%.1fx" % r for r in ratios) or "-")

@@ -8,9 +8,14 @@
 # library's recommended setting (docs/python.md, "Adaptive optimizers"):
 #   sgd           lr 0.05, no momentum            sparse: error feedback as is
 #   sgd_momentum  lr 0.05, momentum 0.9           sparse: DGC momentum correction in the hook,
-#                                                 Nesterov form (--nesterov: g + m u is sent)
+#                                                 Nesterov form (--nesterov: g + m u is sent),
+#                                                 its momentum warmed up from 0.5 over the first
+#                                                 936 steps (2 epochs; --momentum-warmup 0.5,936)
 #   adam          lr 0.001                        sparse: Adam's rule in the hook (--in-hook, the
-#                                                 hook's b1 = 0: the residual is the momentum)
+#                                                 hook's b1 = 0: the residual is the momentum),
+#                                                 each rank sending at most 2x its share of k
+#                                                 (max_density_slack 1: Adam's first updates are
+#                                                 all about lr in size, a tie no threshold splits)
 #   adamw         lr 0.001, weight decay 0.01     sparse: the same, decay in the SGD step
 #   adadelta      lr 1.0, StepLR 0.7 per epoch    sparse: Adadelta's rule in the hook
 # and every sparse run a density warm-up from 0.1 over the first 150 steps (exponential).
@@ -31,7 +36,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 mkdir -p "$out"
-warmup='{"density_warmup": {"start": 0.1, "calls": 150, "form": "exponential"}}'
+warmup='"density_warmup": {"start": 0.1, "calls": 150, "form": "exponential"}'
 
 optimizer_options() {  # the dense run's options of an optimizer
   case "$1" in
@@ -46,8 +51,15 @@ optimizer_options() {  # the dense run's options of an optimizer
 sparse_options() {  # what the sparse runs add
   case "$1" in
     sgd) echo "" ;;
-    sgd_momentum) echo "--momentum-correction --nesterov" ;;
+    sgd_momentum) echo "--momentum-correction --nesterov --momentum-warmup 0.5,936" ;;
     *) echo "--in-hook" ;;
+  esac
+}
+
+sparse_config() {  # the sparse runs' library settings (JSON)
+  case "$1" in
+    adam | adamw) echo "{$warmup, \"max_density_slack\": 1.0}" ;;
+    *) echo "{$warmup}" ;;
   esac
 }
 
@@ -63,7 +75,7 @@ for seed in $seeds; do
       set -- $(optimizer_options "$optimizer")
       if [[ $algorithm != dense ]]; then
         # shellcheck disable=SC2046
-        set -- "$@" $(sparse_options "$optimizer") --config "$warmup"
+        set -- "$@" $(sparse_options "$optimizer") --config "$(sparse_config "$optimizer")"
       fi
       # A run that does not end is stopped after 15 minutes: torch 1.13's gloo group can deadlock
       # in its destructor at interpreter exit (seen once in 40 runs, after the run's JSON was

@@ -111,6 +111,10 @@ def parse_args():
     p.add_argument("--momentum-correction", action="store_true",
                    help="DGC momentum correction: --momentum moves from the optimizer into the "
                    "hook (velocity fed to the sparse all-reduce, masked where sent)")
+    p.add_argument("--momentum-warmup", metavar="START,STEPS",
+                   help="with --momentum-correction: the hook's momentum rises from START to "
+                   "--momentum over the first STEPS steps, the gradient scaled so that the "
+                   "effective step stays (HookState momentum_warmup)")
     p.add_argument("--no-momentum-masking", action="store_true",
                    help="with --momentum-correction: keep the velocity where an entry was sent "
                    "(HookState momentum_masking=False)")
@@ -136,6 +140,8 @@ def parse_args():
         args.lr = {"sgd": 0.05, "adam": 0.001, "adamw": 0.001, "adadelta": 1.0}[args.optimizer]
     if args.optimizer != "sgd" and args.momentum_correction:
         p.error("--momentum-correction is DGC's correction of SGD momentum (--optimizer sgd)")
+    if args.momentum_warmup and not args.momentum_correction:
+        p.error("--momentum-warmup is for the hook's momentum (--momentum-correction)")
     if args.nesterov and (args.optimizer != "sgd" or args.momentum == 0.0):
         p.error("--nesterov is for --optimizer sgd with a --momentum")
     if args.in_hook and args.optimizer == "sgd":
@@ -207,6 +213,9 @@ def main():
         hook_settings["momentum_masking"] = False
     if args.nesterov and args.momentum_correction:
         hook_settings["nesterov"] = True
+    if args.momentum_warmup:
+        start, steps = args.momentum_warmup.split(",")
+        hook_settings["momentum_warmup"] = {"start": float(start), "steps": int(steps)}
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 
@@ -279,6 +288,7 @@ def main():
                        "momentum": args.momentum, "momentum_correction": args.momentum_correction,
                        "momentum_masking": not args.no_momentum_masking,
                        "nesterov": args.nesterov,
+                       "momentum_warmup": hook_settings.get("momentum_warmup"),
                        "parameters": elements, "epochs": records, "steps": step_stats}, f,
                       indent=1)
     state.close()

@@ -335,6 +335,45 @@ def test_momentum_correction_nesterov(comm):
     sync.close()  # with the dense algorithm it is torch's Nesterov SGD: test_hook_preconditioner.py
 
 
+
+def test_momentum_warmup(comm):
+    """momentum_warmup {"start": m0, "steps": T}: u = m_t u + s_t g with m_t from m0 to m over T
+    steps and s_t = (1 - m_t) / (1 - m); then ordinary momentum; bad settings are refused."""
+    import sparsecoll.torch as sparse_torch
+    for bad in ({"start": 0.5}, {"start": 0.95, "steps": 2}, {"start": -0.1, "steps": 2},
+                {"start": 0.5, "steps": 0}, {"start": 0.5, "steps": 2.5},
+                {"start": 0.5, "steps": 2, "form": "linear"}, [0.5, 2]):
+        with pytest.raises(ValueError):
+            sparse_torch.HookState(comm, algorithm="dense", momentum=0.9, momentum_warmup=bad)
+    with pytest.raises(ValueError):  # no momentum to warm up
+        sparse_torch.HookState(comm, algorithm="dense", momentum_warmup={"start": 0, "steps": 2})
+    for nesterov in (False, True):
+        param = torch.nn.Parameter(torch.zeros(64))
+        sync = sparse_torch.GradientSynchronizer(
+            [param], comm, algorithm="dense", momentum=0.9, nesterov=nesterov,
+            momentum_warmup={"start": 0.5, "steps": 2})
+        u = torch.zeros(64)
+        for step in range(4):
+            g = torch.linspace(-1.0, 1.0, 64) * (step + 1)
+            m = (0.5, 0.7, 0.9, 0.9)[step]  # 0.5 + 0.4 t / 2, then 0.9
+            s = (1.0 - m) / (1.0 - 0.9) if step < 2 else 1.0
+            scaled = g * s if step < 2 else g.clone()
+            u = u * m + scaled
+            expected = scaled + u * m if nesterov else u
+            param.grad = g.clone()
+            sync.synchronize()  # one rank, dense: the all-reduce returns its input
+            assert torch.allclose(param.grad, expected, rtol=1e-6, atol=0), (nesterov, step)
+        sync.close()
+    # A bucket that gets a new sparsifier (another size) starts its warm-up again.
+    state = sparse_torch.HookState(comm, algorithm="dense", momentum=0.9,
+                                   momentum_warmup={"start": 0.0, "steps": 3})
+    state.reduce(0, torch.ones(8), True, None)
+    state.reduce(0, torch.ones(8), True, None)
+    assert state.momentum_steps[0] == 2
+    state.reduce(0, torch.ones(9), True, None)
+    assert state.momentum_steps[0] == 1
+    state.close()
+
 class _FakeBucket:
     """A DDP GradBucket as the hook sees it: index, flat buffer, parameters in buffer order."""
 
