@@ -14,8 +14,9 @@
 #   adam          lr 0.001                        sparse: Adam's rule in the hook (--in-hook, the
 #                                                 hook's b1 = 0: the residual is the momentum),
 #                                                 each rank sending at most 2x its share of k
-#                                                 (max_density_slack 1: Adam's first updates are
-#                                                 all about lr in size, a tie no threshold splits)
+#                                                 (max_density_slack 1: the hook's first Adam
+#                                                 updates are all about 1 in size (g / |g|), a tie
+#                                                 no threshold splits)
 #   adamw         lr 0.001, weight decay 0.01     sparse: the same, decay in the SGD step
 #   adadelta      lr 1.0, StepLR 0.7 per epoch    sparse: Adadelta's rule in the hook
 # and every sparse run a density warm-up from 0.1 over the first 150 steps (exponential).

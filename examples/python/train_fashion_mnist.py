@@ -142,6 +142,13 @@ def parse_args():
         p.error("--momentum-correction is DGC's correction of SGD momentum (--optimizer sgd)")
     if args.momentum_warmup and not args.momentum_correction:
         p.error("--momentum-warmup is for the hook's momentum (--momentum-correction)")
+    if args.momentum_warmup:
+        try:
+            start, steps = args.momentum_warmup.split(",")
+            args.momentum_warmup = {"start": float(start), "steps": int(steps)}
+        except ValueError:
+            p.error("--momentum-warmup takes START,STEPS (e.g. 0.5,936), not %r" %
+                    args.momentum_warmup)
     if args.nesterov and (args.optimizer != "sgd" or args.momentum == 0.0):
         p.error("--nesterov is for --optimizer sgd with a --momentum")
     if args.in_hook and args.optimizer == "sgd":
@@ -214,8 +221,7 @@ def main():
     if args.nesterov and args.momentum_correction:
         hook_settings["nesterov"] = True
     if args.momentum_warmup:
-        start, steps = args.momentum_warmup.split(",")
-        hook_settings["momentum_warmup"] = {"start": float(start), "steps": int(steps)}
+        hook_settings["momentum_warmup"] = args.momentum_warmup
     if args.in_hook and args.hook_betas:
         hook_settings["betas"] = tuple(float(b) for b in args.hook_betas.split(","))
 

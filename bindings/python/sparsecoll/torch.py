@@ -21,6 +21,8 @@ every rank alike. The sparse all-reduce is synchronous, so the hook returns an a
 completed torch.futures.Future.
 """
 
+import numbers
+
 import torch as _torch
 
 from .sparsifier import Sparsifier
@@ -126,13 +128,14 @@ def _momentum_warmup(warmup, momentum):
     if momentum == 0.0:
         raise ValueError("momentum_warmup needs a momentum (the hook's momentum correction)")
     start, steps = warmup["start"], warmup["steps"]
-    if isinstance(start, bool) or not isinstance(start, (int, float)) or \
+    # numbers.Real / Integral: numpy and torch scalars count too; NaN fails the range check.
+    if isinstance(start, bool) or not isinstance(start, numbers.Real) or \
             not 0.0 <= float(start) <= momentum:
         raise ValueError("momentum_warmup start must be in [0, momentum=%g], not %r" %
                          (momentum, start))
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError("momentum_warmup steps must be an int >= 1, not %r" % (steps,))
-    return float(start), steps
+    return float(start), int(steps)
 
 
 class HookState:

@@ -342,9 +342,15 @@ def test_momentum_warmup(comm):
     import sparsecoll.torch as sparse_torch
     for bad in ({"start": 0.5}, {"start": 0.95, "steps": 2}, {"start": -0.1, "steps": 2},
                 {"start": 0.5, "steps": 0}, {"start": 0.5, "steps": 2.5},
-                {"start": 0.5, "steps": 2, "form": "linear"}, [0.5, 2]):
+                {"start": 0.5, "steps": 2, "form": "linear"}, [0.5, 2],
+                {"start": float("nan"), "steps": 2}, {"start": 0.5, "steps": True}):
         with pytest.raises(ValueError):
             sparse_torch.HookState(comm, algorithm="dense", momentum=0.9, momentum_warmup=bad)
+    accepted = sparse_torch.HookState(  # numpy scalars are numbers like any other
+        comm, algorithm="dense", momentum=0.9,
+        momentum_warmup={"start": np.float32(0.5), "steps": np.int64(3)})
+    assert accepted.momentum_warmup == (0.5, 3)
+    accepted.close()
     with pytest.raises(ValueError):  # no momentum to warm up
         sparse_torch.HookState(comm, algorithm="dense", momentum_warmup={"start": 0, "steps": 2})
     for nesterov in (False, True):
