@@ -3,9 +3,11 @@
 //
 // Per preset the local work is calibrated first on this machine (tuning/compute_calibration.h:
 // one in-process rank, -n calls at min(count, -C) elements, seconds per element; -C 0 leaves it
-// out and prints communication only), then for every size (-b/-e, elements by default), density
-// (-D), rank count (-R) and link (-G Gbit/s, -L latency in microseconds) the model's time, the
-// bytes each rank sends and receives, and the time relative to dense in the same cell.
+// out and prints communication only; -K gives a preset's rate instead, e.g. one kept from an
+// earlier calibration so that several projections use the same rates), then for every size
+// (-b/-e, elements by default), density (-D), rank count (-R) and link (-G Gbit/s, -L latency in
+// microseconds) the model's time, the bytes each rank sends and receives, and the time relative
+// to dense in the same cell.
 // Assumptions (tuning/call_shape.h): -I the gather inflation n max(k_i)/k' of the exclusive
 // searches (default 1), -U the union factor k'/k of whole-vector selection (default: independent
 // ranks, an upper bound). Everything printed is a prediction; docs/cost_model.md says where the
@@ -43,6 +45,26 @@ bool parseStrings(const char* text, std::vector<std::string>* out) {
   return !out->empty();
 }
 
+// -K: "preset=ns,preset=ns": each named preset's local work per element in nanoseconds, given
+// instead of calibrated (a calibration measured once and kept, so that several projections of one
+// machine use the same rates).
+bool parseGivenRates(const char* text, std::map<std::string, double>* out) {
+  out->clear();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || sccl::findPreset(item.substr(0, eq).c_str()) == nullptr)
+      return false;
+    const std::string value = item.substr(eq + 1);
+    char* end = nullptr;
+    const double ns = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(ns) || ns < 0) return false;
+    (*out)[item.substr(0, eq)] = ns;
+  }
+  return !out->empty();
+}
+
 // The preset at the density, every other setting at its default. `name` must outlive the result.
 scclSparseConfig_t presetConfig(const std::string& name, double density) {
   scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
@@ -66,6 +88,13 @@ std::string joined(const std::vector<double>& values) {
   return text.str();
 }
 
+std::string givenRatesText(const std::map<std::string, double>& rates) {
+  if (rates.empty()) return "none (calibrated)";
+  std::ostringstream text;
+  for (const auto& [name, ns] : rates) text << (text.tellp() > 0 ? "," : "") << name << "=" << ns;
+  return text.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +114,7 @@ int main(int argc, char** argv) {
   double transport_byte_ns = 0;
   double transport_message_us = 0;
   size_t calibration_count = size_t(1) << 22;
+  std::map<std::string, double> given_ns_per_element;
   std::vector<std::string> presets;
   for (const sccl::PresetEntry& p : sccl::presetRegistry()) presets.push_back(p.name);
   const std::vector<ExtraFlag> extra = {
@@ -116,6 +146,8 @@ int main(int argc, char** argv) {
        [&](const char* v) { return parseNumber(v, 0, &transport_message_us); }},
       {'C', "elements of the calibration calls (default 4194304; 0: communication only)",
        [&](const char* v) { return parseSize(v, &calibration_count); }},
+      {'K', "local work per element given, not calibrated: preset=ns,... (others calibrated)",
+       [&](const char* v) { return parseGivenRates(v, &given_ns_per_element); }},
       {'A', "presets, comma-separated (default all)",
        [&](const char* v) { return parseStrings(v, &presets); }},
   };
@@ -152,6 +184,7 @@ int main(int argc, char** argv) {
                         {"transport_message_us", std::to_string(transport_message_us)},
                         {"calibration_elements", std::to_string(calibration_count)},
                         {"calibration_calls", std::to_string(options.iters)},
+                        {"given_ns_per_element", givenRatesText(given_ns_per_element)},
                         {"dtype", dtypeName(options.dtype)}};
   std::printf("# cost_projection: PREDICTIONS of the library's cost model (src/tuning/), not "
               "measurements\n");
@@ -184,6 +217,11 @@ int main(int argc, char** argv) {
       std::map<std::string, double> local;
       for (const std::string& name : predicted_presets) {
         double per_element = 0;
+        if (const auto given = given_ns_per_element.find(name);
+            given != given_ns_per_element.end()) {
+          local[name] = given->second * 1e-9;
+          continue;
+        }
         const uint64_t calibrated = std::min<uint64_t>(count, calibration_count);
         if (calibrated > 0 &&
             sccl::calibrateCompute(presetConfig(name, density), options.dtype, calibrated,

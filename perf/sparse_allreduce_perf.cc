@@ -8,8 +8,12 @@
 //      accumulated values for tens of calls (hundreds at density 0.001) and the threshold has to
 //      follow them: with the default proportional scaling rule k' settles within tens of calls on
 //      these inputs, with the papers' band rule (0.5 % per call) only after hundreds;
-//   2. -n timed rounds; a round calls every algorithm once after a barrier (round-robin, so a
-//      burst of load from elsewhere hits all algorithms, and their ratio to dense stays fair);
+//   2. -n timed rounds; a round calls every algorithm once, each after a barrier (interleaved,
+//      so a burst of load from elsewhere hits all algorithms, and their ratio to dense stays
+//      fair); the first round in the rows' order, every later one in a shuffled order, the same
+//      on every rank (roundOrder, common/timing.h), so that no row always follows the same one:
+//      on the emulated cluster's shaped links a row after a long local computation started with a
+//      full token bucket (1 MB at line rate) in every round, one after dense with an empty one;
 //   3. with -c, the check pass (sparse/check.h) on fresh sparsifiers;
 //   4. for sketch rows (s2, and the -S lambda sweep rows s2:<lambda>), the decode error: fresh
 //      sparsifiers without error feedback, three calls, ||out - exact sum of the marked
@@ -294,7 +298,8 @@ void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
   for (int iter = 0; iter < s.options.common.iters; ++iter) {
     watchdogKick("timed round " + std::to_string(iter) + " at " + std::to_string(count) +
                  " elements");
-    for (AlgorithmRun& run : runs) {
+    for (size_t index : roundOrder(runs.size(), uint64_t(iter))) {
+      AlgorithmRun& run = runs[index];
       run.samples_us.push_back(callOnce(s, run, count, true));
       const scclSparseStats_t stats = statsOf(s, run);  // after the clock stopped
       run.density += stats.density;
@@ -418,7 +423,8 @@ KeyValues settingsOf(const RankState& s, const std::string& transport) {
       {"operation", std::string("scclSparseAllreduce, ") + (o.op == scclAvg ? "avg" : "sum")},
       {"algorithms", joined(o.algorithms)},
       {"densities", joined(densities)},
-      {"timed calls", std::to_string(o.common.iters) + " per algorithm, round-robin"},
+      {"timed calls", std::to_string(o.common.iters) +
+                                " per algorithm, interleaved (round 0 in order, then shuffled)"},
       {"warm-up", "dense " + std::to_string(o.common.warmup) + " calls (-w); sparse at least " +
                       std::to_string(o.sparse_warmup) + " (-W), then until k' settles, at most " +
                       std::to_string(std::max(o.sparse_warmup, o.warmup_limit)) + " (-L)"},

@@ -30,17 +30,21 @@ def ranks_of(options):
 
 
 def project(binary, count, density, ranks, gbits, latency_us, algorithm, inflation, union,
-            per_machine, transport_shares_cores, host=(0.0, 0.0, 0.0)):
+            per_machine, transport_shares_cores, host=(0.0, 0.0, 0.0), ns_per_element=None):
     """cost_projection's row for one call; host = (ns per entry, transport ns per byte,
-    transport us per message), cost_projection -E -H -W."""
+    transport us per message), cost_projection -E -H -W; ns_per_element: the preset's local
+    work per element given (-K), else cost_projection calibrates it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "projection.json")
-        command = [binary, "-b", str(count), "-D", str(density), "-R", str(ranks), "-G",
+        command = [binary, "-b", str(count), "-e", str(count), "-D", str(density), "-R",
+                   str(ranks), "-G",
                    str(gbits), "-L", str(latency_us), "-A", algorithm, "-I", str(inflation),
                    "-P", str(per_machine), "-S", "1" if transport_shares_cores else "0",
                    "-E", repr(host[0]), "-H", repr(host[1]), "-W", repr(host[2]), "-J", out]
         if union is not None:
             command += ["-U", str(union)]
+        if ns_per_element is not None:
+            command += ["-K", "%s=%r" % (algorithm, ns_per_element)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         with open(out, encoding="utf-8") as f:
             rows = json.load(f)["results"]

@@ -8,7 +8,6 @@
 #include "kernels/shared/half.h"
 
 namespace sccl_perf {
-namespace {
 
 uint64_t splitmix(uint64_t seed, uint64_t index) {
   uint64_t z = seed * 0x9E3779B97F4A7C15ull + index * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull;
@@ -16,8 +15,6 @@ uint64_t splitmix(uint64_t seed, uint64_t index) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-
-}  // namespace
 
 void storeValue(void* buf, scclDataType_t dtype, size_t i, double value) {
   switch (dtype) {

@@ -10,6 +10,9 @@
 
 namespace sccl_perf {
 
+// 64 random bits for (seed, index): splitmix64 of the two, the same on every machine.
+uint64_t splitmix(uint64_t seed, uint64_t index);
+
 // Laplace(0, 1) sample for (seed, index): gradient-like, heavy-tailed, never NaN or infinite.
 double laplaceValue(uint64_t seed, uint64_t index);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace sccl_perf {
@@ -64,6 +66,14 @@ std::vector<Timing> timeInterleaved(int warmup, int iters, Ops&&... ops) {
   for (auto& op_samples : samples) timings.push_back(summarize(std::move(op_samples)));
   return timings;
 }
+
+// The order in which round `round` of an interleaved benchmark runs its `n` operations: a
+// permutation of 0..n-1 that is the same on every rank (a function of n and round alone), round
+// 0 in order and every later round shuffled. Shuffling, not a fixed order or a rotation (which
+// keeps every neighbour), so that no operation always follows the same one: what one operation
+// leaves behind (a drained token bucket on a shaped link, evicted caches, ranks leaving a
+// collective at different times) falls on every operation in turn.
+std::vector<size_t> roundOrder(size_t n, uint64_t round);
 
 // Bytes per microsecond -> GB/s (1e9 bytes per second, as nccl-tests' algbw).
 inline double gigabytesPerSecond(double bytes, double microseconds) {

@@ -9,17 +9,23 @@ DIR holds an emulated-cluster run (scripts/cluster/cost_model_grid.sh): perf_n{4
 1. The host parameters (docs/cost_model.md, "What a call costs"): the transport's CPU time per
    byte moved (h) and per message (w), charged r times where r ranks share the cores, and the local
    work per entry received or aggregated (e). The model's components of every 4-rank row
-   (cost_projection with h = w = 0: the wire time, the bytes, the messages, the entries) are
-   combined as src/tuning/cost_model.cc does, T = max(wire, r h B) + r w M + local + r e E, for
-   every (h, w, e) of a logarithmic grid; the one with the smallest sum of |log(predicted /
-   measured)| is kept.
+   (cost_projection with h = w = 0: the wire time, the bytes, the messages, the entries) give the
+   communication as src/tuning/cost_model.cc does, max(wire, r h B) + r w M; the (h, w) of a
+   logarithmic grid with the smallest sum of |log(model / measured communication)| over the rows
+   is kept (the measured communication: the call's time less its select and other phases). e is
+   the median over the rows of other / (r E), the other phase per entry.
 2. Per row (algorithm, density, size and link), one factor per phase: each measured 4-rank phase
    (sparse_allreduce_perf's select_us, other_us and the rest of the call) over the model's
    matching component (local work per element, per entry, communication) with the fitted host
    parameters. A component the model predicts as 0 hands its phase to the communication.
 
 The 8-rank prediction is then cost_projection's components at 8 ranks with the fitted parameters
-(the library's model), each times its factor. Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json
+(the library's model), each times its factor. Nothing measured at 8 ranks enters it: the link
+latency alpha is the 4-rank cluster's (latency_n4_RATE.json) for both rank counts (the links are
+alike; the two-node ping-pong's median moves between 9 and 38 us from one cluster set-up to the
+next, a scheduling accident that would otherwise decide the small rows), and every preset's local
+work per element is calibrated once per (preset, density, count) and used for both rank counts
+(OUT/calibration.json; --calibration FILE reuses a kept one, so that a refit is reproducible). Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json
 (rows with fitted_error, the format scripts/cluster/fit_summary.py reads) and .md, and prints the
 summary. Needs the library built (cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
 """
@@ -51,7 +57,23 @@ def phase_ms(value):
     return 0.0 if value == "-" else value / 1e3
 
 
-def load_rows(directory, ranks, build, only):
+class Calibration:
+    """Each preset's local work per element (ns) at a density and count, measured once by
+    cost_projection (one in-process rank) and kept."""
+
+    def __init__(self, build, kept=None):
+        self.binary = os.path.join(build, "perf", "cost_projection")
+        self.rates = dict(kept or {})
+
+    def ns_per_element(self, algorithm, density, count):
+        key = "%s/%r/%d" % (algorithm, density, count)
+        if key not in self.rates:
+            p = project(self.binary, count, density, 1, 1, 0.0, algorithm, 1.0, None, 1, False)
+            self.rates[key] = p["local_ms"] * 1e6 / count
+        return self.rates[key]
+
+
+def load_rows(directory, ranks, build, only, calibration):
     """Every modelled row of the run at `ranks`, with its model components at h = w = 0."""
     rows = []
     for path in sorted(glob.glob(os.path.join(directory, "perf_n%d_*gbit_*.json" % ranks))):
@@ -59,7 +81,7 @@ def load_rows(directory, ranks, build, only):
         if not match or (only and not re.search(only, os.path.basename(path))):
             continue
         gbits, size = int(match.group(1)), match.group(2)
-        with open(os.path.join(directory, "latency_n%d_%sgbit.json" % (ranks, gbits)),
+        with open(os.path.join(directory, "latency_n4_%sgbit.json" % gbits),
                   encoding="utf-8") as f:
             latency_us = json.load(f)["half_rtt_us_median"]
         with open(path, encoding="utf-8") as f:
@@ -75,39 +97,51 @@ def load_rows(directory, ranks, build, only):
                         union=union, count=r["count"], ranks=ranks, gbits=gbits, size=size,
                         latency_us=latency_us, per_machine=RANKS_PER_MACHINE[ranks],
                         measured_ms=r["time_us"] / 1e3, select_ms=phase_ms(r["select_us"]),
-                        other_ms=phase_ms(r["other_us"]), model_density=density)
+                        other_ms=phase_ms(r["other_us"]), model_density=density,
+                        ns_per_element=calibration.ns_per_element(algorithm, density,
+                                                                  r["count"]))
             p = project(os.path.join(build, "perf", "cost_projection"), r["count"], density,
                         ranks, gbits, latency_us, algorithm, inflation, union,
-                        base["per_machine"], True, (0.0, 0.0, 0.0))
+                        base["per_machine"], True, (0.0, 0.0, 0.0), base["ns_per_element"])
             base.update(wire_ms=p["comm_ms"], local_ms=p["local_ms"], entries=p["entries"],
                         messages=p["messages"], moved_mb=p["sent_mb"] + p["received_mb"])
             rows.append(base)
     return rows
 
 
-def combined_ms(row, h, w, e):
-    """src/tuning/cost_model.cc's sum with the transport sharing the cores (ms, ns, us)."""
+def comm_ms(row, h, w):
+    """The communication of src/tuning/cost_model.cc with the transport sharing the cores (ms;
+    h in ns per byte, w in us per message)."""
     r = row["per_machine"]
-    comm = max(row["wire_ms"], r * h * row["moved_mb"]) + r * w * 1e-3 * row["messages"]
-    return comm + row["local_ms"] + r * e * 1e-6 * row["entries"]
+    return max(row["wire_ms"], r * h * row["moved_mb"]) + r * w * 1e-3 * row["messages"]
 
 
 def fit_host(rows):
+    """(h, w) from the communication phase of every row (the call's time less its select and
+    other phases), e from the other phase (the local work after the messages arrive, charged per
+    entry): each parameter against the phase it prices, so that the calibration of the local work
+    per element, which is measured on one idle rank and misses the cluster's by 2-4x, does not
+    leak into the transport's parameters."""
     best, best_loss = None, None
     for h in GRID_H:
         for w in GRID_W:
-            for e in GRID_E:
-                loss = sum(abs(math.log(combined_ms(r, h, w, e) / r["measured_ms"]))
-                           for r in rows)
-                if best_loss is None or loss < best_loss:
-                    best, best_loss = (h, w, e), loss
-    return best
+            loss = sum(abs(math.log(max(comm_ms(r, h, w), 1e-9) / max(measured_phases(r)["comm"],
+                                                                      1e-6)))
+                       for r in rows)
+            if best_loss is None or loss < best_loss:
+                best, best_loss = (h, w), loss
+    # Least absolute log error of other = r e E: the median of the rows' ratios.
+    ratios = sorted(r["other_ms"] / (r["per_machine"] * r["entries"] * 1e-6) for r in rows
+                    if r["entries"] > 0 and r["other_ms"] > 0)
+    e = ratios[len(ratios) // 2] if ratios else 0.0
+    return best[0], best[1], e
 
 
 def components(row, host, build):
     p = project(os.path.join(build, "perf", "cost_projection"), row["count"],
                 row["model_density"], row["ranks"], row["gbits"], row["latency_us"],
-                row["algorithm"], row["inflation"], row["union"], row["per_machine"], True, host)
+                row["algorithm"], row["inflation"], row["union"], row["per_machine"], True, host,
+                row["ns_per_element"])
     return {"local": p["local_ms"], "entries": p["aggregate_ms"], "comm": p["comm_ms"],
             "total": p["time_ms"]}
 
@@ -139,11 +173,23 @@ def main():
     p.add_argument("--build", default=os.environ.get("SCCL_BUILD_DIR", "build"))
     p.add_argument("--only", help="a regular expression: only the perf files it matches "
                    "(e.g. 10gbit_1048576)")
+    p.add_argument("--calibration", help="a calibration.json kept from an earlier fit: its "
+                   "rates instead of calibrating again (rates it lacks are measured)")
     args = p.parse_args()
     out = args.out or os.path.join(args.directory, "fit")
     os.makedirs(out, exist_ok=True)
-    rows4 = load_rows(args.directory, 4, args.build, args.only)
-    rows8 = load_rows(args.directory, 8, args.build, args.only)
+    kept = None
+    if args.calibration:
+        with open(args.calibration, encoding="utf-8") as f:
+            kept = json.load(f)["ns_per_element"]
+    calibration = Calibration(args.build, kept)
+    rows4 = load_rows(args.directory, 4, args.build, args.only, calibration)
+    rows8 = load_rows(args.directory, 8, args.build, args.only, calibration)
+    with open(os.path.join(out, "calibration.json"), "w", encoding="utf-8") as f:
+        json.dump({"ns_per_element": calibration.rates,
+                   "key": "preset/density/count; one in-process rank, SCCL_CPU_THREADS=%s" %
+                          os.environ.get("SCCL_CPU_THREADS", "unset")}, f, indent=1,
+                  sort_keys=True)
     if not rows4 or not rows8:
         sys.exit("fit_from_4_ranks: %s needs 4- and 8-rank runs" % args.directory)
     h, w, e = fit_host(rows4)
