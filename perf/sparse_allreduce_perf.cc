@@ -311,6 +311,13 @@ void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
       run.other_us += stats.timeOtherUs;
     }
   }
+  // The sums above are divided by -n: a round order that skipped or repeated a row would report
+  // wrong means, not just noisier ones.
+  for (const AlgorithmRun& run : runs) {
+    if (run.samples_us.size() != size_t(s.options.common.iters))
+      throw RankError(run.name + ": " + std::to_string(run.samples_us.size()) +
+                      " timed calls, not " + std::to_string(s.options.common.iters));
+  }
 }
 
 // Time: max over ranks of each rank's median; bytes and the split: mean over ranks and calls;

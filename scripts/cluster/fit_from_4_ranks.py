@@ -25,9 +25,9 @@ latency alpha is the 4-rank cluster's (latency_n4_RATE.json) for both rank count
 alike; the two-node ping-pong's median moves between 9 and 38 us from one cluster set-up to the
 next, a scheduling accident that would otherwise decide the small rows), and every preset's local
 work per element is calibrated once per (preset, density, count) and used for both rank counts
-(OUT/calibration.json; --calibration FILE reuses a kept one, so that a refit is reproducible). Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json
-(rows with fitted_error, the format scripts/cluster/fit_summary.py reads) and .md, and prints the
-summary. Needs the library built (cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
+(OUT/calibration.json; --calibration FILE reuses a kept one, so that a refit is reproducible).
+Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json (rows with fitted_error, the format
+scripts/cluster/fit_summary.py reads) and .md, and prints the summary. Needs the library built (cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
 """
 import argparse
 import glob
@@ -47,10 +47,9 @@ def log_grid(low, high, steps):
     return [0.0] + [low * (high / low) ** (i / (steps - 1)) for i in range(steps)]
 
 
-# h in ns per byte, w in us per message, e in ns per entry.
+# h in ns per byte, w in us per message (e needs no grid: it is a median, fit_host).
 GRID_H = log_grid(0.02, 2.0, 16)
 GRID_W = log_grid(2.0, 500.0, 16)
-GRID_E = log_grid(0.5, 200.0, 20)
 
 
 def phase_ms(value):
@@ -180,8 +179,16 @@ def main():
     os.makedirs(out, exist_ok=True)
     kept = None
     if args.calibration:
-        with open(args.calibration, encoding="utf-8") as f:
-            kept = json.load(f)["ns_per_element"]
+        try:
+            with open(args.calibration, encoding="utf-8") as f:
+                kept = json.load(f)
+        except (OSError, ValueError) as error:
+            sys.exit("fit_from_4_ranks: cannot read %s: %s" % (args.calibration, error))
+        kept = kept.get("ns_per_element") if isinstance(kept, dict) else None
+        if not isinstance(kept, dict) or not all(
+                isinstance(v, (int, float)) and v >= 0 for v in kept.values()):
+            sys.exit("fit_from_4_ranks: %s has no ns_per_element map of rates >= 0 (a "
+                     "calibration.json this script wrote)" % args.calibration)
     calibration = Calibration(args.build, kept)
     rows4 = load_rows(args.directory, 4, args.build, args.only, calibration)
     rows8 = load_rows(args.directory, 8, args.build, args.only, calibration)
