@@ -8,7 +8,8 @@
 # Writes OUT_DIR/perf_*.json and latency_*.json (emulated_cluster_bench.sh), bench_*.log,
 # auto_vs_fixed.md and .json (auto_vs_fixed.py), fit/ (fit_from_4_ranks.py: the model fitted
 # from the 4-rank runs, its parameters and every 8-rank row against it) and fit_summary.txt.
-# About 13 minutes on the idle 2-vCPU machine; needs root, like emulated_cluster_bench.sh.
+# About 13 minutes on the idle 2-vCPU KVM guest, 28 on the slower Firecracker guest; needs root,
+# like emulated_cluster_bench.sh.
 # docs/results/cost_model.md has the results and what they mean.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

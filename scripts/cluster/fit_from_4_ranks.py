@@ -12,12 +12,15 @@ DIR holds an emulated-cluster run (scripts/cluster/cost_model_grid.sh): perf_n{4
    (cost_projection with h = w = 0: the wire time, the bytes, the messages, the entries) give the
    communication as src/tuning/cost_model.cc does, max(wire, r h B) + r w M; the (h, w) of a
    logarithmic grid with the smallest sum of |log(model / measured communication)| over the rows
-   is kept (the measured communication: the call's time less its select and other phases). e is
-   the median over the rows of other / (r E), the other phase per entry.
+   is kept (the measured communication: the call's time less its select and other phases).
+   The other phase is fitted the same way as r (o N + e E): o per element of the vector (writing
+   the output and the residual, which every call pays whatever its density: 0.38-0.52 ns per
+   element at one rank, 1M float32, d 0.001) and e per entry.
 2. Per row (algorithm, density, size and link), one factor per phase: each measured 4-rank phase
    (sparse_allreduce_perf's select_us, other_us and the rest of the call) over the model's
-   matching component (local work per element, per entry, communication) with the fitted host
-   parameters. A component the model predicts as 0 hands its phase to the communication.
+   matching component with the fitted host parameters: the local work per element less r o N
+   (select), r (o N + e E) (other; r o N taken from the local work per element, which holds it),
+   the communication. A component the model predicts as 0 hands its phase to the communication.
 
 The 8-rank prediction is then cost_projection's components at 8 ranks with the fitted parameters
 (the library's model), each times its factor. Nothing measured at 8 ranks enters it: the link
@@ -47,9 +50,11 @@ def log_grid(low, high, steps):
     return [0.0] + [low * (high / low) ** (i / (steps - 1)) for i in range(steps)]
 
 
-# h in ns per byte, w in us per message (e needs no grid: it is a median, fit_host).
+# h in ns per byte, w in us per message, o in ns per element, e in ns per entry.
 GRID_H = log_grid(0.02, 2.0, 16)
 GRID_W = log_grid(2.0, 500.0, 16)
+GRID_O = log_grid(0.01, 10.0, 31)
+GRID_E = log_grid(1.0, 1000.0, 31)
 
 
 def phase_ms(value):
@@ -115,34 +120,46 @@ def comm_ms(row, h, w):
     return max(row["wire_ms"], r * h * row["moved_mb"]) + r * w * 1e-3 * row["messages"]
 
 
+def other_ms(row, o, e):
+    """The other phase as the fit extrapolates it: r (o N + e E) ms (o in ns per element, e in
+    ns per entry)."""
+    return row["per_machine"] * (o * row["count"] + e * row["entries"]) * 1e-6
+
+
 def fit_host(rows):
     """(h, w) from the communication phase of every row (the call's time less its select and
-    other phases), e from the other phase (the local work after the messages arrive, charged per
-    entry): each parameter against the phase it prices, so that the calibration of the local work
-    per element, which is measured on one idle rank and misses the cluster's by 2-4x, does not
-    leak into the transport's parameters."""
-    best, best_loss = None, None
-    for h in GRID_H:
-        for w in GRID_W:
-            loss = sum(abs(math.log(max(comm_ms(r, h, w), 1e-9) / max(measured_phases(r)["comm"],
-                                                                      1e-6)))
-                       for r in rows)
-            if best_loss is None or loss < best_loss:
-                best, best_loss = (h, w), loss
-    # Least absolute log error of other = r e E: the median of the rows' ratios.
-    ratios = sorted(r["other_ms"] / (r["per_machine"] * r["entries"] * 1e-6) for r in rows
-                    if r["entries"] > 0 and r["other_ms"] > 0)
-    e = ratios[len(ratios) // 2] if ratios else 0.0
-    return best[0], best[1], e
+    other phases), (o, e) from the other phase (the local work after the messages arrive: o per
+    element of the vector, writing the output and the residual, which every call pays whatever
+    its density; e per entry received or aggregated): each parameter against the phase it prices,
+    so that the calibration of the local work per element, which is measured on one idle rank
+    and misses the cluster's by 2-4x, does not leak into them. Each pair is the point of a
+    logarithmic grid with the smallest sum of |log(model / measured)| over the rows."""
+    def best_pair(grid_a, grid_b, model, measured):
+        best, best_loss = (0.0, 0.0), None
+        for a in grid_a:
+            for b in grid_b:
+                loss = sum(abs(math.log(max(model(r, a, b), 1e-9) / max(measured(r), 1e-6)))
+                           for r in rows)
+                if best_loss is None or loss < best_loss:
+                    best, best_loss = (a, b), loss
+        return best
+    h, w = best_pair(GRID_H, GRID_W, comm_ms, lambda r: measured_phases(r)["comm"])
+    o, e = best_pair(GRID_O, GRID_E, other_ms, lambda r: r["other_ms"])
+    return h, w, o, e
 
 
-def components(row, host, build):
+def components(row, host, o, build):
+    """The library's model of the row (cost_projection with the fitted host parameters), its
+    local work per element split in two: the part after the exchange (r o N: writing the output
+    and the residual, which the other phase measures) moves to the per-entry component, the rest
+    stays with the select phase. The components still add up to the library's prediction."""
     p = project(os.path.join(build, "perf", "cost_projection"), row["count"],
                 row["model_density"], row["ranks"], row["gbits"], row["latency_us"],
                 row["algorithm"], row["inflation"], row["union"], row["per_machine"], True, host,
                 row["ns_per_element"])
-    return {"local": p["local_ms"], "entries": p["aggregate_ms"], "comm": p["comm_ms"],
-            "total": p["time_ms"]}
+    after = min(p["local_ms"], other_ms(row, o, 0.0))
+    return {"local": p["local_ms"] - after, "entries": p["aggregate_ms"] + after,
+            "comm": p["comm_ms"], "total": p["time_ms"]}
 
 
 def measured_phases(row):
@@ -199,21 +216,22 @@ def main():
                   sort_keys=True)
     if not rows4 or not rows8:
         sys.exit("fit_from_4_ranks: %s needs 4- and 8-rank runs" % args.directory)
-    h, w, e = fit_host(rows4)
+    h, w, o, e = fit_host(rows4)
     host = (e, h, w)  # cost_projection's -E, -H, -W
     factors = {}
     for row in rows4:
-        factors.setdefault(key(row), []).append(phase_factors(row, components(row, host,
+        factors.setdefault(key(row), []).append(phase_factors(row, components(row, host, o,
                                                                                 args.build)))
     with open(os.path.join(out, "parameters.json"), "w", encoding="utf-8") as f:
         json.dump({"transport_ns_per_byte": h, "transport_us_per_message": w,
-                   "ns_per_entry": e, "fitted_on": sorted({r["size"] + "/" + str(r["gbits"])
-                                                           for r in rows4})}, f, indent=1)
+                   "ns_per_entry": e, "other_ns_per_element": o,
+                   "fitted_on": sorted({r["size"] + "/" + str(r["gbits"]) for r in rows4})},
+                  f, indent=1)
     print("fitted on the 4-rank runs: transport %.3f ns per byte, %.1f us per message; "
-          "%.1f ns per entry" % (h, w, e))
+          "%.1f ns per entry, %.3f ns per element after the exchange" % (h, w, e, o))
     by_file = {}
     for row in rows8:
-        predicted = components(row, host, args.build)
+        predicted = components(row, host, o, args.build)
         fits = factors.get(key(row))
         out_row = {"algorithm": row["algorithm"], "density": row["density"],
                    "count": row["count"], "ranks": row["ranks"], "gbits": row["gbits"],

@@ -66,6 +66,18 @@ void planSketch(const ResolvedSparseConfig& c, const CallShape& s,
   if (blocks > 0) plan->push_back({CollectiveKind::kAllReduce, blocks, "block bitmap"});
 }
 
+// The whole-vector search's index lists overlap, so algorithms/index_exchange.cc merges the n
+// ascending lists pairwise: ceil(log2 n) rounds, each moving every entry once. This is the part
+// of Top-k's and SIDCo's local work that grows faster than the rank count (emulated cluster, 1M
+// float32, d 0.1: their other phase grew 4.8-7.4x from 4 to 8 ranks over seven runs, micro's
+// and exdyna's 1.5-2.3x). The exclusive searches' lists are disjoint and only appended.
+uint64_t mergedEntries(const ResolvedSparseConfig& c, const CallShape& s) {
+  if (c.search != "whole" || s.nranks < 2) return 0;
+  uint64_t rounds = 0;
+  while ((uint64_t{1} << rounds) < uint64_t(s.nranks)) ++rounds;
+  return uint64_t(s.nranks) * s.k_max * rounds;
+}
+
 }  // namespace
 
 bool plansDensityCorrection(const ResolvedSparseConfig& c) {
@@ -114,7 +126,7 @@ uint64_t planAggregatedEntries(const ResolvedSparseConfig& c, const CallShape& s
   const uint64_t others = s.nranks > 1 ? uint64_t(s.nranks - 1) : 0;
   if (c.reduction == "gather") {
     const uint64_t received = c.search == "leader" ? s.k_sole : others * s.k_max;
-    return received + s.k_global;
+    return received + s.k_global + mergedEntries(c, s);
   }
   if (c.reduction == "sync_free") {
     const uint64_t capacity =

@@ -62,7 +62,8 @@ WireBytes planWireBytes(const std::vector<PlannedCollective>& plan, int nranks,
 const char* collectiveKindName(CollectiveKind kind);
 
 // Entries this rank handles one at a time after the messages arrive: the indices it receives and
-// merges plus the k' values it scatters (gather), the slots it scans and the values it writes
+// the k' values it scatters (gather; the whole-vector search also its pairwise merge of the n
+// lists, n max k_i ceil(log2 n)), the slots it scans and the values it writes
 // (sync_free), the elements its sketch decode walks (sketch); 0 for dense. The cost model prices
 // them per entry (LocalWork::seconds_per_entry): the part of the local work that grows with the
 // rank count, which a one-rank calibration cannot see.

@@ -244,12 +244,18 @@ TEST_CASE("the local work per entry grows with the entries each rank receives an
   CHECK(pm.entries == 7 * m.k_max + m.k_global);
   CHECK(pm.aggregate_seconds == Approx(2 * 1e-8 * double(pm.entries)));
   CHECK(pm.seconds == Approx(pm.comm_seconds + pm.compute_seconds + pm.aggregate_seconds));
-  // Whole-vector selection: every rank's k received; grows with the ranks.
+  // Whole-vector selection: every rank's k received, then the n overlapping lists merged pairwise
+  // (ceil(log2 n) rounds over n max k_i entries); grows faster than the ranks.
   const sccl::ResolvedSparseConfig topk = resolved(sparseConfig("topk", 0.01));
+  const sccl::CallShape t1 = sccl::predictCallShape(topk, count, scclFloat32, 1, {});
   const sccl::CallShape t4 = sccl::predictCallShape(topk, count, scclFloat32, 4, {});
+  const sccl::CallShape t5 = sccl::predictCallShape(topk, count, scclFloat32, 5, {});
   const sccl::CallShape t8 = sccl::predictCallShape(topk, count, scclFloat32, 8, {});
-  CHECK(sccl::planAggregatedEntries(topk, t4) == 3 * t4.k_max + t4.k_global);
-  CHECK(sccl::planAggregatedEntries(topk, t8) > 2 * sccl::planAggregatedEntries(topk, t4) - t4.k_global);
+  CHECK(sccl::planAggregatedEntries(topk, t1) == t1.k_global);
+  CHECK(sccl::planAggregatedEntries(topk, t4) == 3 * t4.k_max + t4.k_global + 4 * t4.k_max * 2);
+  CHECK(sccl::planAggregatedEntries(topk, t5) == 4 * t5.k_max + t5.k_global + 5 * t5.k_max * 3);
+  CHECK(sccl::planAggregatedEntries(topk, t8) == 7 * t8.k_max + t8.k_global + 8 * t8.k_max * 3);
+  CHECK(sccl::planAggregatedEntries(topk, t8) > 2 * sccl::planAggregatedEntries(topk, t4));
   // CLT-k: the leader's k received and scattered.
   const sccl::ResolvedSparseConfig cltk = resolved(sparseConfig("cltk", 0.01));
   const sccl::CallShape c = sccl::predictCallShape(cltk, count, scclFloat32, 8, {});
