@@ -3,23 +3,32 @@
 # (4 and 8 ranks; 1 and 10 Gbit/s; 1M float32 at density 0.1, 0.01, 0.001 and 25M at 0.01, 0.001),
 # then the cost model's 4-rank fit checked at 8 ranks.
 #
-#   scripts/cluster/cost_model_grid.sh OUT_DIR [--build DIR]
+#   scripts/cluster/cost_model_grid.sh OUT_DIR [--build DIR] [--iters N]
+#
+# --iters N: timed calls per row, the median reported [5, the issue's "median of 5 calls"]. On the
+# 2-core guests two rows that run the same code differ by up to 1.36x at 5 (docs/results/
+# cost_model.md, cluster_2026-11-29_merge); more calls narrow that, at about N/5 times the time.
 #
 # Writes OUT_DIR/perf_*.json and latency_*.json (emulated_cluster_bench.sh), bench_*.log,
 # auto_vs_fixed.md and .json (auto_vs_fixed.py), fit/ (fit_from_4_ranks.py: the model fitted
 # from the 4-rank runs, its parameters and every 8-rank row against it) and fit_summary.txt.
-# About 13 minutes on the idle 2-vCPU KVM guest, 28 on the slower Firecracker guest; needs root,
+# About 13 minutes on the idle 2-vCPU KVM guest, 28-36 on the slower Firecracker guest; needs root,
 # like emulated_cluster_bench.sh.
 # docs/results/cost_model.md has the results and what they mean.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out="${1:?usage: $0 OUT_DIR [--build DIR]}"
+out="${1:?usage: $0 OUT_DIR [--build DIR] [--iters N]}"
 shift
 build="${SCCL_BUILD_DIR:-$root/build}"
+iters=5
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
+    --iters)
+      iters="$2"
+      [[ "$iters" =~ ^[1-9][0-9]*$ ]] || { echo "--iters takes a positive integer" >&2; exit 2; }
+      shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -31,7 +40,7 @@ for grid in "1048576 0.1,0.01,0.001" "25000000 0.01,0.001"; do
   read -r size densities <<< "$grid"
   "$here/emulated_cluster_bench.sh" --out "$out/bench_$size" --nodes "4 8" \
       --rates "1gbit 10gbit" --sizes "$size" --densities "$densities" --no-gloo \
-      --algorithms "$algorithms" --build "$build" > "$out/bench_$size.log" 2>&1
+      --algorithms "$algorithms" --build "$build" --iters "$iters" > "$out/bench_$size.log" 2>&1
   cp "$out/bench_$size"/perf_*.json "$out/bench_$size"/latency_*.json "$out/"
   cp "$out/bench_$size/summary.json" "$out/summary_$size.json"
 done
