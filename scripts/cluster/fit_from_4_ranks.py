@@ -30,7 +30,8 @@ next, a scheduling accident that would otherwise decide the small rows), and eve
 work per element is calibrated once per (preset, density, count) and used for both rank counts
 (OUT/calibration.json; --calibration FILE reuses a kept one, so that a refit is reproducible).
 Writes OUT/parameters.json, OUT/fit_n8_RATE_SIZE.json (rows with fitted_error, the format
-scripts/cluster/fit_summary.py reads) and .md, and prints the summary. Needs the library built (cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
+scripts/cluster/fit_summary.py reads) and .md, and prints the summary. Needs the library built
+(cost_projection); SCCL_CPU_THREADS=1 as the cluster's ranks ran.
 """
 import argparse
 import glob
