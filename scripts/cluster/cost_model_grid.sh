@@ -7,7 +7,8 @@
 #
 # --iters N: timed calls per row, the median reported [5, the "median of 5 calls"]. On the
 # 2-core guests two rows that run the same code differ by up to 1.36x at 5 (docs/results/
-# cost_model.md, cluster_2026-11-29_merge); more calls narrow that, at about N/5 times the time.
+# cost_model.md, cluster_2026-11-29_merge); at 25 auto was within 10 % of the fastest fixed
+# choice in 20 of 20 cells (cluster_2026-11-29_iters25, 42 minutes on the slower guest).
 #
 # Writes OUT_DIR/perf_*.json and latency_*.json (emulated_cluster_bench.sh), bench_*.log,
 # auto_vs_fixed.md and .json (auto_vs_fixed.py), fit/ (fit_from_4_ranks.py: the model fitted
