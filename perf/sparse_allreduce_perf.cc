@@ -83,6 +83,10 @@ struct Row {
   uint64_t warmup_calls = 0, wrong = 0;
   double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
+  // The slowest rank's median over the fastest rank's. A call that ends in local work after its
+  // last collective (S2's decode) ends at a different time on every rank, and time_us is the
+  // slowest rank's: on ranks sharing cores this spread, not the mean of the phases, decides it.
+  double rank_spread = 1;
   double decode_error = -1;   // sketch rows only
   bool enqueue_only = false;  // select/comm/other print '-' (AlgorithmRun::enqueue_only)
 };
@@ -150,6 +154,7 @@ struct RankState {
             {"select", "select_us", 9, 1},
             {"comm", "comm_us", 9, 1},
             {"other", "other_us", 9, 1},
+            {"spread", "rank_spread", 6, 2},
             {"#wrong", "wrong", 6, -1}};
   }
 };
@@ -320,8 +325,8 @@ void timedRounds(RankState& s, std::vector<AlgorithmRun>& runs, size_t count) {
   }
 }
 
-// Time: max over ranks of each rank's median; bytes and the split: mean over ranks and calls;
-// density and f(t) are global figures, the same on every rank.
+// Time: max over ranks of each rank's median (the spread: over the min); bytes and the split:
+// mean over ranks and calls; density and f(t) are global figures, the same on every rank.
 Row combine(RankState& s, const AlgorithmRun& run) {
   const double iters = s.options.common.iters;
   std::vector<double> all =
@@ -336,14 +341,17 @@ Row combine(RankState& s, const AlgorithmRun& run) {
   row.density = run.density / iters;
   row.inflation = run.inflation / iters;
   const double per_rank_call = iters * s.rank.nranks;
+  double fastest_us = all[0];
   for (size_t r = 0; r < all.size(); r += 6) {
     row.time_us = std::max(row.time_us, all[r]);
+    fastest_us = std::min(fastest_us, all[r]);
     row.sent += all[r + 1] / per_rank_call;
     row.received += all[r + 2] / per_rank_call;
     row.select_us += all[r + 3] / per_rank_call;
     row.comm_us += all[r + 4] / per_rank_call;
     row.other_us += all[r + 5] / per_rank_call;
   }
+  row.rank_spread = fastest_us > 0 ? row.time_us / fastest_us : 1;
   return row;
 }
 
@@ -360,7 +368,7 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
        gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
        row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
        row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), split(row.select_us),
-       split(row.comm_us), split(row.other_us),
+       split(row.comm_us), split(row.other_us), row.rank_spread,
        o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
       stdout);
   Totals& t = s.totals[row.name];

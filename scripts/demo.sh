@@ -47,7 +47,8 @@ target because each rank picks its own top 1 %; hard_threshold's fixed threshold
 more; s2 sends a count sketch of whole 32-element blocks, so its actual counts the entries of
 the blocks it marked, and err is the sketch's decode error, relative L2); sent/recv = bytes per
 rank per call; f(t) = padding waste of the index exchange (1 = none);
-select/comm/other = where a call spends its time; #wrong = entries that differ from an
+select/comm/other = where a call spends its time (means over ranks); spread = the slowest
+rank's median over the fastest's (time is the slowest's); #wrong = entries that differ from an
 independent reference (0 expected). Here the 4 ranks share 2 cores and no network: the times
 are CPU-bound and a sparse call's selection is extra work: micro and exdyna, whose selection
 happens in the same pass that adds the gradient to the residual, come out as fast as or faster

@@ -3,12 +3,13 @@
 # (4 and 8 ranks; 1 and 10 Gbit/s; 1M float32 at density 0.1, 0.01, 0.001 and 25M at 0.01, 0.001),
 # then the cost model's 4-rank fit checked at 8 ranks.
 #
-#   scripts/cluster/cost_model_grid.sh OUT_DIR [--build DIR] [--iters N]
+#   scripts/cluster/cost_model_grid.sh OUT_DIR [--build DIR] [--iters N] [--pin]
 #
 # --iters N: timed calls per row, the median reported [5, the issue's "median of 5 calls"]. On the
 # 2-core guests two rows that run the same code differ by up to 1.36x at 5 (docs/results/
 # cost_model.md, cluster_2026-11-29_merge); at 25 auto was within 10 % of the fastest fixed
 # choice in 20 of 20 cells (cluster_2026-11-29_iters25, 42 minutes on the slower guest).
+# --pin: every rank on one logical CPU, rank i on CPU i mod cores (emulated_cluster_bench.sh --pin).
 #
 # Writes OUT_DIR/perf_*.json and latency_*.json (emulated_cluster_bench.sh), bench_*.log,
 # auto_vs_fixed.md and .json (auto_vs_fixed.py), fit/ (fit_from_4_ranks.py: the model fitted
@@ -19,10 +20,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out="${1:?usage: $0 OUT_DIR [--build DIR] [--iters N]}"
+out="${1:?usage: $0 OUT_DIR [--build DIR] [--iters N] [--pin]}"
 shift
 build="${SCCL_BUILD_DIR:-$root/build}"
 iters=5
+pin=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -30,6 +32,7 @@ while [[ $# -gt 0 ]]; do
       iters="$2"
       [[ "$iters" =~ ^[1-9][0-9]*$ ]] || { echo "--iters takes a positive integer" >&2; exit 2; }
       shift 2 ;;
+    --pin) pin=(--pin); shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +44,7 @@ for grid in "1048576 0.1,0.01,0.001" "25000000 0.01,0.001"; do
   read -r size densities <<< "$grid"
   "$here/emulated_cluster_bench.sh" --out "$out/bench_$size" --nodes "4 8" \
       --rates "1gbit 10gbit" --sizes "$size" --densities "$densities" --no-gloo \
-      --algorithms "$algorithms" --build "$build" --iters "$iters" > "$out/bench_$size.log" 2>&1
+      --algorithms "$algorithms" --build "$build" --iters "$iters" "${pin[@]}" > "$out/bench_$size.log" 2>&1
   cp "$out/bench_$size"/perf_*.json "$out/bench_$size"/latency_*.json "$out/"
   cp "$out/bench_$size/summary.json" "$out/summary_$size.json"
 done

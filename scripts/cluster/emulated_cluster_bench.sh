@@ -5,7 +5,7 @@
 #
 #   scripts/cluster/emulated_cluster_bench.sh [--quick] [--out DIR] [--nodes "4 8"]
 #       [--rates "1gbit 2gbit 10gbit"] [--sizes LIST] [--densities LIST] [--algorithms LIST]
-#       [--iters N] [--no-gloo] [--build DIR]
+#       [--iters N] [--no-gloo] [--pin] [--build DIR]
 #
 # --quick: 4 nodes, 1 Gbit/s, 25M float32, densities 0.01 and 0.001 (the targets' setting).
 # Default: nodes 4 and 8, links 1, 2 and 10 Gbit/s, sizes 1M, 4M, 16M and 64M elements plus
@@ -13,6 +13,10 @@
 # 0.01, 0.001. Needs root (namespaces, tc) and a build with MPI; everything it creates is removed
 # on exit, also on Ctrl-C. Output: DIR/perf_n{N}_{rate}_{size}.json (sparse_allreduce_perf -J),
 # DIR/gloo_n{N}_{rate}_{size}.json, DIR/latency_n{N}_{rate}.json, DIR/summary.json and PNGs.
+# --pin: sparsecoll's rank i runs on logical CPU i mod (the machine's CPUs) (taskset), so that every
+# core holds n / cores ranks, as the cost model's ranks per core assume; unpinned, the scheduler
+# may put 5 of 8 ranks on one of 2 cores for a while, and a call that ends in local work (S2's
+# decode) then ends at different times on different ranks (sparse_allreduce_perf's rank_spread).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +31,7 @@ densities="0.1,0.01,0.001"
 algorithms="dense,mpi_allreduce,topk,micro,exdyna,sidco,s2"
 iters=5
 gloo=1
+pin=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,8 +44,9 @@ while [ $# -gt 0 ]; do
     --algorithms) algorithms=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --no-gloo) gloo=0; shift ;;
+    --pin) pin=1; shift ;;
     --build) build=$2; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "emulated_cluster_bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +62,12 @@ if [ "$gloo" = 1 ] && ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/nu
   gloo=0
 fi
 mkdir -p "$out"
+launch=("$perf")
+if [ "$pin" = 1 ]; then
+  cpus=$(nproc)
+  # OMPI_COMM_WORLD_RANK is set by mpirun in every rank's environment.
+  launch=(/bin/sh -c 'exec taskset -c $((OMPI_COMM_WORLD_RANK % '"$cpus"')) "$0" "$@"' "$perf")
+fi
 max_nodes=0
 for n in $nodes; do (( n > max_nodes )) && max_nodes=$n; done
 cleanup() { "$cluster" down "$max_nodes" >/dev/null 2>&1 || true; }
@@ -77,7 +89,7 @@ for n in $nodes; do
     for size in $sizes; do
       tag="n${n}_${rate}_${size}"
       "$cluster" mpirun "$n" -x SCCL_CPU_THREADS=1 -x SCCL_SOCKET_IFNAME=pv0 \
-        "$perf" -u elements -b "$size" -e "$size" -D "$densities" -a "$algorithms" \
+        "${launch[@]}" -u elements -b "$size" -e "$size" -D "$densities" -a "$algorithms" \
         -n "$iters" -w 2 -W 20 -L 200 -c 1 -T 300 -J "$out/perf_${tag}.json" |
         grep -v '^# \(host\|cpu\|logical\|vector\)' || { echo "perf failed ($tag)" >&2; exit 1; }
       if [ "$gloo" = 1 ]; then
