@@ -14,9 +14,9 @@
 # on exit, also on Ctrl-C. Output: DIR/perf_n{N}_{rate}_{size}.json (sparse_allreduce_perf -J),
 # DIR/gloo_n{N}_{rate}_{size}.json, DIR/latency_n{N}_{rate}.json, DIR/summary.json and PNGs.
 # --pin: sparsecoll's rank i runs on logical CPU i mod (the machine's CPUs) (taskset), so that every
-# core holds n / cores ranks, as the cost model's ranks per core assume; unpinned, the scheduler
-# may put 5 of 8 ranks on one of 2 cores for a while, and a call that ends in local work (S2's
-# decode) then ends at different times on different ranks (sparse_allreduce_perf's rank_spread).
+# core holds n / cores ranks, as the cost model's ranks per core assume. Measured once on a 2-vCPU
+# guest (8 ranks, 25M, d 0.01, 1 Gbit/s): S2's rank_spread 1.15 pinned against 1.02 unpinned, so
+# cost_model_grid.sh runs unpinned unless asked (docs/results/cost_model.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
