@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --no-gloo) gloo=0; shift ;;
     --pin) pin=1; shift ;;
     --build) build=$2; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "emulated_cluster_bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
