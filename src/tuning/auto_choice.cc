@@ -19,8 +19,9 @@ namespace sccl {
 namespace {
 
 // Local work is calibrated on at most this many elements (and scaled linearly): probe and
-// calibration then cost about 10 ms on this project's 2-core machine (docs/results/cost_model.md);
-// 256K elements cost 110-160 ms. 64K float32 arrays fit in L2, so memory-bound work is undercharged.
+// calibration then cost 20-31 ms with 4 in-process ranks on this project's 2-vCPU guests
+// (docs/results/cost_model.md); 256K elements cost 110-160 ms. 64K float32 arrays fit in L2,
+// so memory-bound work is undercharged.
 constexpr uint64_t kCalibrationElements = 64 * 1024;
 constexpr int kCalibrationCalls = 3;
 constexpr uint64_t kCannotRun = std::numeric_limits<uint64_t>::max();
@@ -55,11 +56,17 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
   const std::vector<const char*>& names = autoCandidates();
   std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
   const uint64_t elements = std::min<uint64_t>(count, kCalibrationElements);
-  for (size_t i = 0; i < names.size() && elements > 0 && comm->rank == 0; ++i) {
-    double seconds = 0;
-    if (calibrateCompute(withAlgorithm(config, names[i]), dtype, elements, kCalibrationCalls,
-                         &seconds) == scclSuccess) {
-      picoseconds[i] = uint64_t(std::min(seconds * 1e12, 1e18));
+  if (elements > 0 && comm->rank == 0) {
+    std::vector<scclSparseConfig_t> configs;
+    for (const char* name : names) configs.push_back(withAlgorithm(config, name));
+    std::vector<double> seconds(names.size(), 0);
+    std::vector<scclResult_t> results(names.size(), scclInternalError);
+    // No early return: the other ranks wait in the broadcast below (a candidate that could not
+    // be measured stays kCannotRun).
+    calibrateComputeBatch(configs.data(), configs.size(), dtype, elements, kCalibrationCalls,
+                          seconds.data(), results.data());
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (results[i] == scclSuccess) picoseconds[i] = uint64_t(std::min(seconds[i] * 1e12, 1e18));
     }
   }
   if (elements == 0) std::fill(picoseconds.begin(), picoseconds.end(), 0);
