@@ -70,9 +70,9 @@ void drawLaplace(uint64_t seed, scclDataType_t dtype, double scale,
 
 // What the configs of one batch share: the one-rank communicator they run on, the gradients and
 // the output. Made per config, they cost about 60 % of auto's calibration on this project's
-// Firecracker guest (a new communicator 1 ms, two new 64K float32 gradients 2-10 ms of its 6 ms
-// per candidate: the draw's logarithms cost about 18 ns per element, and the first touch of new
-// memory is slow there).
+// Firecracker guest (one timed run: 18.8 of 31.9 ms; per candidate a new communicator 0.5-1.4 ms
+// and two new 64K float32 gradients 1.9-5.4 ms: the draw's logarithms cost about 18 ns per
+// element, and the first touch of new memory is slow there).
 class CalibrationBench {
  public:
   // Nothing is allocated until a config is measured (a batch that the cache answers costs none).
@@ -176,21 +176,18 @@ scclResult_t calibrateComputeBatch(const scclSparseConfig_t* configs, size_t n,
       n == 0 || (configs != nullptr && seconds_per_element != nullptr && results != nullptr),
       "calibration of %zu configs without their arrays", n);
   CalibrationBench bench(dtype, count);
-  // Configs that select nothing (dense) run last: they take the gradients the others drew.
-  std::vector<size_t> order;
   std::vector<ResolvedSparseConfig> resolved_configs(n);
-  for (int dense_pass = 0; dense_pass < 2; ++dense_pass) {
-    for (size_t i = 0; i < n; ++i) {
-      if (dense_pass == 0) {
-        seconds_per_element[i] = 0;
-        results[i] = resolveSparseConfig(configs[i], &resolved_configs[i]);
-      }
-      if (results[i] != scclSuccess) continue;
-      const auto* reduction = findReduction(resolved_configs[i].reduction.c_str());
-      const bool selects = reduction == nullptr || reduction->needs_selection;
-      if (selects == (dense_pass == 0)) order.push_back(i);
-    }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i) {
+    seconds_per_element[i] = 0;
+    results[i] = resolveSparseConfig(configs[i], &resolved_configs[i]);
+    if (results[i] == scclSuccess) order.push_back(i);
   }
+  // Configs that select nothing (dense) run last: they take the gradients the others drew.
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+    const ReductionEntry* reduction = findReduction(resolved_configs[i].reduction.c_str());
+    return reduction == nullptr || reduction->needs_selection;
+  });
   for (size_t i : order) {
     const ResolvedSparseConfig& resolved = resolved_configs[i];
     const CacheKey key = cacheKey(resolved, dtype, count);

@@ -22,7 +22,9 @@ scclResult_t calibrateCompute(const scclSparseConfig_t& config, scclDataType_t d
                               uint64_t count, int calls, double* seconds_per_element);
 
 // The same for n configs at one dtype and count, which share one communicator and the gradients
-// of each scale (cheaper than n calibrateCompute calls: auto calibrates its candidates so).
+// (drawn again only where a config's scale differs; configs that select nothing, dense, run last
+// on whatever was drawn, since their work does not depend on the values). Cheaper than n
+// calibrateCompute calls: auto calibrates its candidates so.
 // results[i] is config i's outcome (seconds_per_element[i] is valid where it is scclSuccess);
 // the function itself fails only on invalid arguments.
 scclResult_t calibrateComputeBatch(const scclSparseConfig_t* configs, size_t n,

@@ -79,6 +79,10 @@ TEST_CASE("a calibration batch refuses missing arrays and empty work", "[tuning]
         scclInvalidArgument);
   CHECK(sccl::calibrateComputeBatch(&micro, 1, scclFloat32, 4096, 0, &seconds, &result) ==
         scclInvalidArgument);
+  // A dtype the library does not know fails that config, not the process.
+  CHECK(sccl::calibrateComputeBatch(&micro, 1, static_cast<scclDataType_t>(99), 4096, 1, &seconds,
+                                    &result) == scclSuccess);
+  CHECK(result == scclInvalidArgument);
   // Nothing to measure is not an error.
   CHECK(sccl::calibrateComputeBatch(nullptr, 0, scclFloat32, 4096, 1, nullptr, nullptr) ==
         scclSuccess);
