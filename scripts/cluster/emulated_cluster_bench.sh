@@ -14,9 +14,9 @@
 # on exit, also on Ctrl-C. Output: DIR/perf_n{N}_{rate}_{size}.json (sparse_allreduce_perf -J),
 # DIR/gloo_n{N}_{rate}_{size}.json, DIR/latency_n{N}_{rate}.json, DIR/summary.json and PNGs.
 # --pin: sparsecoll's rank i runs on logical CPU i mod (the machine's CPUs) (taskset), so that every
-# core holds n / cores ranks, as the cost model's ranks per core assume. Measured once on a 2-vCPU
-# guest (8 ranks, 25M, d 0.01, 1 Gbit/s): S2's rank_spread 1.15 pinned against 1.02 unpinned, so
-# cost_model_grid.sh runs unpinned unless asked (docs/results/cost_model.md).
+# core holds n / cores ranks, as the cost model's ranks per core assume; cost_model_grid.sh pins
+# by default (docs/results/cost_model.md, cluster_2026-11-29_pinned). Unpinned, the ranks move
+# between the cores as the kernel balances them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -14,8 +14,11 @@
 # (docs/results/performance.md summarises it): mpirun cannot reach its PMIx server from inside a
 # namespace, so it runs in the hub and starts each orted through a fake ssh
 # (netns_rsh.sh) inside its node and its own UTS namespace; busy polling starves the veth
-# softirq on small machines, so MPI yields when idle. These kernels have no netem: links have a
-# rate but no added delay; their latency is what they measure.
+# softirq on small machines, so MPI yields when idle. Every orted sees one slot on a whole
+# machine, so Open MPI's default binding would put each node's rank on the same core (core 0 for
+# 2 ranks or fewer, socket 0 above): --bind-to none leaves the placement to the kernel, and
+# emulated_cluster_bench.sh --pin spreads the ranks over the cores. These kernels have no netem:
+# links have a rate but no added delay; their latency is what they measure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,7 +78,7 @@ cluster_mpirun() {
     mpirun --hostfile "$hosts" -np "$n" --mca plm_rsh_agent "$here/netns_rsh.sh" \
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include ${subnet_prefix}.0/24 \
     --mca btl self,tcp --mca btl_tcp_if_include ${subnet_prefix}.0/24 \
-    --mca mpi_yield_when_idle 1 "$@" || status=$?
+    --mca mpi_yield_when_idle 1 --bind-to none "$@" || status=$?
   rm -f "$hosts"
   return $status
 }
