@@ -10,12 +10,12 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "comm/comm.h"
 #include "transports/bootstrap/bootstrap.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/shared/half.h"
-#include "algorithms/algorithm.h"
 #include "sparsifier/sparse_config.h"
 #include "sparsifier/sparsifier.h"
 
@@ -121,9 +121,10 @@ scclResult_t CalibrationBench::measure(const scclSparseConfig_t& config, int cal
   }
   scclSparsifier* sp = nullptr;
   scclResult_t result = sparsifierCreate(comm_, count_, dtype_, config, &sp);
-  out_.resize(count_ * dataTypeSize(dtype_));
   std::vector<double> seconds;
   if (result == scclSuccess) {
+    // Sized only now: sparsifierCreate has checked the dtype (its size is 0 for an unknown one).
+    out_.resize(count_ * dataTypeSize(dtype_));
     // The scale whose top-density threshold, scale ln(1/density), lies 10 % above the
     // estimators' initial threshold 1/(2 sqrt(k)): a gradient of the size they were made for.
     const double k = double(sp->k_target);
