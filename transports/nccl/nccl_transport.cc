@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "core/dtype.h"
@@ -12,6 +13,7 @@
 #include "cuda/cuda_status.h"
 #include "cuda/dispatch.h"
 #include "transports/collective_arguments.h"
+#include "transports/reduce_ops.h"
 #include "transports/nccl/nccl_transport_impl.h"
 
 namespace sccl {
@@ -142,9 +144,22 @@ scclResult_t NcclTransport::copyBack(void* host, const void* device, size_t byte
   return waitStream("copy to host");
 }
 
+scclResult_t NcclTransport::copyLocal(void* dst, const void* src, size_t bytes,
+                                      const char* what) {
+  if (dst == src || bytes == 0) return scclSuccess;
+  if (memorySpaceOf(dst) == MemorySpace::Host && memorySpaceOf(src) == MemorySpace::Host) {
+    std::memcpy(dst, src, bytes);
+    return scclSuccess;
+  }
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_),
+                  "nccl transport: one-rank copy");
+  return waitStream(what);
+}
+
 scclResult_t NcclTransport::allGather(const void* send, void* recv, size_t bytes_per_rank) {
   if (broken_ != scclSuccess) return broken_;
   SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
+  if (nranks_ == 1) return copyLocal(recv, send, bytes_per_rank, "allGather");
   const size_t total = bytes_per_rank * size_t(nranks_);
   void* d_recv = nullptr;
   bool recv_staged = false;
@@ -176,6 +191,8 @@ scclResult_t NcclTransport::allGatherV(const void* send, size_t send_bytes, void
   SCCL_CHECK(checkAllGatherVArguments(send, send_bytes, recv, recv_bytes, recv_offsets, rank_,
                                       nranks_, "allGatherV", &any_bytes));
   if (!any_bytes) return scclSuccess;
+  if (nranks_ == 1)
+    return copyLocal(static_cast<char*>(recv) + recv_offsets[0], send, send_bytes, "allGatherV");
   size_t total = 0;  // the checks above ruled out an overflowing offset + length
   for (int r = 0; r < nranks_; ++r) total = std::max(total, recv_offsets[r] + recv_bytes[r]);
   void* d_recv = nullptr;
@@ -200,14 +217,25 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
   if (broken_ != scclSuccess) return broken_;
   size_t bytes = 0;
   SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, op, &bytes));
+  if (nranks_ == 1 && memorySpaceOf(send) == MemorySpace::Host &&
+      memorySpaceOf(recv) == MemorySpace::Host) {
+    // Both in host memory: the host's rank-order reduction of one input (it canonicalises NaN,
+    // as the kernel does).
+    const void* inputs[1] = {send};
+    reduceInRankOrder(inputs, 1, recv, count, dtype, op);
+    return scclSuccess;
+  }
   void* d_send = nullptr;
   bool send_staged = false;
   SCCL_CHECK(deviceView(send, bytes, send_staging_, true, &d_send, &send_staged));
-  void* d_gathered = nullptr;
-  SCCL_CHECK(failed(gathered_.reserve(bytes * size_t(nranks_), &d_gathered)));
-  SCCL_NCCL_ENQUEUE(ncclAllGather(d_send, d_gathered, bytes, ncclUint8, comm_, stream_),
-                    "ncclAllGather (allReduce)");
-  SCCL_CHECK(awaitEnqueued("ncclAllGather (allReduce)"));  // the reduction must follow it
+  // One rank: the reduction reads the input itself (nothing to gather).
+  void* d_gathered = d_send;
+  if (nranks_ > 1) {
+    SCCL_CHECK(failed(gathered_.reserve(bytes * size_t(nranks_), &d_gathered)));
+    SCCL_NCCL_ENQUEUE(ncclAllGather(d_send, d_gathered, bytes, ncclUint8, comm_, stream_),
+                      "ncclAllGather (allReduce)");
+    SCCL_CHECK(awaitEnqueued("ncclAllGather (allReduce)"));  // the reduction must follow it
+  }
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, bytes, recv_staging_, false, &d_recv, &recv_staged));
@@ -222,6 +250,7 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
 scclResult_t NcclTransport::broadcast(void* buf, size_t bytes, int root) {
   if (broken_ != scclSuccess) return broken_;
   SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
+  if (nranks_ == 1) return scclSuccess;  // the root's buffer is the result
   void* d_buf = nullptr;
   bool staged = false;
   SCCL_CHECK(deviceView(buf, bytes, recv_staging_, rank_ == root, &d_buf, &staged));
@@ -274,6 +303,7 @@ scclResult_t NcclTransport::exchange(const void* send_buf, void* recv_buf, size_
 
 scclResult_t NcclTransport::barrier() {
   if (broken_ != scclSuccess) return broken_;
+  if (nranks_ == 1) return scclSuccess;
   void* d_gathered = nullptr;
   SCCL_CHECK(failed(gathered_.reserve(size_t(nranks_), &d_gathered)));
   SCCL_NCCL_ENQUEUE(ncclAllGather(static_cast<char*>(d_gathered) + rank_, d_gathered, 1, ncclUint8,
@@ -286,6 +316,14 @@ scclResult_t NcclTransport::allGatherOnStream(const void* send, void* recv, size
                                               void* stream) {
   if (broken_ != scclSuccess) return broken_;
   SCCL_CHECK(checkAllGatherArguments(send, recv, bytes_per_rank, nranks_));
+  if (nranks_ == 1) {
+    if (send != recv && bytes_per_rank > 0) {
+      SCCL_CUDA_CHECK(cudaMemcpyAsync(recv, send, bytes_per_rank, cudaMemcpyDeviceToDevice,
+                                      static_cast<cudaStream_t>(stream)),
+                      "nccl transport: one-rank all-gather (stream-ordered)");
+    }
+    return scclSuccess;
+  }
   SCCL_NCCL_ENQUEUE(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, comm_,
                                   static_cast<cudaStream_t>(stream)),
                     "ncclAllGather (stream-ordered)");
@@ -299,12 +337,17 @@ scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size
   SCCL_CHECK(checkAllReduceArguments(send, recv, count, dtype, ReduceOp::Sum, &bytes));
   SCCL_REQUIRE_ARG(gathered != nullptr || count == 0, "allReduceOnStream: gathered is NULL");
   const cudaStream_t on = static_cast<cudaStream_t>(stream);
-  SCCL_NCCL_ENQUEUE(ncclAllGather(send, gathered, bytes, ncclUint8, comm_, on),
-                    "ncclAllGather (stream-ordered allReduce)");
-  SCCL_CHECK(awaitEnqueued("ncclAllGather (stream-ordered allReduce)"));
+  const void* reduce_from = gathered;
+  if (nranks_ == 1) {
+    reduce_from = send;  // one rank: the reduction reads the input itself
+  } else {
+    SCCL_NCCL_ENQUEUE(ncclAllGather(send, gathered, bytes, ncclUint8, comm_, on),
+                      "ncclAllGather (stream-ordered allReduce)");
+    SCCL_CHECK(awaitEnqueued("ncclAllGather (stream-ordered allReduce)"));
+  }
   // A launch failure leaves the ranks out of step (the others' all-gathers went ahead): broken.
   const cudaError_t reduced =
-      cuda_dispatch::reduceRankOrder(gathered, count, nranks_, dtype, false, recv, on);
+      cuda_dispatch::reduceRankOrder(reduce_from, count, nranks_, dtype, false, recv, on);
   if (reduced != cudaSuccess)
     return failed(cudaFailure(reduced, "nccl transport: rank-order reduction (stream-ordered)"));
   return scclSuccess;

@@ -63,6 +63,9 @@ class NcclTransport final : public Transport, public StreamCollectives {
   scclResult_t deviceView(const void* host_or_device, size_t bytes, CudaWorkspace& staging,
                           bool copy_in, void** device, bool* staged);
   scclResult_t copyBack(void* host, const void* device, size_t bytes, bool staged);
+  // One rank: a collective is this copy (host or device memory on either side), made without
+  // NCCL and without staging, then waited for.
+  scclResult_t copyLocal(void* dst, const void* src, size_t bytes, const char* what);
   // The wait of waitStream (until_stream_idle) and awaitEnqueued.
   scclResult_t poll(const char* what, bool until_stream_idle);
   scclResult_t failed(scclResult_t result);
