@@ -3,7 +3,8 @@
 // float32 and float16), broadcast, the grouped exchange and host buffers staged through device
 // memory. Runs on every GPU of the machine, at most 8 (one GPU: a single-rank communicator).
 // Inputs carry NaNs with rank-dependent payloads: sum and max write the canonical NaN (the
-// transports' shared combine), the other collectives keep the bits.
+// transports' shared combine), the other collectives keep the bits. Host, device and mixed
+// buffers: with one GPU this covers the transport's one-rank path, which skips NCCL.
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
@@ -91,6 +92,45 @@ TEST_CASE("nccl transport collectives are exact and in rank order", "[gpu][nccl]
       return "host allReduce failed";
     failure = mismatch("host allReduce against the rank-order sum", want_sum, host);
     if (!failure.empty()) return failure;
+    // Host input, device output (the input staged); then device buffers in place. With one
+    // rank these take the transport's NCCL-free path (nccl_transport.h), which must give the
+    // same bits.
+    std::vector<float> host_in = inputs[size_t(r)];
+    if (t.allReduce(host_in.data(), recv.get(), count, scclFloat32, sccl::ReduceOp::Max) !=
+        scclSuccess)
+      return "allReduce host to device failed";
+    failure = mismatch("allReduce host to device against the rank-order max", want_max,
+                       recv.read());
+    if (!failure.empty()) return failure;
+    DeviceBuffer<float> in_place(inputs[size_t(r)]);
+    if (t.allReduce(in_place.get(), in_place.get(), count, scclFloat32, sccl::ReduceOp::Sum) !=
+        scclSuccess)
+      return "device allReduce in place failed";
+    failure = mismatch("device allReduce in place against the rank-order sum", want_sum,
+                       in_place.read());
+    if (!failure.empty()) return failure;
+    // All-gather and variable all-gather of host buffers.
+    std::vector<float> host_all(count * size_t(nranks));
+    if (t.allGather(host_in.data(), host_all.data(), count * 4) != scclSuccess)
+      return "host allGather failed";
+    std::vector<size_t> sizes(size_t(nranks), count * 4);
+    std::vector<size_t> offsets(static_cast<size_t>(nranks));
+    for (int q = 0; q < nranks; ++q) offsets[size_t(q)] = size_t(nranks - 1 - q) * count * 4;
+    std::vector<float> host_v(count * size_t(nranks));
+    if (t.allGatherV(host_in.data(), count * 4, host_v.data(), sizes.data(), offsets.data()) !=
+        scclSuccess)
+      return "host allGatherV failed";
+    for (int q = 0; q < nranks; ++q) {
+      failure = sccl_gpu_test::bitMismatch("host allGather block " + std::to_string(q),
+                                           inputs[size_t(q)].data(),
+                                           host_all.data() + size_t(q) * count, count);
+      if (failure.empty()) {
+        failure = sccl_gpu_test::bitMismatch(
+            "host allGatherV block " + std::to_string(q), inputs[size_t(q)].data(),
+            host_v.data() + size_t(nranks - 1 - q) * count, count);
+      }
+      if (!failure.empty()) return failure;
+    }
     // All-gather of device buffers.
     DeviceBuffer<float> all(count * size_t(nranks));
     if (t.allGather(send.get(), all.get(), count * 4) != scclSuccess) return "allGather failed";
