@@ -96,6 +96,7 @@ TEST_CASE("nccl transport collectives are exact and in rank order", "[gpu][nccl]
     // rank these take the transport's NCCL-free path (nccl_transport.h), which must give the
     // same bits.
     std::vector<float> host_in = inputs[size_t(r)];
+    recv.write(std::vector<float>(count, -1.0f));  // recv held the max already: overwrite it
     if (t.allReduce(host_in.data(), recv.get(), count, scclFloat32, sccl::ReduceOp::Max) !=
         scclSuccess)
       return "allReduce host to device failed";
