@@ -192,7 +192,7 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
 
 scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) {
   const std::string& reduction = sp.config.reduction;
-  if (reduction != "sync_free" && reduction != "gather" && reduction != "sketch") {
+  if (!sp.reduction->has_device_path) {
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are GPU memory: on device buffers scclSparseAllreduce runs the "
                 "gather reduction (micro, exdyna, topk, cltk, hard_threshold, sidco), the sketch "

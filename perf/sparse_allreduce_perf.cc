@@ -282,6 +282,9 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
   run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
   std::string preset = run.name;
   if (run.name == kAutoRow) {
+    // On device buffers the first call may move auto to a preset with a device path (the
+    // creation may choose dense, which has none): name the row after what runs.
+    if (s.device != nullptr) callOnce(s, run, count, false);
     const char* chosen = nullptr;
     check(scclSparsifierGetAlgorithm(run.sp.get(), &chosen), s.rank.comm,
           "scclSparsifierGetAlgorithm");

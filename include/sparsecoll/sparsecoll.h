@@ -251,7 +251,9 @@ typedef struct {
                               sidco, s2, micro_sync_free, exdyna_sync_free, or "auto": the
                               library's cost model picks a preset at creation and may
                               change it after measured calls (docs/cost_model.md;
-                              scclSparsifierGetAlgorithm names it) */
+                              scclSparsifierGetAlgorithm names it); with streamOrdered a
+                              sync-free one, and the first call on device buffers moves it
+                              to a preset with a device path (dense has none) */
   const char* estimator;   /* NULL, or topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp,
                               dgc, redsync, gaussiank */
   const char* searchSpace; /* NULL, or whole, leader, micro, exdyna */

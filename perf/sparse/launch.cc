@@ -104,7 +104,8 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
        "            exdyna_sync_free:graph (-g 1 only: the preset stream-ordered, each call\n"
        "            a CUDA graph replay)]; the peer mpi_allreduce (MPI_Allreduce of the dense\n"
        "            buffer, under mpirun) may be added, and auto (the library's cost model\n"
-       "            picks a preset at creation; printed auto:<preset>; host buffers only)",
+       "            picks a preset at creation, on -g 1 one with a device path at the first\n"
+       "            call; printed auto:<preset>)",
        [o](const char* t) {
          o->algorithms_given = true;
          return parseAlgorithms(t, &o->algorithms);
@@ -237,6 +238,7 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 
 bool runsOnDevice(const std::string& name) {
   if (name == "dense") return true;  // as scclAllReduce of the device buffers
+  if (name == kAutoRow) return true;  // its first device call picks a preset with a device path
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
   const std::vector<std::string>& presets = presetsOnDevice();
   double lambda = 0;  // the -S sweep rows s2:<lambda> are S2 too

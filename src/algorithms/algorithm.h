@@ -79,6 +79,10 @@ struct ReductionEntry {
   // (KernelBackend::accumulateSelect), from SparseCall::residual and sendbuf; false: the caller
   // accumulates into acc first.
   bool fused_accumulate;
+  // true: scclSparseAllreduce runs it on device buffers too (the CUDA backend's path, cuda/;
+  // the sync_free reduction there only with the scaling or fixed estimator, whose threshold the
+  // device can hold). false: host buffers only (dense: GPU users call scclAllReduce).
+  bool has_device_path;
 };
 
 // The algorithm name that is no preset: the cost model chooses one at sparsifier creation

@@ -34,13 +34,14 @@ const std::vector<PresetEntry>& presetRegistry() {
 
 const std::vector<ReductionEntry>& reductionRegistry() {
   static const std::vector<ReductionEntry> reductions = {
-      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr, false},
+      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr, false,
+       false},
       {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
-       runGatherReduction, nullptr, true},
+       runGatherReduction, nullptr, true, true},
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
-       runSketchReduction, prepareSketchReduction, false},
+       runSketchReduction, prepareSketchReduction, false, true},
       {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
-       runSyncFreeReduction, prepareSyncFreeReduction, true},
+       runSyncFreeReduction, prepareSyncFreeReduction, true, true},
   };
   return reductions;
 }

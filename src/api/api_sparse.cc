@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "sparsifier/sparsifier.h"
 #include "tuning/auto_choice.h"
+#include "tuning/auto_device.h"
 #include "tuning/auto_retune.h"
 
 namespace sccl {
@@ -73,9 +74,12 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
           created->predicted_call_us = candidate.predicted.seconds * 1e6;
       }
       created->auto_retune = sccl::makeAutoRetune(choice, *config);
+      if (config->densityCorrection != nullptr)
+        created->auto_density_correction = config->densityCorrection;
       created->auto_settled = created->auto_retune == nullptr;
       SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
                 count, sccl::describeAutoChoice(choice).c_str());
+      created->auto_choice = std::make_shared<const sccl::AutoChoice>(std::move(choice));
     }
     *sparsifier = created;
     return scclSuccess;
@@ -128,7 +132,16 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
     // GPU buffers run on the device path (sparsifier/sparsifier_device.h).
     bool on_device = false;
     SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));
-    SCCL_CHECK(sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream));
+    // "auto" on device buffers: the first such call may switch to a preset with a device path,
+    // and switches back if the call fails before the device state exists.
+    const char* before_device = nullptr;
+    if (on_device) SCCL_CHECK(sccl::autoPrepareDeviceCall(sparsifier, &before_device));
+    const scclResult_t result =
+        sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);
+    if (result != scclSuccess) {
+      sccl::autoUndoDeviceCall(sparsifier, before_device);
+      return result;
+    }
     // "auto": the measured calls may change the preset from the next call on.
     if (sparsifier->auto_retune != nullptr) SCCL_CHECK(sccl::autoRetuneAfterCall(sparsifier));
     return scclSuccess;

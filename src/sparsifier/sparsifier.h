@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -17,6 +18,7 @@
 
 struct scclComm;
 namespace sccl {
+struct AutoChoice;
 struct AutoRetune;
 }
 
@@ -66,6 +68,11 @@ struct scclSparsifier {
   // "auto"'s re-decision from measured calls (tuning/auto_retune.h); null for a named preset or
   // with SCCL_AUTO_RETUNE=0.
   std::shared_ptr<sccl::AutoRetune> auto_retune;
+  // "auto": the creation's candidates and predictions (the first call on device buffers picks
+  // among those with a device path: tuning/auto_device.h), and the caller's density correction
+  // (empty: each preset's own); null and empty for a named preset.
+  std::shared_ptr<const sccl::AutoChoice> auto_choice;
+  std::string auto_density_correction;
   // The residual holds values never sent while the reduction in effect sends whole gradients
   // ("auto" switched from a sparse preset to dense): the next call sends residual + gradient.
   bool residual_to_flush = false;

@@ -37,8 +37,11 @@ scclSparseConfig_t withAlgorithm(const scclSparseConfig_t& config, const char* a
 // Step 1: the same "auto" request (count, dtype, every setting) on every rank.
 scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dtype,
                                  const scclSparseConfig_t& config) {
+  // Any candidate's config stands for the request: the fingerprint covers every setting, and the
+  // tag below tells it from that preset's.
   ResolvedSparseConfig settings;
-  SCCL_CHECK(resolveSparseConfig(withAlgorithm(config, "dense"), &settings));
+  SCCL_CHECK(resolveSparseConfig(
+      withAlgorithm(config, autoCandidates(config.streamOrdered == 1).front()), &settings));
   CallRecord record = callRecord(CallOperation::SparsifierCreate);
   record.count = count;
   record.dtype = static_cast<int16_t>(dtype);
@@ -53,7 +56,7 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
 // other's), and the same numbers on every rank.
 scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
                                  const scclSparseConfig_t& config, AutoChoice* choice) {
-  const std::vector<const char*>& names = autoCandidates();
+  const std::vector<const char*>& names = autoCandidates(config.streamOrdered == 1);
   std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
   const uint64_t elements = std::min<uint64_t>(count, kCalibrationElements);
   if (elements > 0 && comm->rank == 0) {
@@ -88,9 +91,10 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
 
 }  // namespace
 
-const std::vector<const char*>& autoCandidates() {
-  static const std::vector<const char*> names = {"dense", "micro", "exdyna", "cltk"};
-  return names;
+const std::vector<const char*>& autoCandidates(bool stream_ordered) {
+  static const std::vector<const char*> host = {"dense", "micro", "exdyna", "cltk"};
+  static const std::vector<const char*> ordered = {"micro_sync_free", "exdyna_sync_free"};
+  return stream_ordered ? ordered : host;
 }
 
 void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclDataType_t dtype,

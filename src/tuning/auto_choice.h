@@ -18,8 +18,10 @@
 // sidco, s2: each rank selects its own k (or blocks), so they aggregate up to n k entries, and the
 // model's one-rank calibration misses the work that grows with that union (on the emulated
 // cluster at 8 ranks auto chose sidco and s2 where they ran 2-7x slower than micro or cltk:
-// docs/results/cost_model.md); hard_threshold needs a threshold the user picks; the sync-free
-// presets serve device buffers (auto sparsifiers are for host buffers).
+// docs/results/cost_model.md); hard_threshold needs a threshold the user picks. With
+// streamOrdered 1 (device buffers, calls that may be captured in a CUDA graph) the candidates are
+// the two presets that can run so, micro_sync_free and exdyna_sync_free; the calibration still
+// runs on rank 0's CPU (host buffers ignore streamOrdered).
 #pragma once
 
 #include <cstddef>
@@ -49,7 +51,10 @@ struct AutoChoice {
   double calibration_seconds = 0;  // step 3 on this rank (rank 0 measures, the others wait)
 };
 
-const std::vector<const char*>& autoCandidates();
+// The candidates of a config: streamOrdered 0 the host ones above (on device buffers the first
+// call narrows them to those with a device path: tuning/auto_device.h); streamOrdered 1 the
+// presets that can run stream-ordered, micro_sync_free and exdyna_sync_free.
+const std::vector<const char*>& autoCandidates(bool stream_ordered = false);
 
 // Step 4 alone: deterministic in its inputs. choice->candidates holds each candidate's name and
 // agreed local work; fills their predictions and choice->algorithm (null if none can run).

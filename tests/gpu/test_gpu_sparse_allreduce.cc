@@ -28,6 +28,26 @@ constexpr size_t kCount = 30011;
 const sccl_gpu_test::HeadHeavyGradient gradientOf{23, kCount, 5};
 constexpr int kIterations = 5;
 
+// kIterations calls of `sp` on device buffers holding rank r's gradients, on a stream of its
+// own; after each, once the stream is done, after(t, recvbuf): "" or what differs. Returns ""
+// or the first failure, naming the call.
+template <typename After>
+std::string runDeviceCalls(scclComm_t comm, int r, scclSparsifier_t sp, After after) {
+  DeviceBuffer<float> out(kCount);
+  const sccl_gpu_test::Stream stream_owner;
+  const cudaStream_t stream = stream_owner.get();
+  for (int t = 0; t < kIterations; ++t) {
+    DeviceBuffer<float> grad(gradientOf.vector(r, uint64_t(t)));
+    if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
+                            stream) != scclSuccess)
+      return "call " + std::to_string(t) + ": " + lastError(comm);
+    sccl_gpu_test::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    const std::string difference = after(t, out);
+    if (!difference.empty()) return "call " + std::to_string(t) + ": " + difference;
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
@@ -50,22 +70,16 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
       const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
       if (!created.empty()) return created;
       scclSparsifier_t sp = owned.get();
-      DeviceBuffer<float> out(kCount);
-      const sccl_gpu_test::Stream stream_owner;
-      const cudaStream_t stream = stream_owner.get();
-      for (int t = 0; t < kIterations; ++t) {
-        DeviceBuffer<float> grad(gradientOf.vector(r, uint64_t(t)));
-        if (scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp, comm,
-                                stream) != scclSuccess)
-          return "call " + std::to_string(t) + ": " + lastError(comm);
-        sccl_gpu_test::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      const std::string calls = runDeviceCalls(comm, r, sp, [&](int t, DeviceBuffer<float>& out) {
         const RankIteration& want = host.calls[size_t(t)][size_t(r)];
         scclSparseStats_t stats;
         const std::string difference = sccl_gpu_test::differenceFromHost(out, sp, want, &stats);
-        if (!difference.empty()) return "call " + std::to_string(t) + ": " + difference;
+        if (!difference.empty()) return difference;
         if (stats.threshold != want.stats.threshold || stats.bytesSent != want.stats.bytesSent)
-          return "call " + std::to_string(t) + ": statistics differ from the host run";
-      }
+          return std::string("statistics differ from the host run");
+        return std::string();
+      });
+      if (!calls.empty()) return calls;
       // Host buffers after device calls: the residual is in device memory.
       std::vector<float> host_grad = gradientOf.vector(r, 0), host_out(kCount);
       if (scclSparseAllreduce(host_grad.data(), host_out.data(), kCount, scclFloat32, scclSum, sp,
@@ -109,5 +123,58 @@ TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and sta
     return "";
   });
   CHECK_NO_RANK_FAILURES(failures);
+}
+
+// "auto" (tuning/auto_device.h): the creation may choose dense, which has no device path; the
+// first device call then runs the fastest candidate with one. Every rank runs the same preset,
+// and the outputs are those of that preset named, on host buffers, bit for bit.
+TEST_CASE("auto on device buffers runs a preset with a device path, as that preset would",
+          "[gpu][sparse_device][auto]") {
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  for (int stream_ordered : {0, 1}) {
+    INFO("streamOrdered " << stream_ordered << " on " << nranks << " GPUs");
+    scclSparseConfig_t config = sparseConfig("auto", 0.01);
+    config.scalingRule = "band";  // as in the comparison above
+    config.streamOrdered = stream_ordered;
+    std::vector<std::string> chosen(static_cast<size_t>(nranks));
+    // [call][rank]: the device run's outputs, compared once the host run of the chosen preset is
+    // known.
+    std::vector<std::vector<std::vector<float>>> outputs(
+        kIterations, std::vector<std::vector<float>>(static_cast<size_t>(nranks)));
+    auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+      sccl_gpu_test::Sparsifier owned{nullptr, &scclSparsifierDestroy};
+      const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
+      if (!created.empty()) return created;
+      scclSparsifier_t sp = owned.get();
+      const std::string calls = runDeviceCalls(comm, r, sp, [&](int t, DeviceBuffer<float>& out) {
+        outputs[size_t(t)][size_t(r)] = out.read();
+        return std::string();
+      });
+      if (!calls.empty()) return calls;
+      const char* name = nullptr;
+      if (scclSparsifierGetAlgorithm(sp, &name) != scclSuccess) return "GetAlgorithm failed";
+      chosen[size_t(r)] = name;
+      return "";
+    });
+    REQUIRE_NO_RANK_FAILURES(failures);
+    for (const std::string& name : chosen) REQUIRE(name == chosen[0]);
+    INFO("auto ran " << chosen[0]);
+    CHECK(chosen[0] != "dense");
+    if (stream_ordered == 1)
+      CHECK((chosen[0] == "micro_sync_free" || chosen[0] == "exdyna_sync_free"));
+    scclSparseConfig_t named = config;
+    named.algorithm = chosen[0].c_str();
+    named.streamOrdered = 0;  // the host run: host buffers ignore it anyway
+    SparseRun host = runSparse(nranks, kCount, named, kIterations, gradientOf);
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    for (int t = 0; t < kIterations; ++t)
+      for (int r = 0; r < nranks; ++r) {
+        const std::string m = sccl_gpu_test::bitMismatch(
+            "call " + std::to_string(t) + " rank " + std::to_string(r),
+            host.calls[size_t(t)][size_t(r)].output, outputs[size_t(t)][size_t(r)]);
+        if (!m.empty()) FAIL(m);
+      }
+  }
 }
 #endif
