@@ -187,7 +187,7 @@ scclResult_t UcxTransport::postNoticeReceive() {
 
 UcxTransport::~UcxTransport() {
   bool failed = broken_ != scclSuccess || abort_requested_.load();
-  if (abort_requested_.load() && broken_ == scclSuccess) sendFailureNotices(scclSuccess);
+  if (abort_requested_.load() && broken_ == scclSuccess) sendFailureNotices(scclSuccess, rank_);
   if (!failed && worker_ != nullptr) {
     // Meet the peers, so that nobody closes an endpoint a peer still needs; then let the last
     // sends leave.

@@ -173,7 +173,9 @@ class UcxTransport final : public Transport {
   // Failure handling (ucx_wait.cc).
   scclResult_t checkInterruptions();
   scclResult_t checkPeersAlive();
-  void sendFailureNotices(scclResult_t reason);
+  // To every rank but this one and `origin` (the rank that failed: this one, or the one whose
+  // notice this rank forwards); reason scclSuccess stands for an abort. Once per transport.
+  void sendFailureNotices(scclResult_t reason, int origin);
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   // Operation bodies (ucx_transport.cc, ucx_collectives.cc).
@@ -221,6 +223,10 @@ class UcxTransport final : public Transport {
   // The posted receive for failure notices from any rank.
   Op notice_op_;
   uint32_t notice_payload_ = 0;
+  // The notice received: the rank that failed (-1: none, or a malformed one) and its code.
+  int notice_origin_ = -1;
+  scclResult_t notice_code_ = scclSuccess;
+  uint32_t notice_out_payload_ = 0;  // what this rank sends (sendFailureNotices)
 
   // A send() copy in flight: UCX reads `data` until the op completes.
   struct PendingSend {

@@ -10,11 +10,17 @@
 // receives are cancelled and every request is released without further callbacks.
 //
 // Failure notices: every rank keeps one receive posted for a 4-byte message of kind "notice"
-// from any rank. A rank whose transport breaks sends it to all others (best effort, never
-// waiting), so peers blocked with it get scclRemoteError promptly instead of their deadline.
+// from any rank. A rank whose transport breaks sends it to all others (best effort, progressing
+// the sends for at most a second), so peers blocked with it get scclRemoteError promptly instead
+// of their deadline. A rank that learns of a failure from a notice forwards it, once, to every
+// rank but the one that failed: a notice the failing rank could not deliver (8 ranks on 2 busy
+// cores: one rank then waited 20 s for its deadline in a CI run) reaches that peer through the
+// others. The payload names the rank that failed (origin) and why: (origin << 8) | code, code 0
+// for an abort, else the scclResult_t that broke it.
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -26,9 +32,8 @@
 namespace sccl {
 namespace {
 
-// Notice payloads: 0 stands for an abort, anything else is the scclResult_t that broke the
-// sender. Static, because a notice may still be in flight when its transport is gone.
-const uint32_t kNoticePayloads[scclNumResults] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+constexpr int kNoticeOriginShift = 8;
+constexpr uint32_t kNoticeCodeMask = 0xffu;
 
 constexpr uint64_t kKindCollective = 0, kKindUser = 1, kKindNotice = 2;
 constexpr int kSourceShift = 40;  // source rank: bits 40..61
@@ -223,8 +228,11 @@ scclResult_t UcxTransport::recordOutcome(scclResult_t result) {
   }
   broken_ = result;
   broken_reason_ = threadLastError();
-  if (!failure_came_from_peer_ && worker_ != nullptr) {
-    sendFailureNotices(abort_requested_.load() ? scclSuccess : result);
+  if (worker_ == nullptr) return result;
+  if (!failure_came_from_peer_) {
+    sendFailureNotices(abort_requested_.load() ? scclSuccess : result, rank_);
+  } else if (notice_origin_ >= 0) {
+    sendFailureNotices(notice_code_, notice_origin_);  // forwarded (see the top of this file)
   }
   return result;
 }
@@ -253,17 +261,25 @@ scclResult_t UcxTransport::checkInterruptions() {
                   static_cast<unsigned long long>(sender), nranks_);
     }
     const int notice_sender = static_cast<int>(sender);
-    uint32_t payload = notice_payload_;
+    const uint32_t payload = notice_payload_;
+    const uint32_t code = payload & kNoticeCodeMask;
+    const uint32_t origin = payload >> kNoticeOriginShift;
     if (notice_op_.status != UCS_OK || notice_op_.received != sizeof(notice_payload_) ||
-        payload >= scclNumResults) {
-      return fail(scclRemoteError, "%s: a peer sent a malformed failure notice", label_.c_str());
+        code >= scclNumResults || origin >= static_cast<uint32_t>(nranks_)) {
+      return fail(scclRemoteError, "%s: rank %d sent a malformed failure notice", label_.c_str(),
+                  notice_sender);
     }
-    if (payload == 0) {
-      return fail(scclRemoteError, "%s: a peer aborted the communicator (notice from rank %d)",
-                  label_.c_str(), notice_sender);
+    notice_origin_ = static_cast<int>(origin);
+    notice_code_ = static_cast<scclResult_t>(code);
+    char forwarded[48] = "";
+    if (notice_origin_ != notice_sender)
+      std::snprintf(forwarded, sizeof(forwarded), " (notice forwarded by rank %d)", notice_sender);
+    if (code == 0) {
+      return fail(scclRemoteError, "%s: rank %d aborted the communicator%s", label_.c_str(),
+                  notice_origin_, forwarded);
     }
-    return fail(scclRemoteError, "%s: rank %d failed (%s) and gave up on the communicator",
-                label_.c_str(), notice_sender, resultName(static_cast<scclResult_t>(payload)));
+    return fail(scclRemoteError, "%s: rank %d failed (%s) and gave up on the communicator%s",
+                label_.c_str(), notice_origin_, resultName(notice_code_), forwarded);
   }
   for (size_t r = 0; r < peers_.size(); ++r) {
     if (peers_[r].failure != UCS_OK) {
@@ -291,14 +307,18 @@ scclResult_t UcxTransport::checkPeersAlive() {
 }
 
 // reason scclSuccess stands for an abort.
-void UcxTransport::sendFailureNotices(scclResult_t reason) {
+void UcxTransport::sendFailureNotices(scclResult_t reason, int origin) {
   if (notices_sent_) return;
   notices_sent_ = true;
-  const uint32_t* payload = &kNoticePayloads[reason == scclSuccess ? 0 : static_cast<int>(reason)];
+  // A member: UCX may read it until the worker is destroyed (in the destructor, before members).
+  notice_out_payload_ =
+      (static_cast<uint32_t>(origin) << kNoticeOriginShift) | static_cast<uint32_t>(reason);
+  const uint32_t* payload = &notice_out_payload_;
   const uint64_t tag = (kKindNotice << 62) | (static_cast<uint64_t>(rank_) << kSourceShift);
   std::vector<void*> in_flight;
   for (size_t r = 0; r < peers_.size(); ++r) {
-    if (static_cast<int>(r) == rank_ || peers_[r].ep == nullptr) continue;
+    if (static_cast<int>(r) == rank_ || static_cast<int>(r) == origin || peers_[r].ep == nullptr)
+      continue;
     ucp_request_param_t param{};
     // Best effort: a notice that cannot leave leaves that peer to its own deadline.
     ucs_status_ptr_t status =
