@@ -11,6 +11,7 @@
 #include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/patient_wait.h"
 #include "sparsifier/sparse_config.h"
 #include "tuning/call_shape.h"
 #include "tuning/compute_calibration.h"
@@ -74,6 +75,9 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
   }
   if (elements == 0) std::fill(picoseconds.begin(), picoseconds.end(), 0);
   if (comm->nranks > 1) {
+    // The other ranks wait here for rank 0's 10-40 ms of calibration: sleeping between polls
+    // leaves rank 0 the cores they share, whatever the scheduler's groups (core/patient_wait.h).
+    const PatientWaitScope patient(comm->rank != 0);
     SCCL_CHECK(commRecordFailure(
         comm, comm->transport->broadcast(picoseconds.data(),
                                          picoseconds.size() * sizeof(uint64_t), 0)));

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/patient_wait.h"
 
 namespace sccl::mpi {
 namespace {
@@ -89,7 +90,8 @@ const char* threadLevelName(int thread_level) {
 scclResult_t waitForRequests(MPI_Request* requests, MPI_Status* statuses, int count,
                              const WaitSpec& spec) {
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(spec.timeout_ms);
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + std::chrono::milliseconds(spec.timeout_ms);
   for (;;) {
     int done = 0;
     int rc =
@@ -107,8 +109,9 @@ scclResult_t waitForRequests(MPI_Request* requests, MPI_Status* statuses, int co
                   spec.context, spec.operation, static_cast<long long>(spec.timeout_ms));
     }
     // Busy polling without yielding starves the peers (and the kernel's network processing)
-    // when ranks share cores; see docs/transports/mpi.md.
-    sched_yield();
+    // when ranks share cores; see docs/transports/mpi.md. In a wait known to be long, a sleep
+    // (core/patient_wait.h).
+    pauseBetweenPolls(start);
   }
 }
 

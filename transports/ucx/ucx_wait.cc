@@ -27,6 +27,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/patient_wait.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace sccl {
@@ -151,7 +152,8 @@ void UcxTransport::progressOnce() {
 
 scclResult_t UcxTransport::waitOps(Ops& ops, const char* what) {
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + std::chrono::milliseconds(timeout_ms_);
   size_t first_pending = 0;
   unsigned idle_polls = 0, busy_polls = 0;
   while (true) {
@@ -175,7 +177,7 @@ scclResult_t UcxTransport::waitOps(Ops& ops, const char* what) {
       return interrupted;
     }
     if (++idle_polls < 2000) {
-      sched_yield();
+      pauseBetweenPolls(start);  // a yield, or a sleep in a wait known to be long
     } else {
       usleep(50);
     }
