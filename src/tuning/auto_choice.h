@@ -8,7 +8,8 @@
 //  2. probe the link (tuning/link_probe.h);
 //  3. rank 0 calibrates each candidate's local work on one in-process rank
 //     (tuning/compute_calibration.h, min(count, 64K) elements, cached per process) and
-//     broadcasts it, so every rank holds the same measurements (those of rank 0's machine);
+//     broadcasts it, so every rank holds the same measurements (those of rank 0's machine); the
+//     others wait for it patiently (core/patient_wait.h), leaving rank 0 the cores they share;
 //  4. predict each candidate (its wire plan at the expected shape, the probed link, the local work
 //     times the ranks per host) and pick the fastest, the first of equals in candidate order.
 // The same measurements give the same choice on every rank; the sparsifier's own creation then
