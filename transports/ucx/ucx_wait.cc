@@ -267,7 +267,10 @@ scclResult_t UcxTransport::checkInterruptions() {
     const uint32_t code = payload & kNoticeCodeMask;
     const uint32_t origin = payload >> kNoticeOriginShift;
     if (notice_op_.status != UCS_OK || notice_op_.received != sizeof(notice_payload_) ||
-        code >= scclNumResults || origin >= static_cast<uint32_t>(nranks_)) {
+        code >= scclNumResults || origin >= static_cast<uint32_t>(nranks_) ||
+        origin == static_cast<uint32_t>(rank_)) {
+      // (A notice naming this rank as the one that failed cannot be honest: nobody forwards a
+      // notice to the rank it names, and this rank, had it failed, would not be waiting.)
       return fail(scclRemoteError, "%s: rank %d sent a malformed failure notice", label_.c_str(),
                   notice_sender);
     }
