@@ -64,12 +64,13 @@ using namespace sccl_perf;
 struct AlgorithmRun {
   std::string name;
   std::string chosen;  // the "auto" row: the preset the library chose (scclSparsifierGetAlgorithm)
-  size_t count = 0;  // elements of the block
+  size_t count = 0;    // elements of the block
   Sparsifier sp{nullptr, &scclSparsifierDestroy};
   bool graph = false;         // -g 1 graph replay row: every call through DeviceCalls::replay
   bool enqueue_only = false;  // -g 1 stream-ordered call: the library cannot time its parts
   uint64_t calls = 0;         // calls made so far: the gradient iteration of the next one
   uint64_t warmup_calls = 0;
+  double creation_us = -1, first_call_us = -1;  // sparse rows: this rank's (-P 1)
   std::vector<double> samples_us;
   double density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
@@ -81,6 +82,7 @@ struct Row {
   std::string preset;  // what ran: the name, or for "auto" the chosen preset
   std::string label;   // as printed: the name, or auto:<preset>
   uint64_t warmup_calls = 0, wrong = 0;
+  double creation_us = -1, first_call_us = -1;  // slowest rank's; -1: an all-reduce row
   double time_us = 0, density = 0, inflation = 0, sent = 0, received = 0;
   double select_us = 0, comm_us = 0, other_us = 0;
   // The slowest rank's median over the fastest rank's. A call that ends in local work after its
@@ -249,16 +251,15 @@ void settleAuto(RankState& s, AlgorithmRun& run, size_t count) {
     callOnce(s, run, count, false);
   const scclSparseStats_t stats = statsOf(s, run);
   const char* now = nullptr;
-  check(scclSparsifierGetAlgorithm(run.sp.get(), &now), s.rank.comm,
-        "scclSparsifierGetAlgorithm");
+  check(scclSparsifierGetAlgorithm(run.sp.get(), &now), s.rank.comm, "scclSparsifierGetAlgorithm");
   run.chosen = now;
   if (s.rank.rank == 0 && (stats.autoSwitches > 0 || stats.autoSettled == 0)) {
-    std::printf("# auto at %zu elements: chose %s at creation, runs %s after %llu calls (%llu "
-                "switch(es)%s)\n",
-                count, created.c_str(), run.chosen.c_str(),
-                static_cast<unsigned long long>(run.calls),
-                static_cast<unsigned long long>(stats.autoSwitches),
-                stats.autoSettled ? "" : ", not settled");
+    std::printf(
+        "# auto at %zu elements: chose %s at creation, runs %s after %llu calls (%llu "
+        "switch(es)%s)\n",
+        count, created.c_str(), run.chosen.c_str(), static_cast<unsigned long long>(run.calls),
+        static_cast<unsigned long long>(stats.autoSwitches),
+        stats.autoSettled ? "" : ", not settled");
   }
 }
 
@@ -279,12 +280,17 @@ void prepare(RankState& s, AlgorithmRun& run, size_t count, double density) {
     run.warmup_calls = run.calls;
     return;
   }
+  // -P 1: from the moment every rank is here, so that the creation's call agreement does not
+  // count a late rank's start-up.
+  if (o.print_setup) s.rank.barrier();
+  const double creation_start = nowMicroseconds();
   run.sp = createSparsifier(s.rank, count, o.common.dtype, config);
+  run.creation_us = nowMicroseconds() - creation_start;
+  // The first call: on device buffers it may move auto to a preset with a device path (the
+  // creation may choose dense, which has none), so the row is named after it.
+  run.first_call_us = callOnce(s, run, count, false);
   std::string preset = run.name;
   if (run.name == kAutoRow) {
-    // On device buffers the first call may move auto to a preset with a device path (the
-    // creation may choose dense, which has none): name the row after what runs.
-    if (s.device != nullptr) callOnce(s, run, count, false);
     const char* chosen = nullptr;
     check(scclSparsifierGetAlgorithm(run.sp.get(), &chosen), s.rank.comm,
           "scclSparsifierGetAlgorithm");
@@ -334,7 +340,7 @@ Row combine(RankState& s, const AlgorithmRun& run) {
   const double iters = s.options.common.iters;
   std::vector<double> all =
       s.rank.allGather({summarize(run.samples_us).median_us, run.sent, run.received, run.select_us,
-                        run.comm_us, run.other_us});
+                        run.comm_us, run.other_us, run.creation_us, run.first_call_us});
   Row row;
   row.name = run.name;
   row.preset = run.chosen.empty() ? run.name : run.chosen;
@@ -345,8 +351,12 @@ Row combine(RankState& s, const AlgorithmRun& run) {
   row.inflation = run.inflation / iters;
   const double per_rank_call = iters * s.rank.nranks;
   double fastest_us = all[0];
-  for (size_t r = 0; r < all.size(); r += 6) {
+  row.creation_us = all[6];
+  row.first_call_us = all[7];
+  for (size_t r = 0; r < all.size(); r += 8) {
     row.time_us = std::max(row.time_us, all[r]);
+    row.creation_us = std::max(row.creation_us, all[r + 6]);
+    row.first_call_us = std::max(row.first_call_us, all[r + 7]);
     fastest_us = std::min(fastest_us, all[r]);
     row.sent += all[r + 1] / per_rank_call;
     row.received += all[r + 2] / per_rank_call;
@@ -365,15 +375,27 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
   // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
   auto split = [&](double us) { return row.enqueue_only ? Cell("-") : Cell(us); };
-  s.table.addRow(
-      {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.label,
-       is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
-       gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
-       row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
-       row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), split(row.select_us),
-       split(row.comm_us), split(row.other_us), row.rank_spread,
-       o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
-      stdout);
+  s.table.addRow({bytes,
+                  double(count),
+                  dtypeName(o.common.dtype),
+                  o.op == scclAvg ? "avg" : "sum",
+                  row.label,
+                  is_dense ? Cell("-") : Cell(density),
+                  row.density,
+                  double(row.warmup_calls),
+                  row.time_us,
+                  gigabytesPerSecond(bytes, row.time_us),
+                  dense != nullptr ? Cell(speedup) : Cell("-"),
+                  row.sent,
+                  row.received,
+                  is_dense ? Cell("-") : Cell(row.inflation),
+                  row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"),
+                  split(row.select_us),
+                  split(row.comm_us),
+                  split(row.other_us),
+                  row.rank_spread,
+                  o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
+                 stdout);
   Totals& t = s.totals[row.name];
   t.rows += 1;
   t.time_us += row.time_us;
@@ -386,6 +408,18 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   }
   t.sent += row.sent;
   t.error += std::max(0.0, row.decode_error);
+}
+
+// -P 1: what creating each sparse row's sparsifier and making its first call cost.
+void printSetup(size_t count, double density, const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    if (row.creation_us < 0) continue;
+    std::printf(
+        "# setup of %s at %zu elements, density %g (slowest rank): creation %.2f ms, "
+        "first call %.2f ms, together %.2f ms\n",
+        row.label.c_str(), count, density, row.creation_us * 1e-3, row.first_call_us * 1e-3,
+        (row.creation_us + row.first_call_us) * 1e-3);
+  }
 }
 
 void runBlock(RankState& s, size_t count, double density) {
@@ -417,6 +451,7 @@ void runBlock(RankState& s, size_t count, double density) {
   const Row* dense = nullptr;
   for (const Row& row : rows) dense = row.name == "dense" ? &row : dense;
   for (const Row& row : rows) printRow(s, count, density, row, dense);
+  if (o.print_setup) printSetup(count, density, rows);
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -442,7 +477,7 @@ KeyValues settingsOf(const RankState& s, const std::string& transport) {
       {"algorithms", joined(o.algorithms)},
       {"densities", joined(densities)},
       {"timed calls", std::to_string(o.common.iters) +
-                                " per algorithm, interleaved (round 0 in order, then shuffled)"},
+                          " per algorithm, interleaved (round 0 in order, then shuffled)"},
       {"warm-up", "dense " + std::to_string(o.common.warmup) + " calls (-w); sparse at least " +
                       std::to_string(o.sparse_warmup) + " (-W), then until k' settles, at most " +
                       std::to_string(std::max(o.sparse_warmup, o.warmup_limit)) + " (-L)"},

@@ -140,6 +140,14 @@ std::vector<ExtraFlag> extraFlags(SparseOptions* o) {
          o->row_width = size_t(width);
          return true;
        }},
+      {'P',
+       "0|1    1: after each block, every sparse row's creation and first call (ms, slowest\n"
+       "            rank); \"auto\" creates by probing and calibrating. Only the first row of a\n"
+       "            process meets the transport unused: one -a per run to compare them [0]",
+       [o](const char* t) {
+         o->print_setup = std::strcmp(t, "1") == 0;
+         return o->print_setup || std::strcmp(t, "0") == 0;
+       }},
       {'S', "LIST   sketch lambdas: one more s2 row per value, e.g. 0.05,0.1,0.25,0.5,1 [none]",
        [o](const char* t) { return parseLambdas(t, &o->sketch_lambdas); }},
   };
@@ -237,7 +245,7 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 }
 
 bool runsOnDevice(const std::string& name) {
-  if (name == "dense") return true;  // as scclAllReduce of the device buffers
+  if (name == "dense") return true;   // as scclAllReduce of the device buffers
   if (name == kAutoRow) return true;  // its first device call picks a preset with a device path
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
   const std::vector<std::string>& presets = presetsOnDevice();

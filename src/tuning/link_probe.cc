@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/params.h"
 
 namespace sccl {
@@ -19,15 +22,43 @@ constexpr int kSmallCalls = 5;
 constexpr int kBulkCalls = 2;
 constexpr size_t kBulkElements = 64 * 1024;  // float32: 256 KiB
 
-// Seconds of each of `calls` timed all-reduces after one warm-up.
+// Seconds of each of `calls` timed all-reduces after one warm-up (*warmup: its seconds).
 scclResult_t timedAllReduces(Transport& transport, void* data, size_t count, scclDataType_t dtype,
-                             int calls, std::vector<double>* seconds) {
+                             int calls, double* warmup, std::vector<double>* seconds) {
   for (int call = 0; call <= calls; ++call) {
     const Clock::time_point start = Clock::now();
     SCCL_CHECK(transport.allReduce(data, data, count, dtype, ReduceOp::Sum));
-    if (call > 0) seconds->push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (call == 0) {
+      *warmup = elapsed;
+    } else {
+      seconds->push_back(elapsed);
+    }
   }
   return scclSuccess;
+}
+
+// " 1.20 0.85 ..." (milliseconds).
+std::string millisecondsList(const std::vector<double>& seconds) {
+  std::string text;
+  char part[32];
+  for (double s : seconds) {
+    std::snprintf(part, sizeof(part), " %.2f", s * 1e3);
+    text += part;
+  }
+  return text;
+}
+
+// This rank's calls, for SCCL_DEBUG=INFO: where a probe's time went. The warm-ups hold the
+// transport's first use of its connections at each size (at 8 emulated nodes on 2 vCPUs the first
+// 256 KiB all-reduce took 26-45 ms of a 55-80 ms probe; docs/results/cost_model.md).
+void logProbeCalls(const scclComm& comm, double small_warmup, const std::vector<double>& small,
+                   double bulk_warmup, const std::vector<double>& bulk, double total) {
+  SCCL_INFO(LogSubsys::Coll,
+            "rank %d: link probe %.1f ms: 8-byte all-reduces warm-up %.2f ms then%s ms; 256 KiB "
+            "warm-up %.2f ms then%s ms",
+            comm.rank, total * 1e3, small_warmup * 1e3, millisecondsList(small).c_str(),
+            bulk_warmup * 1e3, millisecondsList(bulk).c_str());
 }
 
 // See LinkProbe::ranks_per_machine.
@@ -53,18 +84,21 @@ scclResult_t probeLink(scclComm* comm, LinkProbe* out) {
   Transport& transport = *comm->transport;
   uint64_t word = 0;
   std::vector<double> small, large;
+  double small_warmup = 0, large_warmup = 0;
   SCCL_CHECK(commRecordFailure(
-      comm, timedAllReduces(transport, &word, 1, scclUint64, kSmallCalls, &small)));
+      comm, timedAllReduces(transport, &word, 1, scclUint64, kSmallCalls, &small_warmup, &small)));
   std::vector<float> block(kBulkElements, 0.0f);
-  SCCL_CHECK(commRecordFailure(comm, timedAllReduces(transport, block.data(), block.size(),
-                                                     scclFloat32, kBulkCalls, &large)));
+  SCCL_CHECK(
+      commRecordFailure(comm, timedAllReduces(transport, block.data(), block.size(), scclFloat32,
+                                              kBulkCalls, &large_warmup, &large)));
+  const std::vector<double> small_in_order = small;
   std::sort(small.begin(), small.end());
   // The slowest rank's view, in nanoseconds, so that every rank derives the same model.
   uint64_t agreed[3] = {uint64_t(small[small.size() / 2] * 1e9),
                         uint64_t(*std::min_element(large.begin(), large.end()) * 1e9),
                         uint64_t(probe.ranks_per_machine)};
-  SCCL_CHECK(commRecordFailure(
-      comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
+  SCCL_CHECK(
+      commRecordFailure(comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
   const uint64_t* times = agreed;
   // From the peers: a host holds at most every rank of the communicator.
   probe.ranks_per_machine = int(std::clamp<uint64_t>(agreed[2], 1, uint64_t(n)));
@@ -77,6 +111,7 @@ scclResult_t probeLink(scclComm* comm, LinkProbe* out) {
   const double transfer = std::max(bulk - 2 * steps * alpha, 0.5 * bulk);
   probe.link = {alpha, moved / transfer};
   probe.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  logProbeCalls(*comm, small_warmup, small_in_order, large_warmup, large, probe.seconds);
   *out = probe;
   return scclSuccess;
 }
