@@ -64,7 +64,7 @@ using namespace sccl_perf;
 struct AlgorithmRun {
   std::string name;
   std::string chosen;  // the "auto" row: the preset the library chose (scclSparsifierGetAlgorithm)
-  size_t count = 0;    // elements of the block
+  size_t count = 0;  // elements of the block
   Sparsifier sp{nullptr, &scclSparsifierDestroy};
   bool graph = false;         // -g 1 graph replay row: every call through DeviceCalls::replay
   bool enqueue_only = false;  // -g 1 stream-ordered call: the library cannot time its parts
@@ -251,15 +251,16 @@ void settleAuto(RankState& s, AlgorithmRun& run, size_t count) {
     callOnce(s, run, count, false);
   const scclSparseStats_t stats = statsOf(s, run);
   const char* now = nullptr;
-  check(scclSparsifierGetAlgorithm(run.sp.get(), &now), s.rank.comm, "scclSparsifierGetAlgorithm");
+  check(scclSparsifierGetAlgorithm(run.sp.get(), &now), s.rank.comm,
+        "scclSparsifierGetAlgorithm");
   run.chosen = now;
   if (s.rank.rank == 0 && (stats.autoSwitches > 0 || stats.autoSettled == 0)) {
-    std::printf(
-        "# auto at %zu elements: chose %s at creation, runs %s after %llu calls (%llu "
-        "switch(es)%s)\n",
-        count, created.c_str(), run.chosen.c_str(), static_cast<unsigned long long>(run.calls),
-        static_cast<unsigned long long>(stats.autoSwitches),
-        stats.autoSettled ? "" : ", not settled");
+    std::printf("# auto at %zu elements: chose %s at creation, runs %s after %llu calls (%llu "
+                "switch(es)%s)\n",
+                count, created.c_str(), run.chosen.c_str(),
+                static_cast<unsigned long long>(run.calls),
+                static_cast<unsigned long long>(stats.autoSwitches),
+                stats.autoSettled ? "" : ", not settled");
   }
 }
 
@@ -351,11 +352,9 @@ Row combine(RankState& s, const AlgorithmRun& run) {
   row.inflation = run.inflation / iters;
   const double per_rank_call = iters * s.rank.nranks;
   double fastest_us = all[0];
-  row.creation_us = all[6];
-  row.first_call_us = all[7];
   for (size_t r = 0; r < all.size(); r += 8) {
     row.time_us = std::max(row.time_us, all[r]);
-    row.creation_us = std::max(row.creation_us, all[r + 6]);
+    row.creation_us = std::max(row.creation_us, all[r + 6]);  // -1 on every rank or on none
     row.first_call_us = std::max(row.first_call_us, all[r + 7]);
     fastest_us = std::min(fastest_us, all[r]);
     row.sent += all[r + 1] / per_rank_call;
@@ -375,27 +374,15 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
   const double speedup = dense != nullptr && row.time_us > 0 ? dense->time_us / row.time_us : 0;
   // Target density and f(t) mean nothing for dense (its k_i = count on every rank).
   auto split = [&](double us) { return row.enqueue_only ? Cell("-") : Cell(us); };
-  s.table.addRow({bytes,
-                  double(count),
-                  dtypeName(o.common.dtype),
-                  o.op == scclAvg ? "avg" : "sum",
-                  row.label,
-                  is_dense ? Cell("-") : Cell(density),
-                  row.density,
-                  double(row.warmup_calls),
-                  row.time_us,
-                  gigabytesPerSecond(bytes, row.time_us),
-                  dense != nullptr ? Cell(speedup) : Cell("-"),
-                  row.sent,
-                  row.received,
-                  is_dense ? Cell("-") : Cell(row.inflation),
-                  row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"),
-                  split(row.select_us),
-                  split(row.comm_us),
-                  split(row.other_us),
-                  row.rank_spread,
-                  o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
-                 stdout);
+  s.table.addRow(
+      {bytes, double(count), dtypeName(o.common.dtype), o.op == scclAvg ? "avg" : "sum", row.label,
+       is_dense ? Cell("-") : Cell(density), row.density, double(row.warmup_calls), row.time_us,
+       gigabytesPerSecond(bytes, row.time_us), dense != nullptr ? Cell(speedup) : Cell("-"),
+       row.sent, row.received, is_dense ? Cell("-") : Cell(row.inflation),
+       row.decode_error >= 0 ? Cell(row.decode_error) : Cell("-"), split(row.select_us),
+       split(row.comm_us), split(row.other_us), row.rank_spread,
+       o.common.check ? Cell(double(row.wrong)) : Cell("N/A")},
+      stdout);
   Totals& t = s.totals[row.name];
   t.rows += 1;
   t.time_us += row.time_us;
@@ -414,11 +401,10 @@ void printRow(RankState& s, size_t count, double density, const Row& row, const 
 void printSetup(size_t count, double density, const std::vector<Row>& rows) {
   for (const Row& row : rows) {
     if (row.creation_us < 0) continue;
-    std::printf(
-        "# setup of %s at %zu elements, density %g (slowest rank): creation %.2f ms, "
-        "first call %.2f ms, together %.2f ms\n",
-        row.label.c_str(), count, density, row.creation_us * 1e-3, row.first_call_us * 1e-3,
-        (row.creation_us + row.first_call_us) * 1e-3);
+    std::printf("# setup of %s at %zu elements, density %g (slowest rank): creation %.2f ms, "
+                "first call %.2f ms, together %.2f ms\n",
+                row.label.c_str(), count, density, row.creation_us * 1e-3,
+                row.first_call_us * 1e-3, (row.creation_us + row.first_call_us) * 1e-3);
   }
 }
 
@@ -477,7 +463,7 @@ KeyValues settingsOf(const RankState& s, const std::string& transport) {
       {"algorithms", joined(o.algorithms)},
       {"densities", joined(densities)},
       {"timed calls", std::to_string(o.common.iters) +
-                          " per algorithm, interleaved (round 0 in order, then shuffled)"},
+                                " per algorithm, interleaved (round 0 in order, then shuffled)"},
       {"warm-up", "dense " + std::to_string(o.common.warmup) + " calls (-w); sparse at least " +
                       std::to_string(o.sparse_warmup) + " (-W), then until k' settles, at most " +
                       std::to_string(std::max(o.sparse_warmup, o.warmup_limit)) + " (-L)"},

@@ -67,8 +67,8 @@ struct SparseOptions {
   // -P 1: each sparse row's sparsifier creation and first call, slowest rank, printed after the
   // block. Only a process's first row meets the transport's connections unused.
   bool print_setup = false;
-  bool embedding = false;  // -I embedding: Zipf-touched embedding rows (sparse/inputs.h)
-  size_t row_width = 64;   // -R: embedding row width (elements)
+  bool embedding = false;   // -I embedding: Zipf-touched embedding rows (sparse/inputs.h)
+  size_t row_width = 64;    // -R: embedding row width (elements)
   // -I trace:DIR: real gradients, loaded once per process (sizes = their count).
   std::shared_ptr<const TraceSet> traces;
   // -S: one extra s2 row per lambda, named "s2:<lambda>" (the sketch width sweep).

@@ -245,7 +245,7 @@ int runLocalRanks(const SparseOptions& options, const RankBody& body, const Devi
 }
 
 bool runsOnDevice(const std::string& name) {
-  if (name == "dense") return true;   // as scclAllReduce of the device buffers
+  if (name == "dense") return true;  // as scclAllReduce of the device buffers
   if (name == kAutoRow) return true;  // its first device call picks a preset with a device path
   const std::vector<std::string>& sync_free = syncFreeAlgorithms();
   const std::vector<std::string>& presets = presetsOnDevice();
