@@ -33,6 +33,14 @@ struct scclComm {
   // creation; the same on every rank): the cost model charges them for sharing its cores.
   int ranks_per_host = 1;
 
+  // The link as the first "auto" sparsifier's probe found it (tuning/link_probe.cc): later ones on
+  // this communicator reuse it ("measured once per communicator"). The probe is collective and
+  // its result agreed, so every rank sets the same values at the same creation.
+  bool link_probed = false;
+  double probed_latency_s = 0;      // alpha
+  double probed_bytes_per_s = 0;    // beta
+  int probed_ranks_per_machine = 1;  // tuning::LinkProbe::ranks_per_machine
+
   // The number of the next collective call, agreed by every rank (comm/call_agreement.h).
   uint64_t call_sequence = 0;
 

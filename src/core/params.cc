@@ -33,3 +33,11 @@ SCCL_PARAM_INT(AutoRetuneTolerance, "AUTO_RETUNE_TOLERANCE", 25,
                "Algorithm \"auto\": how far (percent, 1 .. 1000) a measured call time may be "
                "from the prediction before auto tries another preset, and by how much another "
                "must be predicted faster to be tried")
+SCCL_PARAM_INT(LinkLatencyNs, "LINK_LATENCY_NS", -1,
+               "Algorithm \"auto\": the link's time per message step in ns (half a ping-pong's "
+               "round trip, software included), 0 .. 10000000000, instead of the link probe's "
+               "measurement; -1 measures it. The same on every rank (checked)")
+SCCL_PARAM_INT(LinkRateMbits, "LINK_RATE_MBITS", 0,
+               "Algorithm \"auto\": the rate of one rank's link in Mbit/s, 1 .. 10000000, "
+               "instead of the link probe's measurement; 0 measures it. With "
+               "SCCL_LINK_LATENCY_NS also given, no probe runs. The same on every rank (checked)")

@@ -22,4 +22,6 @@ int64_t paramCpuThreads();
 const std::string& paramCpuIsa();
 int64_t paramAutoRetune();
 int64_t paramAutoRetuneTolerance();
+int64_t paramLinkLatencyNs();
+int64_t paramLinkRateMbits();
 }  // namespace sccl

@@ -35,9 +35,9 @@ scclSparseConfig_t withAlgorithm(const scclSparseConfig_t& config, const char* a
   return copy;
 }
 
-// Step 1: the same "auto" request (count, dtype, every setting) on every rank.
+// Step 1: the same "auto" request (count, dtype, every setting, the link settings) on every rank.
 scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dtype,
-                                 const scclSparseConfig_t& config) {
+                                 const scclSparseConfig_t& config, const GivenLink& given) {
   // Any candidate's config stands for the request: the fingerprint covers every setting, and the
   // tag below tells it from that preset's.
   ResolvedSparseConfig settings;
@@ -46,9 +46,13 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
   CallRecord record = callRecord(CallOperation::SparsifierCreate);
   record.count = count;
   record.dtype = static_cast<int16_t>(dtype);
-  record.config = sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag;
-  char detail[96];
-  std::snprintf(detail, sizeof(detail), "this rank's config: auto, density %g", config.density);
+  // Ranks that were given different links would measure different things (one probing while
+  // another skips): the settings are part of the request.
+  record.config =
+      sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag ^ givenLinkFingerprint(given);
+  char detail[160];
+  std::snprintf(detail, sizeof(detail), "this rank's config: auto, density %g, link %s",
+                config.density, describeGivenLink(given).c_str());
   return agreeOnCall(comm, record, nullptr, detail);
 }
 
@@ -125,6 +129,12 @@ void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclData
 
 scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                              const scclSparseConfig_t& config, AutoChoice* out) {
+  return chooseAlgorithm(comm, count, dtype, config, givenLinkSettings(), out);
+}
+
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const scclSparseConfig_t& config, const GivenLink& given,
+                             AutoChoice* out) {
   const auto start = std::chrono::steady_clock::now();
   SCCL_REQUIRE_ARG(config.estimator == nullptr && config.searchSpace == nullptr &&
                        config.reduction == nullptr,
@@ -133,11 +143,12 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                    config.estimator ? config.estimator : "NULL",
                    config.searchSpace ? config.searchSpace : "NULL",
                    config.reduction ? config.reduction : "NULL");
-  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, config));
+  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, config, given));
+  SCCL_CHECK(checkGivenLink(given));  // agreed: every rank returns the same error
   AutoChoice choice;
   choice.agreement_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  SCCL_CHECK(probeLink(comm, &choice.probe));
+  SCCL_CHECK(probeLink(comm, given, &choice.probe));
   const auto calibration_start = std::chrono::steady_clock::now();
   SCCL_CHECK(calibrateCandidates(comm, count, dtype, config, &choice));
   choice.calibration_seconds =
@@ -156,12 +167,12 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
 }
 
 std::string describeAutoChoice(const AutoChoice& choice) {
-  char text[200];
+  char text[240];
   std::snprintf(text, sizeof(text),
-                "auto chose %s (link: alpha %.1f us, %.3g Gbit/s, %d rank(s) per host; %.1f ms to "
-                "choose: agreement %.1f, probe %.1f, calibration %.1f); predicted ms:",
-                choice.algorithm ? choice.algorithm : "nothing", choice.probe.link.latency_s * 1e6,
-                choice.probe.link.bytes_per_s * 8e-9, choice.probe.ranks_per_machine,
+                "auto chose %s (link: %s, %d rank(s) per host; %.1f ms to choose: agreement "
+                "%.1f, probe %.1f, calibration %.1f); predicted ms:",
+                choice.algorithm ? choice.algorithm : "nothing",
+                describeLinkProbe(choice.probe).c_str(), choice.probe.ranks_per_machine,
                 choice.seconds * 1e3, choice.agreement_seconds * 1e3, choice.probe.seconds * 1e3,
                 choice.calibration_seconds * 1e3);
   std::string out = text;

@@ -3,9 +3,10 @@
 // and the sparsifier is created with the fastest.
 //
 // Steps, on every rank (scclSparsifierCreate with algorithm "auto"):
-//  1. agree that every rank asks for "auto" with the same count, dtype and density (a rank that
-//     named a preset, or another size, gets scclInvalidUsage with the others);
-//  2. probe the link (tuning/link_probe.h);
+//  1. agree that every rank asks for "auto" with the same count, dtype, density and link settings
+//     (a rank that named a preset, or another size, gets scclInvalidUsage with the others);
+//  2. probe the link (tuning/link_probe.h), once per communicator, unless the settings give it
+//     (tuning/link_settings.h: SCCL_LINK_LATENCY_NS, SCCL_LINK_RATE_MBITS);
 //  3. rank 0 calibrates each candidate's local work on one in-process rank
 //     (tuning/compute_calibration.h, min(count, 64K) elements, cached per process) and
 //     broadcasts it, so every rank holds the same measurements (those of rank 0's machine); the
@@ -32,6 +33,7 @@
 #include "sparsecoll/sparsecoll.h"
 #include "tuning/cost_model.h"
 #include "tuning/link_probe.h"
+#include "tuning/link_settings.h"
 
 struct scclComm;
 
@@ -66,6 +68,12 @@ void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclData
 // reduction must be unset (auto chooses whole presets).
 scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                              const scclSparseConfig_t& config, AutoChoice* out);
+// The same with the link settings given (tests: ranks given different ones), checked after the
+// agreement; the one above reads them from SCCL_LINK_LATENCY_NS and SCCL_LINK_RATE_MBITS
+// (tuning/link_settings.h).
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const scclSparseConfig_t& config, const GivenLink& given,
+                             AutoChoice* out);
 
 // One line for logs: the choice, the probed link and each candidate's predicted time.
 std::string describeAutoChoice(const AutoChoice& choice);

@@ -52,13 +52,19 @@ std::string millisecondsList(const std::vector<double>& seconds) {
 // This rank's calls, for SCCL_DEBUG=INFO: where a probe's time went. The warm-ups hold the
 // transport's first use of its connections at each size (at 8 emulated nodes on 2 vCPUs the first
 // 256 KiB all-reduce took 26-45 ms of a 55-80 ms probe; docs/results/cost_model.md).
-void logProbeCalls(const scclComm& comm, double small_warmup, const std::vector<double>& small,
-                   double bulk_warmup, const std::vector<double>& bulk, double total) {
-  SCCL_INFO(LogSubsys::Coll,
-            "rank %d: link probe %.1f ms: 8-byte all-reduces warm-up %.2f ms then%s ms; 256 KiB "
-            "warm-up %.2f ms then%s ms",
-            comm.rank, total * 1e3, small_warmup * 1e3, millisecondsList(small).c_str(),
-            bulk_warmup * 1e3, millisecondsList(bulk).c_str());
+void logProbeCalls(const scclComm& comm, const GivenLink& given, double small_warmup,
+                   const std::vector<double>& small, double bulk_warmup,
+                   const std::vector<double>& bulk, double total) {
+  char small_text[160] = "8-byte all-reduces skipped (SCCL_LINK_LATENCY_NS given)";
+  char bulk_text[160] = "256 KiB ones skipped (SCCL_LINK_RATE_MBITS given)";
+  if (!given.hasLatency())
+    std::snprintf(small_text, sizeof(small_text), "8-byte all-reduces warm-up %.2f ms then%s ms",
+                  small_warmup * 1e3, millisecondsList(small).c_str());
+  if (!given.hasRate())
+    std::snprintf(bulk_text, sizeof(bulk_text), "256 KiB warm-up %.2f ms then%s ms",
+                  bulk_warmup * 1e3, millisecondsList(bulk).c_str());
+  SCCL_INFO(LogSubsys::Coll, "rank %d: link probe %.1f ms: %s; %s", comm.rank, total * 1e3,
+            small_text, bulk_text);
 }
 
 // See LinkProbe::ranks_per_machine.
@@ -69,51 +75,97 @@ int coreSharing(int ranks_per_host) {
   return std::max(1, (ranks_per_host * per_rank + hardware - 1) / hardware);
 }
 
+// The measurements of a probe among n > 1 ranks, those the settings did not give, then one
+// all-reduce that gives every rank the slowest rank's view (and the largest core sharing).
+scclResult_t measureLink(scclComm* comm, const GivenLink& given, LinkProbe* probe) {
+  const Clock::time_point start = Clock::now();
+  const int n = comm->nranks;
+  Transport& transport = *comm->transport;
+  std::vector<double> small, large;
+  double small_warmup = 0, large_warmup = 0;
+  if (!given.hasLatency()) {
+    uint64_t word = 0;
+    SCCL_CHECK(commRecordFailure(comm, timedAllReduces(transport, &word, 1, scclUint64,
+                                                       kSmallCalls, &small_warmup, &small)));
+  }
+  if (!given.hasRate()) {
+    std::vector<float> block(kBulkElements, 0.0f);
+    SCCL_CHECK(
+        commRecordFailure(comm, timedAllReduces(transport, block.data(), block.size(),
+                                                scclFloat32, kBulkCalls, &large_warmup, &large)));
+  }
+  const std::vector<double> small_in_order = small;
+  std::sort(small.begin(), small.end());
+  // The slowest rank's view, in nanoseconds, so that every rank derives the same model.
+  const double small_s = small.empty() ? 0 : small[small.size() / 2];
+  const double large_s = large.empty() ? 0 : *std::min_element(large.begin(), large.end());
+  uint64_t agreed[3] = {uint64_t(small_s * 1e9), uint64_t(large_s * 1e9),
+                        uint64_t(probe->ranks_per_machine)};
+  SCCL_CHECK(
+      commRecordFailure(comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
+  // From the peers: a host holds at most every rank of the communicator.
+  probe->ranks_per_machine = int(std::clamp<uint64_t>(agreed[2], 1, uint64_t(n)));
+  const double steps = std::ceil(std::log2(double(n)));
+  const double alpha = given.hasLatency() ? double(given.latency_ns) * 1e-9
+                                          : double(agreed[0]) * 1e-9 / steps;
+  double rate = double(given.rate_mbits) * 1e6 / 8.0;
+  if (!given.hasRate()) {
+    const double moved = 2.0 * double(n - 1) / double(n) * double(kBulkElements * sizeof(float));
+    // Timing noise can make the bulk call look no slower than its latency terms; at least half
+    // of it is then counted as transfer, so that beta stays a rate this transport has shown.
+    const double bulk = double(agreed[1]) * 1e-9;
+    rate = moved / std::max(bulk - 2 * steps * alpha, 0.5 * bulk);
+  }
+  probe->link = {alpha, rate};
+  logProbeCalls(*comm, given, small_warmup, small_in_order, large_warmup, large,
+                std::chrono::duration<double>(Clock::now() - start).count());
+  return scclSuccess;
+}
+
 }  // namespace
 
-scclResult_t probeLink(scclComm* comm, LinkProbe* out) {
+scclResult_t probeLink(scclComm* comm, const GivenLink& given, LinkProbe* out) {
   const Clock::time_point start = Clock::now();
   LinkProbe probe;
+  probe.given = given;
+  if (comm->link_probed) {
+    probe.link = {comm->probed_latency_s, comm->probed_bytes_per_s};
+    probe.ranks_per_machine = comm->probed_ranks_per_machine;
+    probe.reused = true;
+    *out = probe;
+    return scclSuccess;
+  }
   probe.ranks_per_machine = coreSharing(comm->ranks_per_host);
   const int n = comm->nranks;
   if (n <= 1) {
     probe.link = {0.0, 1e18};
-    *out = probe;
-    return scclSuccess;
+  } else {
+    SCCL_CHECK(measureLink(comm, given, &probe));
   }
-  Transport& transport = *comm->transport;
-  uint64_t word = 0;
-  std::vector<double> small, large;
-  double small_warmup = 0, large_warmup = 0;
-  SCCL_CHECK(commRecordFailure(
-      comm, timedAllReduces(transport, &word, 1, scclUint64, kSmallCalls, &small_warmup, &small)));
-  std::vector<float> block(kBulkElements, 0.0f);
-  SCCL_CHECK(
-      commRecordFailure(comm, timedAllReduces(transport, block.data(), block.size(), scclFloat32,
-                                              kBulkCalls, &large_warmup, &large)));
-  const std::vector<double> small_in_order = small;
-  std::sort(small.begin(), small.end());
-  // The slowest rank's view, in nanoseconds, so that every rank derives the same model.
-  uint64_t agreed[3] = {uint64_t(small[small.size() / 2] * 1e9),
-                        uint64_t(*std::min_element(large.begin(), large.end()) * 1e9),
-                        uint64_t(probe.ranks_per_machine)};
-  SCCL_CHECK(
-      commRecordFailure(comm, transport.allReduce(agreed, agreed, 3, scclUint64, ReduceOp::Max)));
-  const uint64_t* times = agreed;
-  // From the peers: a host holds at most every rank of the communicator.
-  probe.ranks_per_machine = int(std::clamp<uint64_t>(agreed[2], 1, uint64_t(n)));
-  const double steps = std::ceil(std::log2(double(n)));
-  const double alpha = double(times[0]) * 1e-9 / steps;
-  const double moved = 2.0 * double(n - 1) / double(n) * double(kBulkElements * sizeof(float));
-  // Timing noise can make the bulk call look no slower than its latency terms; at least half of
-  // it is then counted as transfer, so that beta stays a rate this transport has shown.
-  const double bulk = double(times[1]) * 1e-9;
-  const double transfer = std::max(bulk - 2 * steps * alpha, 0.5 * bulk);
-  probe.link = {alpha, moved / transfer};
   probe.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  logProbeCalls(*comm, small_warmup, small_in_order, large_warmup, large, probe.seconds);
+  comm->link_probed = true;
+  comm->probed_latency_s = probe.link.latency_s;
+  comm->probed_bytes_per_s = probe.link.bytes_per_s;
+  comm->probed_ranks_per_machine = probe.ranks_per_machine;
   *out = probe;
   return scclSuccess;
+}
+
+std::string describeLinkProbe(const LinkProbe& probe) {
+  const char* source = "probed";
+  if (probe.reused) {
+    source = "reused";
+  } else if (probe.given.hasLatency() && probe.given.hasRate()) {
+    source = "given";
+  } else if (probe.given.hasLatency()) {
+    source = "given latency, probed rate";
+  } else if (probe.given.hasRate()) {
+    source = "probed latency, given rate";
+  }
+  char text[120];
+  std::snprintf(text, sizeof(text), "alpha %.1f us, %.3g Gbit/s (%s)", probe.link.latency_s * 1e6,
+                probe.link.bytes_per_s * 8e-9, source);
+  return text;
 }
 
 }  // namespace sccl

@@ -181,3 +181,96 @@ TEST_CASE("auto refuses a config that names its axes, and resolves only at creat
   CHECK(scclSparseConfigFromJson("{\"algorithm\": \"automatic\"}", &parsed) ==
         scclInvalidArgument);
 }
+
+TEST_CASE("auto probes the link once per communicator; later sparsifiers reuse it",
+          "[tuning][auto]") {
+  auto failures = runLocalRanks(2, [](int, scclComm_t comm, RankLog& log) {
+    const scclSparseConfig_t config = autoConfig(0.01);
+    sccl::AutoChoice first, second;
+    if (!log.checkResult(sccl::chooseAlgorithm(comm, 10000, scclFloat32, config,
+                                               sccl::GivenLink{}, &first),
+                         scclSuccess, "first choice"))
+      return;
+    log.check(!first.probe.reused && first.probe.seconds > 0, "the first choice probes");
+    if (!log.checkResult(sccl::chooseAlgorithm(comm, 20000, scclFloat32, config,
+                                               sccl::GivenLink{}, &second),
+                         scclSuccess, "second choice"))
+      return;
+    log.check(second.probe.reused && second.probe.seconds == 0, "the second reuses the probe");
+    log.check(second.probe.link.latency_s == first.probe.link.latency_s &&
+                  second.probe.link.bytes_per_s == first.probe.link.bytes_per_s &&
+                  second.probe.ranks_per_machine == first.probe.ranks_per_machine,
+              "the reused link is the probed one");
+    log.check(sccl::describeLinkProbe(second.probe).find("(reused)") != std::string::npos,
+              "the log says reused: " + sccl::describeLinkProbe(second.probe));
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
+
+TEST_CASE("a link given by settings replaces the probe and steers the choice", "[tuning][auto]") {
+  // 20 us and 1 Gbit/s given: 4 MB of dense gradient cost 32 ms on the wire, a sparse preset far
+  // less, whatever this machine's calibration.
+  std::vector<std::string> chosen(2);
+  auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
+    sccl::GivenLink given;
+    given.latency_ns = 20000;
+    given.rate_mbits = 1000;
+    sccl::AutoChoice choice;
+    if (!log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01),
+                                               given, &choice),
+                         scclSuccess, "choice on a given link"))
+      return;
+    log.check(choice.probe.link.latency_s == 20e-6 && choice.probe.link.bytes_per_s == 1.25e8,
+              "the given link is the model's");
+    log.check(!choice.probe.reused, "a given link is not a reused one");
+    log.check(sccl::describeLinkProbe(choice.probe).find("(given)") != std::string::npos,
+              "the log says given: " + sccl::describeLinkProbe(choice.probe));
+    chosen[size_t(rank)] = choice.algorithm;
+    // Only the rate given: the latency is measured, the rate is the given one.
+    sccl::GivenLink rate_only;
+    rate_only.rate_mbits = 1000;
+    sccl::AutoChoice partial;
+    log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01), rate_only,
+                                          &partial),
+                    scclSuccess, "choice on a given rate");
+    log.check(partial.probe.link.bytes_per_s == 1.25e8, "the given rate is the model's");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+  CHECK(chosen[0] == chosen[1]);
+  CHECK(chosen[0] != "dense");
+}
+
+TEST_CASE("ranks given different links, or a link out of range, all fail and stay usable",
+          "[tuning][auto]") {
+  auto failures = runLocalRanks(2, [](int rank, scclComm_t comm, RankLog& log) {
+    sccl::GivenLink given;
+    given.latency_ns = rank == 0 ? 20000 : -1;  // rank 1 would probe while rank 0 skips it
+    sccl::AutoChoice choice;
+    log.checkResult(sccl::chooseAlgorithm(comm, 1000, scclFloat32, autoConfig(0.01), given,
+                                          &choice),
+                    scclInvalidUsage, "different link settings");
+    sccl::GivenLink negative;
+    negative.rate_mbits = -5;  // the same on both ranks: agreed, then refused by every rank
+    log.checkResult(sccl::chooseAlgorithm(comm, 1000, scclFloat32, autoConfig(0.01), negative,
+                                          &choice),
+                    scclInvalidArgument, "a negative rate");
+    float value = 1.0f, sum = 0.0f;
+    log.checkResult(scclAllReduce(&value, &sum, 1, scclFloat32, scclSum, comm, nullptr),
+                    scclSuccess, "all-reduce after the refusals");
+    log.check(sum == 2.0f, "the all-reduce after the refusals sums");
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+  const auto check = [](int64_t latency_ns, int64_t rate_mbits) {
+    sccl::GivenLink given;
+    given.latency_ns = latency_ns;
+    given.rate_mbits = rate_mbits;
+    return sccl::checkGivenLink(given);
+  };
+  CHECK(check(-1, 0) == scclSuccess);
+  CHECK(check(0, 1) == scclSuccess);
+  CHECK(check(10'000'000'000, 10'000'000) == scclSuccess);
+  CHECK(check(-2, 0) == scclInvalidArgument);
+  CHECK(check(10'000'000'001, 0) == scclInvalidArgument);
+  CHECK(check(-1, -1) == scclInvalidArgument);
+  CHECK(check(-1, 10'000'001) == scclInvalidArgument);
+}
