@@ -132,6 +132,9 @@ scclResult_t probeLink(scclComm* comm, const GivenLink& given, LinkProbe* out) {
     probe.link = {comm->probed_latency_s, comm->probed_bytes_per_s};
     probe.ranks_per_machine = comm->probed_ranks_per_machine;
     probe.reused = true;
+    // Given values win over the stored link (the same ones in a process: settings are read once).
+    if (given.hasLatency()) probe.link.latency_s = double(given.latency_ns) * 1e-9;
+    if (given.hasRate()) probe.link.bytes_per_s = double(given.rate_mbits) * 1e6 / 8.0;
     *out = probe;
     return scclSuccess;
   }

@@ -226,14 +226,33 @@ TEST_CASE("a link given by settings replaces the probe and steers the choice", "
     log.check(sccl::describeLinkProbe(choice.probe).find("(given)") != std::string::npos,
               "the log says given: " + sccl::describeLinkProbe(choice.probe));
     chosen[size_t(rank)] = choice.algorithm;
-    // Only the rate given: the latency is measured, the rate is the given one.
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+  // Only the rate given, on a new communicator: the latency is measured, the rate is the given
+  // one; a later choice given another rate takes it over the stored link.
+  failures = runLocalRanks(2, [&](int, scclComm_t comm, RankLog& log) {
     sccl::GivenLink rate_only;
     rate_only.rate_mbits = 1000;
     sccl::AutoChoice partial;
-    log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01), rate_only,
-                                          &partial),
-                    scclSuccess, "choice on a given rate");
-    log.check(partial.probe.link.bytes_per_s == 1.25e8, "the given rate is the model's");
+    if (!log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01),
+                                               rate_only, &partial),
+                         scclSuccess, "choice on a given rate"))
+      return;
+    log.check(!partial.probe.reused && partial.probe.link.bytes_per_s == 1.25e8 &&
+                  partial.probe.link.latency_s > 0,
+              "the given rate and a measured latency: " + sccl::describeLinkProbe(partial.probe));
+    log.check(sccl::describeLinkProbe(partial.probe).find("(probed latency, given rate)") !=
+                  std::string::npos,
+              "the log says which: " + sccl::describeLinkProbe(partial.probe));
+    sccl::GivenLink faster;
+    faster.rate_mbits = 100000;
+    sccl::AutoChoice later;
+    log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01), faster,
+                                          &later),
+                    scclSuccess, "a later choice on another given rate");
+    log.check(later.probe.reused && later.probe.link.bytes_per_s == 1.25e10 &&
+                  later.probe.link.latency_s == partial.probe.link.latency_s,
+              "the later given rate over the stored link");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
   CHECK(chosen[0] == chosen[1]);
