@@ -106,17 +106,16 @@ scclResult_t measureLink(scclComm* comm, const GivenLink& given, LinkProbe* prob
   // From the peers: a host holds at most every rank of the communicator.
   probe->ranks_per_machine = int(std::clamp<uint64_t>(agreed[2], 1, uint64_t(n)));
   const double steps = std::ceil(std::log2(double(n)));
-  const double alpha = given.hasLatency() ? double(given.latency_ns) * 1e-9
-                                          : double(agreed[0]) * 1e-9 / steps;
-  double rate = double(given.rate_mbits) * 1e6 / 8.0;
+  probe->link = {double(agreed[0]) * 1e-9 / steps, 0.0};
+  applyGivenLink(given, &probe->link);
   if (!given.hasRate()) {
     const double moved = 2.0 * double(n - 1) / double(n) * double(kBulkElements * sizeof(float));
     // Timing noise can make the bulk call look no slower than its latency terms; at least half
     // of it is then counted as transfer, so that beta stays a rate this transport has shown.
     const double bulk = double(agreed[1]) * 1e-9;
-    rate = moved / std::max(bulk - 2 * steps * alpha, 0.5 * bulk);
+    const double transfer = std::max(bulk - 2 * steps * probe->link.latency_s, 0.5 * bulk);
+    probe->link.bytes_per_s = moved / transfer;
   }
-  probe->link = {alpha, rate};
   logProbeCalls(*comm, given, small_warmup, small_in_order, large_warmup, large,
                 std::chrono::duration<double>(Clock::now() - start).count());
   return scclSuccess;
@@ -133,8 +132,7 @@ scclResult_t probeLink(scclComm* comm, const GivenLink& given, LinkProbe* out) {
     probe.ranks_per_machine = comm->probed_ranks_per_machine;
     probe.reused = true;
     // Given values win over the stored link (the same ones in a process: settings are read once).
-    if (given.hasLatency()) probe.link.latency_s = double(given.latency_ns) * 1e-9;
-    if (given.hasRate()) probe.link.bytes_per_s = double(given.rate_mbits) * 1e6 / 8.0;
+    applyGivenLink(given, &probe.link);
     *out = probe;
     return scclSuccess;
   }
@@ -155,11 +153,12 @@ scclResult_t probeLink(scclComm* comm, const GivenLink& given, LinkProbe* out) {
 }
 
 std::string describeLinkProbe(const LinkProbe& probe) {
+  // Given values are used even on reuse (probeLink), so "given" comes first.
   const char* source = "probed";
-  if (probe.reused) {
-    source = "reused";
-  } else if (probe.given.hasLatency() && probe.given.hasRate()) {
+  if (probe.given.hasLatency() && probe.given.hasRate()) {
     source = "given";
+  } else if (probe.reused) {
+    source = "reused";
   } else if (probe.given.hasLatency()) {
     source = "given latency, probed rate";
   } else if (probe.given.hasRate()) {

@@ -32,6 +32,11 @@ scclResult_t checkGivenLink(const GivenLink& given) {
   return scclSuccess;
 }
 
+void applyGivenLink(const GivenLink& given, LinkModel* link) {
+  if (given.hasLatency()) link->latency_s = double(given.latency_ns) * 1e-9;
+  if (given.hasRate()) link->bytes_per_s = double(given.rate_mbits) * 1e6 / 8.0;
+}
+
 uint64_t givenLinkFingerprint(const GivenLink& given) {
   // Two odd multipliers (splitmix64's): distinct settings differ in the record.
   return (uint64_t(given.latency_ns) + 2) * 0x9e3779b97f4a7c15ull ^

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sparsecoll/sparsecoll.h"
+#include "tuning/link_model.h"
 
 namespace sccl {
 
@@ -28,6 +29,9 @@ GivenLink givenLinkSettings();
 // or above 10 Tbit/s. An "auto" creation checks after its agreement, so that every rank returns
 // the same error and the communicator stays usable.
 scclResult_t checkGivenLink(const GivenLink& given);
+
+// The given latency and rate in place of link's (each only where given).
+void applyGivenLink(const GivenLink& given, LinkModel* link);
 
 // Mixed into the "auto" creation's agreement record: equal settings give equal fingerprints.
 uint64_t givenLinkFingerprint(const GivenLink& given);

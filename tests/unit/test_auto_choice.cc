@@ -42,6 +42,14 @@ sccl::AutoCandidate& candidate(sccl::AutoChoice& choice, const char* name) {
   return choice.candidates.front();
 }
 
+// After a refused creation the communicator still sums (two ranks).
+void checkStillUsable(scclComm_t comm, RankLog& log, const std::string& after) {
+  float value = 1.0f, sum = 0.0f;
+  log.checkResult(scclAllReduce(&value, &sum, 1, scclFloat32, scclSum, comm, nullptr),
+                  scclSuccess, "all-reduce after " + after);
+  log.check(sum == 2.0f, "the all-reduce after " + after + " sums");
+}
+
 }  // namespace
 
 TEST_CASE("auto picks the fastest prediction, the same for the same measurements",
@@ -154,10 +162,7 @@ TEST_CASE("auto against a preset on another rank fails on every rank, which stay
     scclSparsifier_t sp = nullptr;
     log.checkResult(scclSparsifierCreate(&sp, comm, 1000, scclFloat32, &config),
                     scclInvalidUsage, "mismatched creation");
-    float value = 1.0f, sum = 0.0f;
-    log.checkResult(scclAllReduce(&value, &sum, 1, scclFloat32, scclSum, comm, nullptr),
-                    scclSuccess, "all-reduce after the refusal");
-    log.check(sum == 2.0f, "the all-reduce after the refusal sums");
+    checkStillUsable(comm, log, "the refusal");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
@@ -226,6 +231,16 @@ TEST_CASE("a link given by settings replaces the probe and steers the choice", "
     log.check(sccl::describeLinkProbe(choice.probe).find("(given)") != std::string::npos,
               "the log says given: " + sccl::describeLinkProbe(choice.probe));
     chosen[size_t(rank)] = choice.algorithm;
+    // A second choice on this communicator reuses the stored link and still says it was given.
+    sccl::AutoChoice again;
+    if (!log.checkResult(sccl::chooseAlgorithm(comm, 1 << 20, scclFloat32, autoConfig(0.01),
+                                               given, &again),
+                         scclSuccess, "second choice on the given link"))
+      return;
+    log.check(again.probe.reused && again.probe.link.bytes_per_s == 1.25e8,
+              "the second choice reuses the given link");
+    log.check(sccl::describeLinkProbe(again.probe).find("(given)") != std::string::npos,
+              "a reused given link is logged as given: " + sccl::describeLinkProbe(again.probe));
   });
   REQUIRE_NO_RANK_FAILURES(failures);
   // Only the rate given, on a new communicator: the latency is measured, the rate is the given
@@ -273,10 +288,7 @@ TEST_CASE("ranks given different links, or a link out of range, all fail and sta
     log.checkResult(sccl::chooseAlgorithm(comm, 1000, scclFloat32, autoConfig(0.01), negative,
                                           &choice),
                     scclInvalidArgument, "a negative rate");
-    float value = 1.0f, sum = 0.0f;
-    log.checkResult(scclAllReduce(&value, &sum, 1, scclFloat32, scclSum, comm, nullptr),
-                    scclSuccess, "all-reduce after the refusals");
-    log.check(sum == 2.0f, "the all-reduce after the refusals sums");
+    checkStillUsable(comm, log, "the refusals");
   });
   REQUIRE_NO_RANK_FAILURES(failures);
   const auto check = [](int64_t latency_ns, int64_t rate_mbits) {
