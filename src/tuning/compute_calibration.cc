@@ -15,9 +15,9 @@
 #include "transports/bootstrap/bootstrap.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "kernels/shared/half.h"
 #include "sparsifier/sparse_config.h"
 #include "sparsifier/sparsifier.h"
+#include "tuning/calibration_gradients.h"
 
 namespace sccl {
 namespace {
@@ -38,41 +38,11 @@ std::map<CacheKey, double>& cache() {
   return values;
 }
 
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Laplace(0, scale) values of stream `seed`, written in dtype over bytes (count elements).
-void drawLaplace(uint64_t seed, scclDataType_t dtype, double scale,
-                 std::vector<unsigned char>* bytes) {
-  const size_t size = dataTypeSize(dtype);
-  const uint64_t count = bytes->size() / size;
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t h = mix(seed * 0x100000001B3ull + i);
-    const double u = (double(h >> 11) + 0.5) / 9007199254740992.0;
-    const double value = scale * ((h & 1) ? -std::log(u) : std::log(u));
-    unsigned char* out = bytes->data() + i * size;
-    if (dtype == scclFloat64) {
-      std::memcpy(out, &value, 8);
-    } else if (dtype == scclFloat16 || dtype == scclBfloat16) {
-      const uint16_t half =
-          dtype == scclFloat16 ? floatToFp16(float(value)) : floatToBf16(float(value));
-      std::memcpy(out, &half, 2);
-    } else {
-      const float f = float(value);
-      std::memcpy(out, &f, 4);
-    }
-  }
-}
-
 // What the configs of one batch share: the one-rank communicator they run on, the gradients and
 // the output. Made per config, they cost about 60 % of auto's calibration on this project's
 // Firecracker guest (one timed run: 18.8 of 31.9 ms; per candidate a new communicator 0.5-1.4 ms
 // and two new 64K float32 gradients 1.9-5.4 ms: the draw's logarithms cost about 18 ns per
-// element, and the first touch of new memory is slow there).
+// element, and the first touch of new memory is slow there; now one draw and its permutation).
 class CalibrationBench {
  public:
   // Nothing is allocated until a config is measured (a batch that the cache answers costs none).
@@ -87,14 +57,11 @@ class CalibrationBench {
 
  private:
   // The two gradients (alternated, so the residual carries what was not sent, as in training)
-  // of Laplace(0, scale) values, drawn again only where the scale changes. A config that selects
+  // of Laplace(0, scale) values (tuning/calibration_gradients.h), drawn again only where the scale changes. A config that selects
   // nothing (dense) costs the same on any values: it takes whatever was drawn last.
   void prepareGradients(double scale, bool any_scale) {
     if (drawn_ && (any_scale || scale == scale_)) return;
-    for (std::vector<unsigned char>& gradient : gradients_)
-      gradient.resize(count_ * dataTypeSize(dtype_));
-    drawLaplace(1, dtype_, scale, &gradients_[0]);
-    drawLaplace(2, dtype_, scale, &gradients_[1]);
+    drawCalibrationGradients(1, dtype_, scale, count_, &gradients_[0], &gradients_[1]);
     drawn_ = true;
     scale_ = scale;
   }
