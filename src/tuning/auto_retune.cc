@@ -119,8 +119,15 @@ RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int curren
   }
   RetuneDecision decision;
   if (model_choice && model_right) {
-    decision.next = current;
-    decision.settled = true;
+    // The model stands, but it cannot order presets it estimates this close (see
+    // kRetuneTieMargin): the fastest estimated of them, if any, runs one window, and the next
+    // decision (no longer the model's choice) keeps the faster measured.
+    const double tie_margin = std::min(kRetuneTieMargin, tolerance);
+    const bool tie = fastest_untried >= 0 &&
+                     candidates[size_t(fastest_untried)].estimate_s <=
+                         now.measured_s * (1 + tie_margin);
+    decision.next = tie ? fastest_untried : current;
+    decision.settled = !tie;
     return decision;
   }
   const bool worth_a_try =

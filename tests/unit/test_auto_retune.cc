@@ -337,3 +337,54 @@ TEST_CASE("auto re-decides on vectors of 0 and 1 elements without failing", "[tu
     CHECK(names[1] == names[0]);
   }
 }
+
+TEST_CASE("auto's re-decision tries a preset the model cannot tell from its confirmed choice",
+          "[tuning][auto]") {
+  const double tolerance = 0.25;
+  // micro and exdyna predicted 3.0 and 3.1 ms (the model's order, within its resolution); cltk
+  // 4 ms, dense 5 ms.
+  const std::vector<sccl::RetuneCandidate> c = {
+      candidate("dense", 4e-3, 1e-3), candidate("micro", 1e-3, 2e-3),
+      candidate("exdyna", 1e-3, 2.1e-3), candidate("cltk", 2e-3, 2e-3)};
+  // micro measured as predicted: exdyna's estimate 3.1 ms is within 10 % of micro's 3.0: tried.
+  std::vector<sccl::RetuneCandidate> tie = c;
+  measure(tie[1], 1e-3, 2e-3);
+  sccl::RetuneDecision d = sccl::decideRetune(tie, 1, true, tolerance);
+  CHECK(d.next == 2);
+  CHECK(!d.settled);
+  CHECK(tie[2].estimate_s == Approx(3.1e-3));
+  // exdyna measured 30 % faster (its local work, which the calibration's 64K elements missed):
+  // exdyna stays (cltk corrected by exdyna's ratios, 2 + 2 x 0.52 = 3.05 ms, is slower than 2.1).
+  std::vector<sccl::RetuneCandidate> faster = tie;
+  measure(faster[2], 1e-3, 1.1e-3);
+  d = sccl::decideRetune(faster, 2, false, tolerance);
+  CHECK(d.next == 2);
+  CHECK(d.settled);
+  // exdyna measured slower: back to micro, for good.
+  std::vector<sccl::RetuneCandidate> slower = tie;
+  measure(slower[2], 1e-3, 2.6e-3);
+  d = sccl::decideRetune(slower, 2, false, tolerance);
+  CHECK(d.next == 1);
+  CHECK(d.settled);
+
+  // exdyna's estimate 11 % above micro's measurement: outside the tie, micro stays.
+  std::vector<sccl::RetuneCandidate> apart = c;
+  apart[2].predicted_local_s = 2.33e-3;
+  measure(apart[1], 1e-3, 2e-3);
+  d = sccl::decideRetune(apart, 1, true, tolerance);
+  CHECK(d.next == 1);
+  CHECK(d.settled);
+  // A tolerance below the tie margin bounds the tie too: at 2 %, 3.1 against 3.0 ms is apart.
+  std::vector<sccl::RetuneCandidate> strict = c;
+  measure(strict[1], 1e-3, 2e-3);
+  d = sccl::decideRetune(strict, 1, true, 0.02);
+  CHECK(d.next == 1);
+  CHECK(d.settled);
+  // A tie that could not be calibrated is never tried.
+  std::vector<sccl::RetuneCandidate> unusable = c;
+  unusable[2].usable = false;
+  measure(unusable[1], 1e-3, 2e-3);
+  d = sccl::decideRetune(unusable, 1, true, tolerance);
+  CHECK(d.next == 1);
+  CHECK(d.settled);
+}
