@@ -26,13 +26,13 @@ SCCL_PARAM_STRING(CpuIsa, "CPU_ISA", "",
                   "Cap the CPU kernels' instruction set: scalar, avx2 or avx512 (empty: the best "
                   "the processor has)")
 SCCL_PARAM_INT(AutoRetune, "AUTO_RETUNE", 1,
-               "Algorithm \"auto\": 1 re-decides from the measured time of calls when the cost "
-               "model's prediction was wrong by more than SCCL_AUTO_RETUNE_TOLERANCE; 0 keeps "
-               "the choice made at creation")
+               "Algorithm \"auto\": 1 measures its calls and tries a preset estimated faster, or "
+               "within 10 % (closer than the cost model can order them), keeping the fastest "
+               "measured; 0 keeps the choice made at creation")
 SCCL_PARAM_INT(AutoRetuneTolerance, "AUTO_RETUNE_TOLERANCE", 25,
-               "Algorithm \"auto\": how far (percent, 1 .. 1000) a measured call time may be "
-               "from the prediction before auto tries another preset, and by how much another "
-               "must be predicted faster to be tried")
+               "Algorithm \"auto\": how far (percent, 1 .. 1000) a settled preset's time may "
+               "move before auto decides again (checks at calls 100, 1000, ...); also caps the "
+               "10 % within which another preset is tried")
 SCCL_PARAM_INT(LinkLatencyNs, "LINK_LATENCY_NS", -1,
                "Algorithm \"auto\": the link's time per message step in ns (half a ping-pong's "
                "round trip, software included), 0 .. 10000000000, instead of the link probe's "

@@ -91,11 +91,8 @@ ResolvedSparseConfig autoPresetConfig(const scclSparsifier& sp, const char* algo
 }
 
 RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
-                            bool model_choice, double tolerance) {
+                            double tolerance) {
   const RetuneCandidate& now = candidates[size_t(current)];
-  const double predicted = now.predicted_comm_s + now.predicted_local_s;
-  const bool model_right = predicted > 0 && now.measured_s <= predicted * (1 + tolerance) &&
-                           now.measured_s * (1 + tolerance) >= predicted;
   // What the measurement says about the model: its communication and its local work apart (a
   // part predicted as 0 keeps the model's 0 for every candidate).
   const double comm_ratio =
@@ -118,23 +115,17 @@ RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int curren
     }
   }
   RetuneDecision decision;
-  if (model_choice && model_right) {
-    // The model stands, but it cannot order presets it estimates this close (see
-    // kRetuneTieMargin): the fastest estimated of them, if any, runs one window, and the next
-    // decision (no longer the model's choice) keeps the faster measured.
-    const double tie_margin = std::min(kRetuneTieMargin, tolerance);
-    const bool tie = fastest_untried >= 0 &&
+  decision.next = current;
+  decision.settled = true;
+  if (fastest_measured < 0) return decision;  // not reached: `now` is measured
+  const double best = candidates[size_t(fastest_measured)].estimate_s;
+  // Below the fastest measured time, or within kRetuneTieMargin above it: the model cannot order
+  // presets that close (micro and exdyna), so a trial's measurement decides.
+  const bool trial = fastest_untried >= 0 &&
                      candidates[size_t(fastest_untried)].estimate_s <=
-                         now.measured_s * (1 + tie_margin);
-    decision.next = tie ? fastest_untried : current;
-    decision.settled = !tie;
-    return decision;
-  }
-  const bool worth_a_try =
-      fastest_untried >= 0 && candidates[size_t(fastest_untried)].estimate_s * (1 + tolerance) <
-                                  candidates[size_t(fastest_measured)].estimate_s;
-  decision.next = worth_a_try ? fastest_untried : fastest_measured;
-  decision.settled = !worth_a_try;
+                         best * (1 + std::min(kRetuneTieMargin, tolerance));
+  decision.next = trial ? fastest_untried : fastest_measured;
+  decision.settled = !trial;
   return decision;
 }
 
@@ -202,14 +193,12 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
     }
     // The time moved by more than the tolerance: what the other presets measured is stale.
     for (RetuneCandidate& c : r.candidates) c.measured = false;
-    r.model_choice = false;
   }
   record(current, measurement);
   const RetuneDecision decision =
-      decideRetune(r.candidates, r.current, r.model_choice, r.tolerance);
+      decideRetune(r.candidates, r.current, r.tolerance);
   if (sp->comm->rank == 0)
     SCCL_INFO(LogSubsys::Coll, "%s", describeDecision(r, measured, decision).c_str());
-  r.model_choice = false;
   r.settled = decision.settled;
   sp->auto_settled = r.settled;
   if (decision.next == r.current) return scclSuccess;

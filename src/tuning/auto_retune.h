@@ -1,6 +1,6 @@
 // "algorithm": "auto" after creation (issue 25): the choice made from the cost model
-// (tuning/auto_choice.h) is checked against the measured time of real calls, and changed when the
-// model was wrong by more than a tolerance.
+// (tuning/auto_choice.h) is checked against the measured time of real calls, and changed where
+// those say another candidate may be faster.
 //
 // Steps, on every rank, inside scclSparseAllreduce, at the same calls (the ranks' calls are
 // numbered alike; a discarded call counts for nothing):
@@ -10,19 +10,16 @@
 //  2. at the window's last call, agree on the medians: the maximum over ranks of each, in
 //     nanoseconds (one all-reduce of three integers), so that every rank decides from the same
 //     numbers;
-//  3. decide (decideRetune, a pure function of the agreed numbers): if the model predicted the
-//     preset just measured within the tolerance, it stays, unless an untried candidate's
-//     corrected estimate (below) lies within kRetuneTieMargin of the measured time or under it:
-//     the model cannot order presets that close, so the fastest estimated of them runs one window
-//     and the faster measured stays (micro and exdyna, predicted within 2 % of each other, measured
-//     0.60-1.81x apart at 25M on the emulated cluster: the calibration's 64K elements fit in L2,
-//     docs/results/cost_model.md). Otherwise every untried candidate's
+//  3. decide (decideRetune, a pure function of the agreed numbers): every untried candidate's
 //     prediction is corrected by the measured/predicted ratios of the preset just measured
-//     (communication and local work apart) and the fastest estimate is tried if it beats the
-//     fastest measured time by more than the tolerance; else the fastest measured preset stays.
-//     Each candidate runs at most one window, so auto switches at most once per other candidate
-//     and once back to the fastest measured, and settles on the fastest it measured or on one the
-//     model predicted right with no other estimated as close;
+//     (communication and local work apart); a measured candidate's estimate is its measurement.
+//     The fastest untried estimate runs the next window if it is below the fastest measured
+//     time or at most kRetuneTieMargin above it (the tolerance, if smaller): the model cannot
+//     order presets that close (micro and exdyna, predicted within 2 % of each other, measured
+//     0.60-1.81x apart at 25M on the emulated cluster: the calibration's 64K elements fit in L2;
+//     docs/results/cost_model.md). Otherwise the fastest measured preset stays. Each candidate
+//     runs at most one window, so auto switches at most once per other candidate and once back
+//     to the fastest measured, and settles on the fastest it measured;
 //  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries
 //     over, and a switch to dense sends it with the next call's gradient;
 //  5. settled, it checks again at calls 100, 1000, 10000, ... (one window each, no calls
@@ -31,8 +28,9 @@
 //     measurement and decides as in step 3 from the new one.
 //
 // SCCL_AUTO_RETUNE=0 keeps the creation's choice; SCCL_AUTO_RETUNE_TOLERANCE (percent, default 25)
-// sets the tolerance. Device buffers: auto does not re-decide (the device path's calls may be
-// captured in a CUDA graph, where no host exchange may run).
+// sets the tolerance of step 5 (and caps step 3's tie margin). Device buffers: auto does not
+// re-decide (the device path's calls may be captured in a CUDA graph, where no host exchange may
+// run).
 #pragma once
 
 #include <cstdint>
@@ -51,9 +49,9 @@ namespace sccl {
 constexpr int kRetuneSettleCalls = 3;
 constexpr int kRetuneWindowCalls = 8;
 constexpr uint64_t kRetuneFirstCheck = 100;  // then every 10x
-// Step 3's tie: an untried candidate estimated at most this much slower than the model's confirmed
-// choice measured (or the tolerance, if smaller) gets one trial window. 10 %: the issue's "within
-// 10 % of the fastest" is the closeness at which the order of two presets matters to a user.
+// Step 3's tie: an untried candidate estimated at most this much slower than the fastest measured
+// (or the tolerance, if smaller) gets one trial window. 10 %: the issue's "within 10 % of the
+// fastest" is the closeness at which the order of two presets matters to a user.
 constexpr double kRetuneTieMargin = 0.10;
 
 // One candidate as the re-decision sees it: the creation's prediction and, once it ran a window,
@@ -75,11 +73,10 @@ struct RetuneDecision {
   bool settled = false;  // no trial window: `next` stays (until a periodic check)
 };
 
-// Step 3 alone. `current` has just been measured (its measured* fields set); `model_choice`:
-// it is the creation's choice in its first window (only then can the model be confirmed).
-// Fills every candidate's estimate_s.
+// Step 3 alone. `current` has just been measured (its measured* fields set); `tolerance` bounds
+// the tie margin. Fills every candidate's estimate_s.
 RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int current,
-                            bool model_choice, double tolerance);
+                            double tolerance);
 
 // The config of preset `algorithm` with everything else the sparsifier has now (density, error
 // feedback, non-finite policy, warm-up, ...): "auto" leaves the axes to the preset;
@@ -90,7 +87,6 @@ ResolvedSparseConfig autoPresetConfig(const scclSparsifier& sp, const char* algo
 struct AutoRetune {
   std::vector<RetuneCandidate> candidates;
   int current = -1;
-  bool model_choice = true;                 // current is still the creation's choice
   bool settled = false;                     // a preset is chosen; only the periodic checks measure
   bool checking = false;                    // a periodic check's window is running
   bool off = false;                         // device buffers: no more windows

@@ -58,33 +58,34 @@ std::string algorithmOf(scclSparsifier_t sp) {
 }  // namespace
 
 TEST_CASE(
-    "auto's re-decision: keep a confirmed model, try the corrected fastest, settle on the "
-    "fastest measured",
+    "auto's re-decision: try the corrected fastest where it may win, settle on the fastest "
+    "measured",
     "[tuning][auto]") {
   const double tolerance = 0.25;
   std::vector<sccl::RetuneCandidate> c = {
       candidate("dense", 4e-3, 1e-3), candidate("micro", 1e-3, 2e-3),
       candidate("exdyna", 1e-3, 2.5e-3), candidate("cltk", 2e-3, 2e-3)};
-  // micro measured within 25 % of its prediction: the model stands, micro stays for good.
+  // micro measured 3.5 ms (predicted 3): corrected, exdyna 1.2 + 2.5 x 1.15 = 4.075 ms, cltk 4.7,
+  // dense 5.95, none within 10 % of 3.5: micro stays for good.
   std::vector<sccl::RetuneCandidate> right = c;
   measure(right[1], 1.2e-3, 2.3e-3);
-  sccl::RetuneDecision d = sccl::decideRetune(right, 1, true, tolerance);
+  sccl::RetuneDecision d = sccl::decideRetune(right, 1, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
   // The same measurement in a later window (not the model's choice) is only a measurement.
   std::vector<sccl::RetuneCandidate> later = right;
-  d = sccl::decideRetune(later, 1, false, tolerance);
+  d = sccl::decideRetune(later, 1, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
 
   // micro's local work 4x the prediction, its communication as predicted: corrected estimates
   // are dense 4 + 1 x 4 = 8 ms, exdyna 1 + 2.5 x 4 = 11 ms, cltk 2 + 8 = 10 ms against micro's
-  // measured 9 ms: no untried candidate beats 9 ms by 25 % (8 x 1.25 = 10), micro stays.
+  // measured 9 ms: dense, estimated faster, is tried.
   std::vector<sccl::RetuneCandidate> local = c;
   measure(local[1], 1e-3, 8e-3);
-  d = sccl::decideRetune(local, 1, true, tolerance);
-  CHECK(d.next == 1);
-  CHECK(d.settled);
+  d = sccl::decideRetune(local, 1, tolerance);
+  CHECK(d.next == 0);
+  CHECK(!d.settled);
   CHECK(local[0].estimate_s == Approx(8e-3));
   CHECK(local[2].estimate_s == Approx(11e-3));
   CHECK(local[3].estimate_s == Approx(10e-3));
@@ -93,20 +94,26 @@ TEST_CASE(
   // micro's local work 10x: dense's corrected 4 + 10 = 14 ms against micro's 21 ms: try dense.
   std::vector<sccl::RetuneCandidate> slow = c;
   measure(slow[1], 1e-3, 20e-3);
-  d = sccl::decideRetune(slow, 1, true, tolerance);
+  d = sccl::decideRetune(slow, 1, tolerance);
   CHECK(d.next == 0);
   CHECK(!d.settled);
   // dense then measured slower than micro: back to micro, for good (corrected by dense's ratios,
   // 7.5 and 8, exdyna's estimate is 27.5 ms and cltk's 31 ms, not 25 % below micro's 21 ms).
   measure(slow[0], 30e-3, 8e-3);
-  d = sccl::decideRetune(slow, 0, false, tolerance);
+  d = sccl::decideRetune(slow, 0, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
-  // dense measured faster: dense stays.
+  // dense measured faster (4 ms): corrected by dense's ratios (0.75, 1), exdyna's estimate is
+  // 0.75 + 2.5 = 3.25 ms, below 4: tried. Without exdyna, dense stays.
   std::vector<sccl::RetuneCandidate> faster = slow;
   measure(faster[0], 3e-3, 1e-3);
   faster[3].usable = false;
-  d = sccl::decideRetune(faster, 0, false, tolerance);
+  d = sccl::decideRetune(faster, 0, tolerance);
+  CHECK(d.next == 2);
+  CHECK(!d.settled);
+  CHECK(faster[2].estimate_s == Approx(3.25e-3));
+  faster[2].usable = false;
+  d = sccl::decideRetune(faster, 0, tolerance);
   CHECK(d.next == 0);
   CHECK(d.settled);
 
@@ -115,13 +122,13 @@ TEST_CASE(
   unusable[0].usable = false;
   unusable[0].predicted_comm_s = unusable[0].predicted_local_s = 0;
   measure(unusable[1], 1e-3, 20e-3);
-  d = sccl::decideRetune(unusable, 1, true, tolerance);
+  d = sccl::decideRetune(unusable, 1, tolerance);
   CHECK(d.next != 0);
 
   // The same numbers give the same decision (what every rank relies on).
   std::vector<sccl::RetuneCandidate> again = c;
   measure(again[1], 1e-3, 20e-3);
-  const sccl::RetuneDecision repeat = sccl::decideRetune(again, 1, true, tolerance);
+  const sccl::RetuneDecision repeat = sccl::decideRetune(again, 1, tolerance);
   CHECK(repeat.next == 0);
   CHECK(repeat.settled == false);
 }
@@ -338,7 +345,7 @@ TEST_CASE("auto re-decides on vectors of 0 and 1 elements without failing", "[tu
   }
 }
 
-TEST_CASE("auto's re-decision tries a preset the model cannot tell from its confirmed choice",
+TEST_CASE("auto's re-decision tries a preset the model cannot tell from the fastest measured",
           "[tuning][auto]") {
   const double tolerance = 0.25;
   // micro and exdyna predicted 3.0 and 3.1 ms (the model's order, within its resolution); cltk
@@ -349,7 +356,7 @@ TEST_CASE("auto's re-decision tries a preset the model cannot tell from its conf
   // micro measured as predicted: exdyna's estimate 3.1 ms is within 10 % of micro's 3.0: tried.
   std::vector<sccl::RetuneCandidate> tie = c;
   measure(tie[1], 1e-3, 2e-3);
-  sccl::RetuneDecision d = sccl::decideRetune(tie, 1, true, tolerance);
+  sccl::RetuneDecision d = sccl::decideRetune(tie, 1, tolerance);
   CHECK(d.next == 2);
   CHECK(!d.settled);
   CHECK(tie[2].estimate_s == Approx(3.1e-3));
@@ -357,13 +364,13 @@ TEST_CASE("auto's re-decision tries a preset the model cannot tell from its conf
   // exdyna stays (cltk corrected by exdyna's ratios, 2 + 2 x 0.52 = 3.05 ms, is slower than 2.1).
   std::vector<sccl::RetuneCandidate> faster = tie;
   measure(faster[2], 1e-3, 1.1e-3);
-  d = sccl::decideRetune(faster, 2, false, tolerance);
+  d = sccl::decideRetune(faster, 2, tolerance);
   CHECK(d.next == 2);
   CHECK(d.settled);
   // exdyna measured slower: back to micro, for good.
   std::vector<sccl::RetuneCandidate> slower = tie;
   measure(slower[2], 1e-3, 2.6e-3);
-  d = sccl::decideRetune(slower, 2, false, tolerance);
+  d = sccl::decideRetune(slower, 2, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
 
@@ -371,20 +378,20 @@ TEST_CASE("auto's re-decision tries a preset the model cannot tell from its conf
   std::vector<sccl::RetuneCandidate> apart = c;
   apart[2].predicted_local_s = 2.33e-3;
   measure(apart[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(apart, 1, true, tolerance);
+  d = sccl::decideRetune(apart, 1, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
   // A tolerance below the tie margin bounds the tie too: at 2 %, 3.1 against 3.0 ms is apart.
   std::vector<sccl::RetuneCandidate> strict = c;
   measure(strict[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(strict, 1, true, 0.02);
+  d = sccl::decideRetune(strict, 1, 0.02);
   CHECK(d.next == 1);
   CHECK(d.settled);
   // A tie that could not be calibrated is never tried.
   std::vector<sccl::RetuneCandidate> unusable = c;
   unusable[2].usable = false;
   measure(unusable[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(unusable, 1, true, tolerance);
+  d = sccl::decideRetune(unusable, 1, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
 }
