@@ -33,6 +33,15 @@ void measure(sccl::RetuneCandidate& c, double comm_s, double local_s) {
   c.measured_s = comm_s + local_s;
 }
 
+// decideRetune after `current` was measured: the candidate it runs next and whether it settles.
+void checkDecision(std::vector<sccl::RetuneCandidate>& candidates, int current, double tolerance,
+                   int next, bool settled) {
+  const sccl::RetuneDecision d = sccl::decideRetune(candidates, current, tolerance);
+  INFO("measured " << candidates[size_t(current)].algorithm << ", tolerance " << tolerance);
+  CHECK(d.next == next);
+  CHECK(d.settled == settled);
+}
+
 // An "auto" float32 sparsifier with its re-decision on (the default), or null after logging why.
 scclSparsifier_t createAuto(scclComm_t comm, size_t count, double density, RankLog& log) {
   scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
@@ -356,42 +365,30 @@ TEST_CASE("auto's re-decision tries a preset the model cannot tell from the fast
   // micro measured as predicted: exdyna's estimate 3.1 ms is within 10 % of micro's 3.0: tried.
   std::vector<sccl::RetuneCandidate> tie = c;
   measure(tie[1], 1e-3, 2e-3);
-  sccl::RetuneDecision d = sccl::decideRetune(tie, 1, tolerance);
-  CHECK(d.next == 2);
-  CHECK(!d.settled);
+  checkDecision(tie, 1, tolerance, 2, false);
   CHECK(tie[2].estimate_s == Approx(3.1e-3));
   // exdyna measured 30 % faster (its local work, which the calibration's 64K elements missed):
   // exdyna stays (cltk corrected by exdyna's ratios, 2 + 2 x 0.52 = 3.05 ms, is slower than 2.1).
   std::vector<sccl::RetuneCandidate> faster = tie;
   measure(faster[2], 1e-3, 1.1e-3);
-  d = sccl::decideRetune(faster, 2, tolerance);
-  CHECK(d.next == 2);
-  CHECK(d.settled);
+  checkDecision(faster, 2, tolerance, 2, true);
   // exdyna measured slower: back to micro, for good.
   std::vector<sccl::RetuneCandidate> slower = tie;
   measure(slower[2], 1e-3, 2.6e-3);
-  d = sccl::decideRetune(slower, 2, tolerance);
-  CHECK(d.next == 1);
-  CHECK(d.settled);
+  checkDecision(slower, 2, tolerance, 1, true);
 
   // exdyna's estimate 11 % above micro's measurement: outside the tie, micro stays.
   std::vector<sccl::RetuneCandidate> apart = c;
   apart[2].predicted_local_s = 2.33e-3;
   measure(apart[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(apart, 1, tolerance);
-  CHECK(d.next == 1);
-  CHECK(d.settled);
+  checkDecision(apart, 1, tolerance, 1, true);
   // A tolerance below the tie margin bounds the tie too: at 2 %, 3.1 against 3.0 ms is apart.
   std::vector<sccl::RetuneCandidate> strict = c;
   measure(strict[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(strict, 1, 0.02);
-  CHECK(d.next == 1);
-  CHECK(d.settled);
+  checkDecision(strict, 1, 0.02, 1, true);
   // A tie that could not be calibrated is never tried.
   std::vector<sccl::RetuneCandidate> unusable = c;
   unusable[2].usable = false;
   measure(unusable[1], 1e-3, 2e-3);
-  d = sccl::decideRetune(unusable, 1, tolerance);
-  CHECK(d.next == 1);
-  CHECK(d.settled);
+  checkDecision(unusable, 1, tolerance, 1, true);
 }
