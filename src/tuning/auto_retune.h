@@ -17,9 +17,9 @@
 //     time or at most kRetuneTieMargin above it (the tolerance, if smaller): the model cannot
 //     order presets that close (micro and exdyna, predicted 0.6-11 % apart in the logs of
 //     2026-12-01, measured 0.60-1.81x apart at 25M on the emulated cluster: the calibration's 64K
-//     elements fit in L2; docs/results/cost_model.md). Otherwise the fastest measured preset stays. Each candidate
-//     runs at most one window, so auto switches at most once per other candidate and once back
-//     to the fastest measured, and settles on the fastest it measured;
+//     elements fit in L2; docs/results/cost_model.md). Otherwise the fastest measured preset
+//     stays. Each candidate runs at most one window, so auto switches at most once per other
+//     candidate and once back to the fastest measured, and settles on the fastest it measured;
 //  4. a switch rebuilds the sparsifier in place (sparsifierSwitchPreset): the residual carries
 //     over, and a switch to dense sends it with the next call's gradient;
 //  5. settled, it checks again at calls 100, 1000, 10000, ... (one window each, no calls

@@ -6,17 +6,11 @@
 #include <numeric>
 
 #include "core/dtype.h"
+#include "kernels/shared/count_sketch.h"  // sketchMix
 #include "kernels/shared/half.h"
 
 namespace sccl {
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Laplace(0, scale) values of stream `seed`, written in dtype over bytes (count elements).
 // Float logarithms: half the cost of double ones, and a 24-bit uniform still reaches 16.6 scales
@@ -27,7 +21,7 @@ void drawLaplace(uint64_t seed, scclDataType_t dtype, double scale,
   const uint64_t count = bytes->size() / size;
   const float float_scale = float(scale);
   for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t h = mix(seed * 0x100000001B3ull + i);
+    const uint64_t h = sketchMix(seed * 0x100000001B3ull + i);  // splitmix64's finaliser
     const float u = (float(h >> 40) + 0.5f) * 0x1p-24f;
     const float magnitude = -float_scale * std::log(u);
     const float value = (h & 1) ? magnitude : -magnitude;

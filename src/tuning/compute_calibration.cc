@@ -57,8 +57,9 @@ class CalibrationBench {
 
  private:
   // The two gradients (alternated, so the residual carries what was not sent, as in training)
-  // of Laplace(0, scale) values (tuning/calibration_gradients.h), drawn again only where the scale changes. A config that selects
-  // nothing (dense) costs the same on any values: it takes whatever was drawn last.
+  // of Laplace(0, scale) values (tuning/calibration_gradients.h), drawn again only where the
+  // scale changes. A config that selects nothing (dense) costs the same on any values: it takes
+  // whatever was drawn last.
   void prepareGradients(double scale, bool any_scale) {
     if (drawn_ && (any_scale || scale == scale_)) return;
     drawCalibrationGradients(1, dtype_, scale, count_, &gradients_[0], &gradients_[1]);

@@ -4,8 +4,9 @@
 // model (tuning/cost_model.h) multiplies it by the count it predicts for.
 //
 // Inputs: Laplace values, two gradients alternated (the second a permutation of the first,
-// tuning/calibration_gradients.h; the residual carries what was not sent, as in training); warm-up calls until the estimator selects within 10 % of k
-// twice in a row (at most 40), then `calls` timed calls, the median. Cached
+// tuning/calibration_gradients.h; the residual carries what was not sent, as in training);
+// warm-up calls until the estimator selects within 10 % of k twice in a row (at most 40), then
+// `calls` timed calls, the median. Cached
 // per process by (algorithm and every other setting that changes the work, dtype, count), so a
 // calibration runs once per process.
 #pragma once

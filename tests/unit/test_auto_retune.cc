@@ -81,7 +81,7 @@ TEST_CASE(
   sccl::RetuneDecision d = sccl::decideRetune(right, 1, tolerance);
   CHECK(d.next == 1);
   CHECK(d.settled);
-  // The same measurement in a later window (not the model's choice) is only a measurement.
+  // Decided again on candidates whose estimates the first decision filled in: the same.
   std::vector<sccl::RetuneCandidate> later = right;
   d = sccl::decideRetune(later, 1, tolerance);
   CHECK(d.next == 1);
@@ -107,7 +107,7 @@ TEST_CASE(
   CHECK(d.next == 0);
   CHECK(!d.settled);
   // dense then measured slower than micro: back to micro, for good (corrected by dense's ratios,
-  // 7.5 and 8, exdyna's estimate is 27.5 ms and cltk's 31 ms, not 25 % below micro's 21 ms).
+  // 7.5 and 8, exdyna's estimate is 27.5 ms and cltk's 31 ms, more than 10 % above micro's 21 ms).
   measure(slow[0], 30e-3, 8e-3);
   d = sccl::decideRetune(slow, 0, tolerance);
   CHECK(d.next == 1);
