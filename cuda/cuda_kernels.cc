@@ -171,6 +171,68 @@ scclResult_t CudaKernels::selectAbove(const void* x, scclDataType_t dtype, size_
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin,
+                                            size_t end, double threshold, size_t n, int64_t* idx,
+                                            size_t padded, void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "selectAbovePadded"));
+  SCCL_REQUIRE_ARG(n <= padded, "selectAbovePadded: %zu entries in a slice of %zu", n, padded);
+  if (n > 0) {
+    void* word = nullptr;  // the count, left on the device: the caller knows it
+    SCCL_CHECK(result_.reserve(sizeof(uint64_t), &word));
+    const uint64_t bits = thresholdBits(dtype, threshold);
+    SCCL_CHECK(withTemp("selectAbovePadded", [&](void* temp, size_t* bytes) {
+      return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin, end, bits, idx,
+                                        nullptr, n, static_cast<uint64_t*>(word),
+                                        asStream(stream));
+    }));
+  }
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::planGather(const uint64_t* records, const GatherPlanParams& params,
+                                     const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
+                                     void* stream) const {
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::planGather(records, params, ranges, fault, plan, asStream(stream)),
+      "planGather");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::assembleExclusiveIndices(const int64_t* gathered, size_t nranks,
+                                                   size_t slot, const uint64_t* plan,
+                                                   const uint64_t* ranges, int64_t* global,
+                                                   uint32_t* fault, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::assembleExclusiveIndices(gathered, nranks, slot, plan, ranges,
+                                                          global, fault, asStream(stream)),
+                  "assembleExclusiveIndices");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
+                                                const int64_t* idx, const void* vals,
+                                                scclDataType_t val_dtype, size_t n, double scale,
+                                                const uint32_t* fault, void* stream) const {
+  SCCL_REQUIRE_ARG(accumulatorHolds(val_dtype, dst_dtype),
+                   "writeDenseUnlessFault: %s values into %s is not supported",
+                   dataTypeName(val_dtype), dataTypeName(dst_dtype));
+  SCCL_CUDA_CHECK(cuda_dispatch::zeroUnlessFault(dst, count * dataTypeSize(dst_dtype), fault,
+                                                 asStream(stream)),
+                  "writeDenseUnlessFault");
+  SCCL_CUDA_CHECK(cuda_dispatch::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale,
+                                               asStream(stream), fault),
+                  "writeDenseUnlessFault");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::copyOnFault(void* dst, const void* src, size_t bytes,
+                                      const uint32_t* fault, void* stream) const {
+  SCCL_REQUIRE_ARG(bytes % 4 == 0, "copyOnFault: %zu bytes", bytes);
+  SCCL_CUDA_CHECK(cuda_dispatch::copyOnFault(dst, src, bytes, fault, asStream(stream)),
+                  "copyOnFault");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::gather(const void* src, scclDataType_t dtype, const int64_t* idx,
                                  size_t n, void* out, void* stream) const {
   SCCL_CUDA_CHECK(cuda_dispatch::gather(src, dataTypeSize(dtype), idx, n, out, asStream(stream)),

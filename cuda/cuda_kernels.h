@@ -76,6 +76,25 @@ class CudaKernels final : public KernelBackend {
                                   const uint8_t* bitmap, const void* sub,
                                   void* stream) const override;
 
+  // The device-resident gather call's kernels: none waits for the stream.
+  scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                 double threshold, size_t n, int64_t* idx, size_t padded,
+                                 void* stream) const override;
+  scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
+                          const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
+                          void* stream) const override;
+  scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
+                                        const uint64_t* plan, const uint64_t* ranges,
+                                        int64_t* global, uint32_t* fault,
+                                        void* stream) const override;
+  // A zeroing kernel and the scatter, both skipped on a device fault (two kernels).
+  scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
+                                     const int64_t* idx, const void* vals,
+                                     scclDataType_t val_dtype, size_t n, double scale,
+                                     const uint32_t* fault, void* stream) const override;
+  scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
+                           void* stream) const override;
+
   // x = x / nranks (scclAvg of the dense collectives), bitwise the CPU's divideByRanks; the four
   // floating types.
   scclResult_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,

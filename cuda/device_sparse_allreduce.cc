@@ -98,8 +98,12 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
   // gather reduction needs the two vectors, the non-finite word and its staging buffers only.
   constexpr size_t kLine = 256;
   if (sp.config.reduction != "sync_free") {
-    SCCL_CHECK(state->small_memory.reserve(kLine, &memory));
+    SCCL_CHECK(state->small_memory.reserve(2 * kLine, &memory));
     state->nonfinite = static_cast<uint64_t*>(memory);
+    // The resident gather's index-check word starts clear (kNoIndexFault: all bits set).
+    state->index_fault = reinterpret_cast<uint32_t*>(static_cast<char*>(memory) + kLine);
+    SCCL_CUDA_CHECK(cudaMemsetAsync(state->index_fault, 0xff, sizeof(uint32_t), nullptr),
+                    "device sparsifier: the index-check word");
     SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
     SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
     SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s)",

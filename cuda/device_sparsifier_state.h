@@ -45,6 +45,7 @@ struct DeviceSparsifierState {
   double* threshold = nullptr;
   uint64_t* nonfinite = nullptr;
   uint32_t* bad = nullptr;
+  uint32_t* index_fault = nullptr;  // the resident gather's (kernels/shared/gather_plan.h)
   uint64_t* sequence = nullptr;  // the call number written into the slot header
   uint32_t* status = nullptr;    // the stream-ordered call's decision (dispatch.h)
   cuda_dispatch::StreamOrderedTotals* totals = nullptr;

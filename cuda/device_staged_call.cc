@@ -24,13 +24,18 @@
 // encodes, all-reduces (after a wait for the stream) and decodes the table on the device.
 #include <cuda_runtime_api.h>
 
+#include <memory>
+
 #include "algorithms/algorithm.h"
 #include "algorithms/staged_call.h"
+#include "algorithms/stream_exchange.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"
 #include "sparsifier/sparsifier_device.h"
 #include "cuda/cuda_status.h"
 #include "cuda/device_sparsifier_state.h"
+#include "transports/stream_collectives.h"
 
 namespace sccl {
 
@@ -39,8 +44,17 @@ scclResult_t runDeviceStagedCall(SparseCall& call, void* stream_handle) {
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
-  StagedVectors vectors{d->residual, d->acc, d->nonfinite};
-  const scclResult_t result = runStagedCall(call, d->kernels, d->staging, vectors, stream_handle);
+  StagedVectors vectors{d->residual, d->acc, d->nonfinite, d->index_fault};
+  // The resident gather's collectives: NCCL's on the stream, else the host transport staged.
+  StreamCollectives* on_stream = sp.comm->transport->streamCollectives();
+  std::unique_ptr<StreamExchange> exchange;
+  if (on_stream != nullptr) {
+    exchange = std::make_unique<OnStreamExchange>(*on_stream, d->staging, stream_handle);
+  } else {
+    exchange = std::make_unique<StagedExchange>(d->staging);
+  }
+  const scclResult_t result =
+      runStagedCall(call, d->kernels, d->staging, vectors, stream_handle, exchange.get());
   d->residual = vectors.residual;
   d->acc = vectors.acc;
   return result;

@@ -12,6 +12,7 @@
 
 #include "kernels/shared/scaling_rule.h"
 #include "kernels/shared/exdyna_rebalance.h"
+#include "kernels/shared/gather_plan.h"
 #include "kernels/shared/sketch_element.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -28,12 +29,15 @@ cudaError_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype
                        cudaStream_t stream);
 cudaError_t gather(const void* src, size_t element_bytes, const int64_t* idx, size_t n, void* out,
                    cudaStream_t stream);
+// fault (device, may be null): nothing is written unless *fault is kNoIndexFault
+// (kernels/shared/gather_plan.h).
 cudaError_t scatter(void* dst, size_t element_bytes, const int64_t* idx, const void* vals, size_t n,
-                    cudaStream_t stream);
+                    cudaStream_t stream, const uint32_t* fault = nullptr);
 cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n,
                    cudaStream_t stream);
 cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx, const void* vals,
-                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream);
+                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream,
+                          const uint32_t* fault = nullptr);
 
 // --- kernels/select.cu ---
 // Indices i in [begin, end) with magnitude bits >= threshold_bits, ascending; the first
@@ -59,6 +63,24 @@ cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t 
                                 uint64_t* nonfinite, size_t begin, size_t end, uint64_t base_bits,
                                 unsigned shift, size_t bins, uint64_t* counts,
                                 cudaStream_t stream);
+
+// --- kernels/resident_gather.cu (the device-resident gather call's steps; no host wait) ---
+// idx[from, to) = -1.
+cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream);
+// plan = planGatherCall(records, params, ranges, *fault) (kernels/shared/gather_plan.h), one
+// thread.
+cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,
+                       const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
+                       cudaStream_t stream);
+// KernelBackend::assembleExclusiveIndices; `entries` bounds the work: nranks * slot positions.
+cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
+                                     const uint64_t* plan, const uint64_t* ranges, int64_t* global,
+                                     uint32_t* fault, cudaStream_t stream);
+// dst[0, bytes) = 0 unless *fault != kNoIndexFault; bytes a multiple of 2.
+cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cudaStream_t stream);
+// dst[0, bytes) = src when *fault != kNoIndexFault; bytes a multiple of 4.
+cudaError_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
+                        cudaStream_t stream);
 
 // --- kernels/reduce.cu ---
 struct DeviceMoments {

@@ -8,6 +8,7 @@
 #include "cuda/dispatch.h"
 #include "cuda/kernels/accumulate_element.cuh"
 #include "cuda/kernels/device_common.cuh"
+#include "kernels/shared/gather_plan.h"
 
 namespace sccl::cuda_dispatch {
 namespace {
@@ -31,20 +32,31 @@ __global__ void gatherKernel(const Bits* src, const int64_t* idx, size_t n, Bits
   for (size_t j = globalThread(); j < n; j += gridThreads()) out[j] = src[idx[j]];
 }
 
+// fault (device, may be null): the resident gather's index-check word; nothing is written
+// unless it is kNoIndexFault.
+__device__ inline bool faulted(const uint32_t* fault) {
+  return fault != nullptr && *fault != kNoIndexFault;
+}
+
 template <typename Bits>
-__global__ void scatterKernel(Bits* dst, const int64_t* idx, const Bits* vals, size_t n) {
+__global__ void scatterKernel(Bits* dst, const int64_t* idx, const Bits* vals, size_t n,
+                              const uint32_t* fault) {
+  if (faulted(fault)) return;
   for (size_t j = globalThread(); j < n; j += gridThreads())
     dst[idx[j]] = vals == nullptr ? Bits{0} : vals[j];
 }
 
 __global__ void scatterFloatKernel(void* dst, scclDataType_t dtype, const int64_t* idx,
-                                   const float* vals, size_t n, float scale, bool scaled) {
+                                   const float* vals, size_t n, float scale, bool scaled,
+                                   const uint32_t* fault) {
+  if (faulted(fault)) return;
   for (size_t j = globalThread(); j < n; j += gridThreads())
     storeFloat(dst, dtype, size_t(idx[j]), scaled ? canonicalizeNaN(vals[j] * scale) : vals[j]);
 }
 
 __global__ void scatterDoubleKernel(double* dst, const int64_t* idx, const double* vals, size_t n,
-                                    double scale) {
+                                    double scale, const uint32_t* fault) {
+  if (faulted(fault)) return;
   for (size_t j = globalThread(); j < n; j += gridThreads())
     dst[idx[j]] = canonicalizeNaN(vals[j] * scale);
 }
@@ -69,10 +81,10 @@ __global__ void divideDoubleKernel(double* x, size_t count, double divisor) {
 
 template <size_t kBytes>
 cudaError_t scatterWidth(void* dst, const int64_t* idx, const void* vals, size_t n,
-                         cudaStream_t stream) {
+                         const uint32_t* fault, cudaStream_t stream) {
   using Bits = typename BitsOf<kBytes>::type;
   scatterKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<Bits*>(dst), idx,
-                                                     static_cast<const Bits*>(vals), n);
+                                                     static_cast<const Bits*>(vals), n, fault);
   return cudaGetLastError();
 }
 
@@ -112,11 +124,11 @@ cudaError_t gather(const void* src, size_t element_bytes, const int64_t* idx, si
 }
 
 cudaError_t scatter(void* dst, size_t element_bytes, const int64_t* idx, const void* vals, size_t n,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, const uint32_t* fault) {
   if (n == 0) return cudaSuccess;
-  if (element_bytes == 2) return scatterWidth<2>(dst, idx, vals, n, stream);
-  if (element_bytes == 4) return scatterWidth<4>(dst, idx, vals, n, stream);
-  return scatterWidth<8>(dst, idx, vals, n, stream);
+  if (element_bytes == 2) return scatterWidth<2>(dst, idx, vals, n, fault, stream);
+  if (element_bytes == 4) return scatterWidth<4>(dst, idx, vals, n, fault, stream);
+  return scatterWidth<8>(dst, idx, vals, n, fault, stream);
 }
 
 cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n,
@@ -125,18 +137,21 @@ cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n
 }
 
 cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx, const void* vals,
-                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream) {
+                          scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream,
+                          const uint32_t* fault) {
   if (n == 0) return cudaSuccess;
   if (val_dtype == scclFloat64) {
-    if (scale == 1.0) return scatter(dst, 8, idx, vals, n, stream);
+    if (scale == 1.0) return scatter(dst, 8, idx, vals, n, stream, fault);
     scatterDoubleKernel<<<gridFor(n), kThreads, 0, stream>>>(
-        static_cast<double*>(dst), idx, static_cast<const double*>(vals), n, scale);
+        static_cast<double*>(dst), idx, static_cast<const double*>(vals), n, scale, fault);
     return cudaGetLastError();
   }
   const float factor = static_cast<float>(scale);
-  if (dst_dtype == scclFloat32 && factor == 1.0f) return scatter(dst, 4, idx, vals, n, stream);
+  if (dst_dtype == scclFloat32 && factor == 1.0f) {
+    return scatter(dst, 4, idx, vals, n, stream, fault);
+  }
   scatterFloatKernel<<<gridFor(n), kThreads, 0, stream>>>(
-      dst, dst_dtype, idx, static_cast<const float*>(vals), n, factor, factor != 1.0f);
+      dst, dst_dtype, idx, static_cast<const float*>(vals), n, factor, factor != 1.0f, fault);
   return cudaGetLastError();
 }
 

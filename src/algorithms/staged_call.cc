@@ -3,14 +3,24 @@
 
 #include <utility>
 
+#include "algorithms/resident_gather.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
 
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
-                           StagedVectors& vectors, void* stream) {
+                           StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   scclSparsifier& sp = *call.sp;
+  if (exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp)) {
+    call.kernels = &kernels;
+    call.device = &staging;
+    call.stream = stream;
+    SCCL_CHECK(runResidentGather(call, *exchange, vectors));
+    if (call.step_discarded) return scclSuccess;
+    if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
+    return restoreAfterFault(call, vectors);
+  }
   const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
   if (sp.reduction->fused_accumulate) {
     call.residual = residual;  // the reduction accumulates in its own pass

@@ -17,13 +17,20 @@ namespace sccl {
 
 // Residual, accumulator and the non-finite word in the kernels' memory. residual and acc trade
 // roles after a completed call (error feedback on).
+// fault: the resident gather's index-check word (kernels/shared/gather_plan.h), kNoIndexFault
+// from the sparsifier's first device call on; sticky.
 struct StagedVectors {
   void* residual = nullptr;
   void* acc = nullptr;
   uint64_t* nonfinite = nullptr;
+  uint32_t* fault = nullptr;
 };
 
+class StreamExchange;
+
+// exchange: the collectives of the device-resident gather call (algorithms/resident_gather.h),
+// which a sparsifier it applies to then runs; null: every reduction through the staging.
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
-                           StagedVectors& vectors, void* stream);
+                           StagedVectors& vectors, void* stream, StreamExchange* exchange = nullptr);
 
 }  // namespace sccl

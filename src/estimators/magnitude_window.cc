@@ -8,6 +8,8 @@
 #include <cfloat>
 #include <cmath>
 
+#include "kernels/shared/gather_plan.h"
+
 namespace sccl {
 
 uint64_t magnitudeBits(double value, scclDataType_t acc_dtype) {
@@ -43,24 +45,7 @@ MagnitudeWindow magnitudeWindowAround(double centre, scclDataType_t acc_dtype, i
 
 size_t edgeNearestCount(const std::vector<uint64_t>& counts, size_t bins, uint64_t k,
                         size_t centre_edge, uint64_t* at_or_above) {
-  size_t best = bins;
-  uint64_t running = counts[bins];
-  uint64_t best_count = running;
-  auto distance = [&](size_t j) { return j > centre_edge ? j - centre_edge : centre_edge - j; };
-  uint64_t best_error = running > k ? running - k : k - running;
-  size_t best_distance = distance(bins);
-  for (size_t j = bins; j-- > 0;) {
-    running += counts[j];
-    const uint64_t error = running > k ? running - k : k - running;
-    if (error < best_error || (error == best_error && distance(j) < best_distance)) {
-      best = j;
-      best_count = running;
-      best_error = error;
-      best_distance = distance(j);
-    }
-  }
-  *at_or_above = best_count;
-  return best;
+  return nearestCountEdge([&](size_t j) { return counts[j]; }, bins, k, centre_edge, at_or_above);
 }
 
 }  // namespace sccl

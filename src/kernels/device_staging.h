@@ -28,14 +28,40 @@ class DeviceStaging {
     kEstimatorIndices,  // dgc: sampled or selected indices
     kEstimatorValues,   // dgc: their values
     kEstimatorCounts,   // sidco count check: bin counts
+    kRecord,            // resident gather: this rank's header + bins
+    kRecords,           // resident gather: every rank's
+    kRanges,            // resident gather: every rank's range (2 words each)
+    kPlan,              // resident gather: the plan (kernels/shared/gather_plan.h)
+    kGatheredIndices,   // resident gather: the padded index all-gather
+    kReduceScratch,     // collectives on the stream: the rank-order all-reduce's gathered inputs
     kBufferCount
+  };
+  // Host memory the device reads or writes without the host in between (page-locked on CUDA).
+  enum HostBuffer {
+    kPlanHost,     // resident gather: the plan read back
+    kSendHost,     // staged collectives: what this rank sends
+    kReceiveHost,  // staged collectives: what it receives
+    kHostBufferCount
   };
 
   virtual ~DeviceStaging() = default;
+  // What the staging did since it was created: the copies and waits of the calls it served
+  // (launches are counted by backends that can; the CUDA backend leaves them to a counting tool).
+  struct Counters {
+    uint64_t launches = 0;
+    uint64_t to_host = 0, to_host_bytes = 0;  // device-to-host copies (read-backs included)
+    uint64_t to_device = 0, to_device_bytes = 0;
+    uint64_t waits = 0;  // host waits for the stream
+  };
+  virtual Counters counters() const { return {}; }
   // Device buffer `which`, at least `bytes` long (grows only; the contents do not survive growth).
   virtual scclResult_t buffer(Buffer which, size_t bytes, void** out) = 0;
+  // Host buffer `which`, at least `bytes` long (grows only; contents do not survive growth).
+  virtual scclResult_t hostBuffer(HostBuffer which, size_t bytes, void** out) = 0;
   // Copies on the call's stream; toHost waits for it (the host reads the result next).
   virtual scclResult_t toHost(void* host, const void* device, size_t bytes) = 0;
+  // The same copy, only enqueued: `host` (a hostBuffer) holds the bytes after synchronize().
+  virtual scclResult_t readBack(void* host, const void* device, size_t bytes) = 0;
   virtual scclResult_t toDevice(void* device, const void* host, size_t bytes) = 0;
   // Waits for the work enqueued on the call's stream, before a transport (whose operations run
   // on their own stream) reads what the kernels wrote.

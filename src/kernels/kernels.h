@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "kernels/shared/count_sketch.h"
+#include "kernels/shared/gather_plan.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -212,6 +213,43 @@ class KernelBackend {
   virtual scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                           const uint8_t* bitmap, const void* sub,
                                           void* stream) const = 0;
+
+  // --- The device-resident gather call (algorithms/resident_gather.cc). Counts, plans and
+  // faults stay in the kernels' memory and nothing here waits for the stream, so a call reads
+  // back only its plan. ---
+
+  // idx[0, n) = the indices i of [begin, end) with !(|x_i| < threshold), ascending, where the
+  // caller knows that exactly n qualify (the plan's count, from this data's bins); idx[n, padded)
+  // = -1 (the padding of the index all-gather). n <= padded.
+  virtual scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin,
+                                         size_t end, double threshold, size_t n, int64_t* idx,
+                                         size_t padded, void* stream) const = 0;
+
+  // plan = planGatherCall(records, params, ranges, *fault) (kernels/shared/gather_plan.h), every
+  // array in the kernels' memory.
+  virtual scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
+                                  const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
+                                  void* stream) const = 0;
+
+  // The global index list of an exclusive search space from the padded index all-gather
+  // (nranks slices of `slot` entries) and the plan's counts and offsets: global[offset_r + j] =
+  // slice_r[j] for j < count_r where sliceEntryValid holds; an entry that fails writes 0 (an
+  // index every kernel may read) and lowers *fault to r (kNoIndexFault: none).
+  virtual scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
+                                                const uint64_t* plan, const uint64_t* ranges,
+                                                int64_t* global, uint32_t* fault,
+                                                void* stream) const = 0;
+
+  // writeDense(), unless *fault != kNoIndexFault (dst is then left untouched).
+  virtual scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
+                                             const int64_t* idx, const void* vals,
+                                             scclDataType_t val_dtype, size_t n, double scale,
+                                             const uint32_t* fault, void* stream) const = 0;
+
+  // dst[0, bytes) = src[0, bytes) when *fault != kNoIndexFault, else nothing (the residual put
+  // back after a call whose peers' indices failed).
+  virtual scclResult_t copyOnFault(void* dst, const void* src, size_t bytes,
+                                   const uint32_t* fault, void* stream) const = 0;
 };
 
 // The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).

@@ -34,10 +34,19 @@ class CopyingStaging final : public sccl::DeviceStaging {
     *out = b.data();
     return scclSuccess;
   }
+  scclResult_t hostBuffer(HostBuffer which, size_t bytes, void** out) override {
+    std::vector<unsigned char>& b = host_[which];
+    if (b.size() < bytes) b.assign(bytes, 0x5A);
+    *out = b.data();
+    return scclSuccess;
+  }
   scclResult_t toHost(void* host, const void* device, size_t bytes) override {
     if (bytes > 0) std::memcpy(host, device, bytes);
     ++copies;
     return scclSuccess;
+  }
+  scclResult_t readBack(void* host, const void* device, size_t bytes) override {
+    return toHost(host, device, bytes);
   }
   scclResult_t toDevice(void* device, const void* host, size_t bytes) override {
     if (bytes > 0) std::memcpy(device, host, bytes);
@@ -56,6 +65,7 @@ class CopyingStaging final : public sccl::DeviceStaging {
 
  private:
   std::vector<unsigned char> buffers_[kBufferCount];
+  std::vector<unsigned char> host_[kHostBufferCount];
 };
 
 struct StagedRun {

@@ -1,5 +1,7 @@
 // The CPU kernel backend: the KernelBackend interface over the kernel families of this folder.
 // Work completes before each call returns, so `stream` (NULL for host memory) is not used.
+#include <cstring>
+
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/kernels.h"
@@ -115,6 +117,38 @@ class CpuBackend final : public KernelBackend {
   scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                   const uint8_t* bitmap, const void* sub, void*) const override {
     return cpu::updateMarkedBlocks(x, dtype, count, block, bitmap, sub);
+  }
+
+  scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                 double threshold, size_t n, int64_t* idx, size_t padded,
+                                 void*) const override {
+    return cpu::selectAbovePadded(x, dtype, begin, end, threshold, n, idx, padded);
+  }
+
+  scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
+                          const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
+                          void*) const override {
+    return cpu::planGather(records, params, ranges, fault, plan);
+  }
+
+  scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
+                                        const uint64_t* plan, const uint64_t* ranges,
+                                        int64_t* global, uint32_t* fault, void*) const override {
+    return cpu::assembleExclusiveIndices(gathered, nranks, slot, plan, ranges, global, fault);
+  }
+
+  scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
+                                     const int64_t* idx, const void* vals,
+                                     scclDataType_t val_dtype, size_t n, double scale,
+                                     const uint32_t* fault, void*) const override {
+    if (*fault != kNoIndexFault) return scclSuccess;
+    return cpu::writeDense(dst, dst_dtype, count, idx, vals, val_dtype, n, scale);
+  }
+
+  scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
+                           void*) const override {
+    if (*fault != kNoIndexFault && bytes > 0) std::memcpy(dst, src, bytes);
+    return scclSuccess;
   }
 };
 

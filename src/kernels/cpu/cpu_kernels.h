@@ -62,4 +62,13 @@ scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchS
 scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                 const uint8_t* bitmap, const void* sub);
 
+// The device-resident gather call's kernels (resident_gather.cc).
+scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                               double threshold, size_t n, int64_t* idx, size_t padded);
+scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
+                        const uint64_t* ranges, const uint32_t* fault, uint64_t* plan);
+scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
+                                      const uint64_t* plan, const uint64_t* ranges,
+                                      int64_t* global, uint32_t* fault);
+
 }  // namespace sccl::cpu

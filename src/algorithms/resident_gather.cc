@@ -1,0 +1,223 @@
+// The device-resident gather call (MiCRO, ExDyna with the histogram density correction): the
+// gather reduction of gather_reduction.cc with every per-index step on the kernels' side, for
+// device buffers. The host keeps the estimator and search space (O(n) work per call) and reads
+// back one plan per call, which sizes the index exchange; indices and values never cross to it.
+//
+// Papers: MiCRO and ExDyna (Yoon & Oh); the steps are their index all-gather + value all-reduce,
+// with sparsecoll's in-call density correction (density_correction.cc) decided on the device.
+// Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
+//  1. d_record = [fingerprint, call number, 0, 0] (one 32-byte upload), d_ranges = every rank's
+//     range at this call (16 n bytes up);
+//  2. the fused pass: d_acc = d_residual + gradient, the non-finite count into the record, and
+//     the correction window's bins over r's range into the record;
+//  3. all-gather the records (32 + 8 (bins + 1) bytes each) in one collective;
+//  4. planGather (kernels/shared/gather_plan.h): every peer's record checked (call, config,
+//     counts against its range, non-finite values), the global bins summed in rank order, the
+//     edge nearest k chosen, every rank's count and offset, the padded size;
+//  5. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
+//     the non-finite policy, adopts the threshold, observes the counts;
+//  6. selectAbovePadded: r's entries at or above the threshold into its slice (-1 padding);
+//  7. all-gather the slices (max_k 8 bytes each); assembleExclusiveIndices checks every peer's
+//     slice (range, order) and writes the global list, a failure into the fault word;
+//  8. gatherAndZero of d_acc at the k' indices, all-reduce of the k' values (rank order), divided
+//     by n for scclAvg; writeDenseUnlessFault writes recvbuf only if every slice passed;
+//  9. the caller swaps residual and accumulator; restoreAfterFault puts the old residual back
+//     if a slice failed.
+// Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
+// transports one more per collective (StagedExchange), three in all.
+// Bytes on the wire per rank: records (n-1) (32 + 8 (2 W B + 1)) in, 32 + 8 (2 W B + 1) out
+// (4136 bytes with the defaults W = 1, B = 256), where the host path all-gathers a 32-byte header
+// and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in; values as the host
+// path. The selections, values, outputs and residuals are the host path's bit for bit.
+// Differs from the host path in one way: a peer's bad index is found on the device after the one
+// read-back, so the call itself returns success with recvbuf untouched and the residual kept,
+// and the next call on the sparsifier fails with scclRemoteError naming the rank (every rank
+// sees the same slices, so every rank does the same).
+#include "algorithms/resident_gather.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/call_header.h"
+#include "algorithms/density_correction.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "kernels/shared/gather_plan.h"
+#include "sparsifier/sparsifier.h"
+
+namespace sccl {
+namespace {
+
+double microsecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Step 5's failed checks, with the host reduction's texts and codes.
+scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
+  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  switch (plan[kPlanStatus]) {
+    case kPlanMismatch:
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce: rank %llu is at call %llu of a sparsifier with fingerprint "
+                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), sp.comm->rank,
+                  u(sp.iteration), u(sp.fingerprint));
+    case kPlanTooMany:
+      return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
+    case kPlanPeerFault:
+      return fail(scclRemoteError,
+                  "rank %llu sent an index outside its range or out of order at an earlier call "
+                  "(that call left recvbuf untouched and kept the residual)",
+                  u(plan[kPlanRank]));
+    default:
+      return fail(scclInternalError, "resident gather: plan status %llu", u(plan[kPlanStatus]));
+  }
+}
+
+}  // namespace
+
+bool residentGatherApplies(const scclSparsifier& sp) {
+  return std::strcmp(sp.reduction->name, "gather") == 0 &&
+         sp.config.density_correction == "histogram" && sp.search->exclusive() &&
+         sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
+}
+
+scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = *call.kernels;
+  DeviceStaging& device = *call.device;
+  void* stream = call.stream;
+  const size_t n = size_t(sp.comm->nranks);
+  const int rank = sp.comm->rank;
+  const auto start = std::chrono::steady_clock::now();
+
+  // Step 1.
+  const CorrectionWindow window = correctionWindow(sp);
+  const size_t record_words = kGatherRecordHeaderWords + window.bins + 1;
+  const size_t record_bytes = record_words * sizeof(uint64_t);
+  void *record = nullptr, *records = nullptr, *ranges = nullptr, *plan = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, record_bytes, &record));
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecords, record_bytes * n, &records));
+  SCCL_CHECK(device.buffer(DeviceStaging::kRanges, 2 * n * sizeof(uint64_t), &ranges));
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
+  uint64_t* record_words_d = static_cast<uint64_t*>(record);
+  const uint64_t header[kGatherRecordHeaderWords] = {sp.fingerprint, sp.iteration, 0, 0};
+  SCCL_CHECK(device.toDevice(record, header, sizeof(header)));
+  std::vector<uint64_t> host_ranges(2 * n);
+  for (size_t r = 0; r < n; ++r) {
+    const IndexRange range = sp.search->rangeFor(int(r), sp.iteration);
+    host_ranges[2 * r] = range.begin;
+    host_ranges[2 * r + 1] = range.end;
+  }
+  SCCL_CHECK(device.toDevice(ranges, host_ranges.data(), host_ranges.size() * sizeof(uint64_t)));
+  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+
+  // Step 2.
+  uint64_t* bins = record_words_d + kGatherRecordHeaderWords;
+  AccumulateSelectArgs a;
+  a.acc = vectors.acc;
+  a.residual = sp.config.error_feedback ? vectors.residual : nullptr;
+  a.acc_dtype = sp.acc_dtype;
+  a.grad = call.sendbuf;
+  a.grad_dtype = sp.dtype;
+  a.count = sp.count;
+  a.nonfinite = record_words_d + kRecordNonFinite;
+  if (range.size() > 0) {
+    a.begin = range.begin;
+    a.end = range.end;
+    a.base_bits = window.base;
+    a.shift = window.shift;
+    a.bins = window.bins;
+    a.counts = bins;
+  } else {
+    SCCL_CHECK(kernels.fillZero(bins, (window.bins + 1) * sizeof(uint64_t), stream));
+  }
+  SCCL_CHECK(kernels.accumulateSelect(a, stream));
+  call.acc = vectors.acc;
+
+  // Steps 3-5.
+  SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
+  GatherPlanParams params;
+  params.fingerprint = sp.fingerprint;
+  params.sequence = sp.iteration;
+  params.k_target = sp.k_target;
+  params.bins = window.bins;
+  const uint64_t centre_bits = magnitudeBits(sp.estimator->currentThreshold(), sp.acc_dtype);
+  params.centre_edge =
+      centre_bits <= window.base
+          ? 0
+          : std::min<uint64_t>(window.bins, (centre_bits - window.base) >> window.shift);
+  params.nranks = n;
+  params.self = uint64_t(rank);
+  SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params,
+                                static_cast<const uint64_t*>(ranges), vectors.fault,
+                                static_cast<uint64_t*>(plan), stream));
+  void* plan_host = nullptr;
+  const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
+  SCCL_CHECK(device.readBack(plan_host, plan, plan_bytes));
+  SCCL_CHECK(device.synchronize());
+  const uint64_t* p = static_cast<const uint64_t*>(plan_host);
+  call.time_select_us += microsecondsSince(start);
+  if (p[kPlanStatus] == kPlanNonFinite) {
+    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
+    headers[p[kPlanRank]].nonfinite = p[kPlanDetailA];
+    call.nonfinite_local = p[kPlanOwnNonFinite];
+    return applyNonFinitePolicy(call, headers);
+  }
+  if (p[kPlanStatus] != kPlanOk) return planFailure(sp, p);
+  call.threshold = windowEdge(window, size_t(p[kPlanEdge]), sp.acc_dtype);
+  sp.estimator->adoptThreshold(call.threshold);
+  const uint64_t max_k = p[kPlanMaxK];
+  const uint64_t k_global = p[kPlanKGlobal];
+  for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
+  call.k_local = sp.rank_counts[size_t(rank)];
+  call.k_max = max_k;
+  call.k_global = k_global;
+
+  // Steps 6-8.
+  const size_t element = accElementSize(sp);
+  void *local = nullptr, *gathered = nullptr, *global = nullptr, *values = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, max_k) * 8, &local));
+  SCCL_CHECK(device.buffer(DeviceStaging::kGatheredIndices, std::max<uint64_t>(1, max_k * n) * 8,
+                           &gathered));
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, k_global) * 8, &global));
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kValues, std::max<uint64_t>(1, k_global) * element, &values));
+  if (max_k > 0) {
+    SCCL_CHECK(kernels.selectAbovePadded(
+        vectors.acc, sp.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
+        size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
+    SCCL_CHECK(exchange.allGather(call, local, gathered, max_k * sizeof(int64_t)));
+    SCCL_CHECK(kernels.assembleExclusiveIndices(
+        static_cast<const int64_t*>(gathered), n, size_t(max_k), static_cast<const uint64_t*>(plan),
+        static_cast<const uint64_t*>(ranges), static_cast<int64_t*>(global), vectors.fault,
+        stream));
+  }
+  const int64_t* idx = static_cast<const int64_t*>(global);
+  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, sp.acc_dtype, idx, k_global, values, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, values, k_global, sp.acc_dtype));
+  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, sp.acc_dtype, int(n)));
+  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, sp.dtype, sp.count, idx, values,
+                                           sp.acc_dtype, k_global, 1.0, vectors.fault, stream));
+  call.residual_updated = true;
+  sp.estimator->observe(k_global, sp.k_target);
+  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  return scclSuccess;
+}
+
+scclResult_t restoreAfterFault(const SparseCall& call, StagedVectors& vectors) {
+  const scclSparsifier& sp = *call.sp;
+  if (!sp.config.error_feedback) return scclSuccess;
+  // After the swap vectors.residual is the call's accumulator and vectors.acc the residual it
+  // started from.
+  return call.kernels->copyOnFault(vectors.residual, vectors.acc, sp.count * accElementSize(sp),
+                                   vectors.fault, call.stream);
+}
+
+}  // namespace sccl

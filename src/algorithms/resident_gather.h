@@ -1,0 +1,27 @@
+// The device-resident gather call: MiCRO and ExDyna (gather reduction, histogram density
+// correction, exclusive search space) with indices, values and counts in the kernels' memory and
+// one read-back per call (resident_gather.cc has the steps and bytes).
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "algorithms/staged_call.h"
+#include "algorithms/stream_exchange.h"
+
+namespace sccl {
+
+// Whether the sparsifier's call can run resident: the gather reduction with the histogram
+// density correction over an exclusive search space, without the trims (exact top-k,
+// max_density_slack) that read the selected values on the host.
+bool residentGatherApplies(const scclSparsifier& sp);
+
+// One call on call.kernels / call.device / call.stream (set), accumulator and residual in
+// `vectors` (vectors.fault: the sparsifier's index-check word, kNoIndexFault when created), the
+// collectives through `exchange`. On return call holds the counts and bytes; the residual swap is
+// the caller's (runStagedCall), followed by restoreAfterFault.
+scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors);
+
+// After the swap of a completed call: if a peer's indices failed their check (vectors.fault), the
+// residual the call started from is put back (the device decides; the host does not wait).
+scclResult_t restoreAfterFault(const SparseCall& call, StagedVectors& vectors);
+
+}  // namespace sccl

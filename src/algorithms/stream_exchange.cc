@@ -1,0 +1,65 @@
+// OnStreamExchange and StagedExchange: see stream_exchange.h.
+#include "algorithms/stream_exchange.h"
+
+#include "algorithms/exchange_accounting.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "transports/stream_collectives.h"
+
+namespace sccl {
+
+scclResult_t OnStreamExchange::allGather(SparseCall& call, const void* send, void* recv,
+                                         size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return scclSuccess;
+  SCCL_CHECK(timedCollective(call, [&](Transport&) {
+    return collectives_.allGatherOnStream(send, recv, bytes_per_rank, stream_);
+  }));
+  countAllGather(call, bytes_per_rank);
+  return scclSuccess;
+}
+
+scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, void* values, size_t count,
+                                            scclDataType_t dtype) {
+  if (count == 0) return scclSuccess;
+  const size_t bytes = count * dataTypeSize(dtype);
+  void* scratch = nullptr;
+  SCCL_CHECK(staging_.buffer(DeviceStaging::kReduceScratch, bytes * size_t(call.sp->comm->nranks),
+                             &scratch));
+  SCCL_CHECK(timedCollective(call, [&](Transport&) {
+    return collectives_.allReduceOnStream(values, values, count, dtype, scratch, stream_);
+  }));
+  countAllReduce(call, bytes);
+  return scclSuccess;
+}
+
+scclResult_t StagedExchange::allGather(SparseCall& call, const void* send, void* recv,
+                                       size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return scclSuccess;
+  const size_t nranks = size_t(call.sp->comm->nranks);
+  void* host_send = nullptr;
+  void* host_recv = nullptr;
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes_per_rank, &host_send));
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kReceiveHost, bytes_per_rank * nranks, &host_recv));
+  SCCL_CHECK(staging_.readBack(host_send, send, bytes_per_rank));
+  SCCL_CHECK(staging_.synchronize());
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allGather(host_send, host_recv, bytes_per_rank); }));
+  countAllGather(call, bytes_per_rank);
+  return staging_.toDevice(recv, host_recv, bytes_per_rank * nranks);
+}
+
+scclResult_t StagedExchange::allReduceSum(SparseCall& call, void* values, size_t count,
+                                          scclDataType_t dtype) {
+  if (count == 0) return scclSuccess;
+  const size_t bytes = count * dataTypeSize(dtype);
+  void* host = nullptr;
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
+  SCCL_CHECK(staging_.readBack(host, values, bytes));
+  SCCL_CHECK(staging_.synchronize());
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allReduce(host, host, count, dtype, ReduceOp::Sum); }));
+  countAllReduce(call, bytes);
+  return staging_.toDevice(values, host, bytes);
+}
+
+}  // namespace sccl
