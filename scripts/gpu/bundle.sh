@@ -5,6 +5,7 @@
 # bundle carries them:
 #   bin/     sccl_gpu_tests, sccl_gpu_multiprocess (when the build has it), select_perf,
 #            sparse_allreduce_perf, memory_floor_perf, sccl_info; stripped, RUNPATH removed
+#            (and lib/libsccl_cuda_call_count.so, the CUDA-call counting tool run.sh preloads)
 #   lib/     libsparsecoll.so.0 and every shared library those need that is not on a bare CUDA
 #            machine (ldd closure, minus glibc, the C++ runtime, libcuda and libnccl), each under
 #            its soname (no symbolic links); lib/ucx/ the UCX transport modules, found by UCX
@@ -58,7 +59,7 @@ archs=$(config_value CUDA_ARCHITECTURES)
 programs=(sccl_gpu_tests select_perf sparse_allreduce_perf memory_floor_perf sccl_info)
 optional_programs=(sccl_gpu_multiprocess)
 if ((do_build)); then
-  targets=(sparsecoll "${programs[@]}")
+  targets=(sparsecoll sccl_cuda_call_count "${programs[@]}")
   known_targets=$(cmake --build "$build_dir" --target help 2>/dev/null || true)
   for t in "${optional_programs[@]}"; do
     grep -qE "(^|[ .])$t(:|$| )" <<<"$known_targets" && targets+=("$t")
@@ -103,6 +104,14 @@ lib_src=$(find "$build_dir" -maxdepth 1 -name 'libsparsecoll.so.*.*' -type f | h
 [[ -n $lib_src ]] || die "libsparsecoll.so is not built in $build_dir"
 soname=$(objdump -p "$lib_src" | awk '$1 == "SONAME" {print $2}')
 stage_elf "$lib_src" "$out/lib/$soname"
+# The CUDA-call counting tool (tools/cuda_call_count), preloaded by run.sh's counts step.
+count_tool=$(find "$build_dir/tools" -maxdepth 1 -name libsccl_cuda_call_count.so -type f | head -n 1)
+if [[ -n $count_tool ]]; then
+  stage_elf "$count_tool" "$out/lib/libsccl_cuda_call_count.so"
+  status_lines+=("libsccl_cuda_call_count.so: bundled")
+else
+  status_lines+=("libsccl_cuda_call_count.so: not built")
+fi
 
 # Never carried: what every Linux machine has (glibc, the C++ runtime) and what the GPU machine
 # brings itself, matched to its driver (libcuda, libnccl; run.sh finds NCCL there).

@@ -15,6 +15,8 @@
 #                then their PyTorch peer, peers/torch_micro_peer.py --device cuda (the seeds'
 #                MiCRO step in torch, one rank, same sizes; its JSON also in OUTDIR), when
 #                python3 has torch with CUDA
+#   counts       sparse_allreduce_perf -g 1 under the CUDA-call counting tool: launches, copies
+#                and host waits per call of each preset (OUTDIR/call_counts.jsonl)
 #   python       the Python package's CUDA tests (pytest -k cuda), when python3 has torch,
 #                numpy and pytest
 #   mpirun       sccl_gpu_multiprocess --launcher mpi under the bundle's relocated Open MPI, 2, 3
@@ -293,6 +295,18 @@ step_json=$work/sparse_allreduce_perf.json
 run_step perf "sparse_allreduce_perf -g 1" 180 -- "$B/bin/sparse_allreduce_perf" -g 1 \
   -u elements -b 26000000 -e 26000000 -D 0.001,0.01 -n 5 -w 1 -W 3 -L 10 -T 120 -J "$step_json"
 step_json=""
+
+# 3a. what each call asks of the CUDA runtime (tools/cuda_call_count: launches, copies each way,
+#     host waits per scclSparseAllreduce call), one line per preset's run in OUTDIR/call_counts.jsonl
+#     in the order of -a; the budgets the unit tests assert on the fake device (docs/gpu.md)
+if [[ -f $B/lib/libsccl_cuda_call_count.so ]]; then
+  run_step counts "cuda_call_count sparse_allreduce_perf -g 1" 120 -- env \
+    LD_PRELOAD="$B/lib/libsccl_cuda_call_count.so" SCCL_CALL_COUNT_OUT="$outdir/call_counts.jsonl" \
+    "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 26000000 -e 26000000 -D 0.01 \
+    -a micro,exdyna,topk,cltk,hard_threshold,s2,micro_sync_free -n 5 -w 1 -W 1 -L 1 -c 0 -T 100
+else
+  skip_step counts "cuda_call_count" "not in the bundle"
+fi
 
 # python3 and its torch, asked once for the peer (3b) and the package's tests (4); the probe also
 # reads torch's files into the page cache, so the peer's import is not a cold one.

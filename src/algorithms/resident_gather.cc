@@ -1,4 +1,5 @@
-// The device-resident gather call (MiCRO, ExDyna with the histogram density correction): the
+// The device-resident gather call (MiCRO, ExDyna: with the histogram density correction, or with
+// a threshold known before the data, the papers' scaling rule or a fixed one): the
 // gather reduction of gather_reduction.cc with every per-index step on the kernels' side, for
 // device buffers. The host keeps the estimator and search space (O(n) work per call) and reads
 // back one plan per call, which sizes the index exchange; indices and values never cross to it.
@@ -9,7 +10,8 @@
 //  1. d_record = [fingerprint, call number, 0, 0] (one 32-byte upload), d_ranges = every rank's
 //     range at this call (16 n bytes up);
 //  2. the fused pass: d_acc = d_residual + gradient, the non-finite count into the record, and
-//     the correction window's bins over r's range into the record;
+//     the correction window's bins over r's range into the record (no correction: one bin from
+//     the threshold's pattern, so the record counts what r selects);
 //  3. all-gather the records (32 + 8 (bins + 1) bytes each) in one collective;
 //  4. planGather (kernels/shared/gather_plan.h): every peer's record checked (call, config,
 //     counts against its range, non-finite values), the global bins summed in rank order, the
@@ -42,9 +44,11 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/density_correction.h"
+#include "algorithms/threshold_query.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
@@ -81,9 +85,10 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
 }  // namespace
 
 bool residentGatherApplies(const scclSparsifier& sp) {
-  return std::strcmp(sp.reduction->name, "gather") == 0 &&
-         sp.config.density_correction == "histogram" && sp.search->exclusive() &&
-         sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
+  const bool threshold_known =
+      sp.config.density_correction == "histogram" || sp.estimator->thresholdBeforeData();
+  return std::strcmp(sp.reduction->name, "gather") == 0 && threshold_known &&
+         sp.search->exclusive() && sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
 }
 
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
@@ -95,8 +100,21 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const int rank = sp.comm->rank;
   const auto start = std::chrono::steady_clock::now();
 
-  // Step 1.
-  const CorrectionWindow window = correctionWindow(sp);
+  // Step 1. Without the density correction the threshold is known before the data (scaling,
+  // fixed): a window of one bin from its pattern counts, per rank, exactly what it selects.
+  const bool corrected = sp.config.density_correction == "histogram";
+  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  CorrectionWindow window;
+  double fixed_threshold = 0;
+  if (corrected) {
+    window = correctionWindow(sp);
+  } else {
+    call.acc = vectors.acc;
+    SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &fixed_threshold));
+    window.base = thresholdBits(sp.acc_dtype, fixed_threshold);
+    window.shift = 0;
+    window.bins = 1;
+  }
   const size_t record_words = kGatherRecordHeaderWords + window.bins + 1;
   const size_t record_bytes = record_words * sizeof(uint64_t);
   void *record = nullptr, *records = nullptr, *ranges = nullptr, *plan = nullptr;
@@ -109,12 +127,11 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   SCCL_CHECK(device.toDevice(record, header, sizeof(header)));
   std::vector<uint64_t> host_ranges(2 * n);
   for (size_t r = 0; r < n; ++r) {
-    const IndexRange range = sp.search->rangeFor(int(r), sp.iteration);
-    host_ranges[2 * r] = range.begin;
-    host_ranges[2 * r + 1] = range.end;
+    const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
+    host_ranges[2 * r] = allowed.begin;
+    host_ranges[2 * r + 1] = allowed.end;
   }
   SCCL_CHECK(device.toDevice(ranges, host_ranges.data(), host_ranges.size() * sizeof(uint64_t)));
-  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
 
   // Step 2.
   uint64_t* bins = record_words_d + kGatherRecordHeaderWords;
@@ -153,6 +170,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
           : std::min<uint64_t>(window.bins, (centre_bits - window.base) >> window.shift);
   params.nranks = n;
   params.self = uint64_t(rank);
+  params.nearest_edge = corrected ? 1 : 0;
   SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params,
                                 static_cast<const uint64_t*>(ranges), vectors.fault,
                                 static_cast<uint64_t*>(plan), stream));
@@ -170,8 +188,12 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     return applyNonFinitePolicy(call, headers);
   }
   if (p[kPlanStatus] != kPlanOk) return planFailure(sp, p);
-  call.threshold = windowEdge(window, size_t(p[kPlanEdge]), sp.acc_dtype);
-  sp.estimator->adoptThreshold(call.threshold);
+  if (corrected) {
+    call.threshold = windowEdge(window, size_t(p[kPlanEdge]), sp.acc_dtype);
+    sp.estimator->adoptThreshold(call.threshold);
+  } else {
+    call.threshold = fixed_threshold;
+  }
   const uint64_t max_k = p[kPlanMaxK];
   const uint64_t k_global = p[kPlanKGlobal];
   for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];

@@ -85,6 +85,9 @@ struct GatherPlanParams {
   uint64_t centre_edge = 0;  // the estimator's threshold's edge (ties go toward it)
   uint64_t nranks = 0;
   uint64_t self = 0;  // the rank computing the plan
+  // 1: the density correction's edge nearest k_target; 0: edge 0 (a threshold fixed before the
+  // data, whose window starts at it: every counted entry is selected).
+  uint64_t nearest_edge = 1;
 };
 
 // The global count of bin j: the sum over ranks in rank order (exact integers).
@@ -150,8 +153,13 @@ SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const Gathe
     }
   }
   uint64_t k_global = 0;
-  const size_t edge = nearestCountEdge(SummedBin{records, record_words, p.nranks}, p.bins,
-                                       p.k_target, p.centre_edge, &k_global);
+  const SummedBin summed{records, record_words, p.nranks};
+  size_t edge = 0;
+  if (p.nearest_edge != 0) {
+    edge = nearestCountEdge(summed, p.bins, p.k_target, p.centre_edge, &k_global);
+  } else {
+    for (size_t j = 0; j <= p.bins; ++j) k_global += summed(j);
+  }
   plan[kPlanEdge] = edge;
   plan[kPlanKGlobal] = k_global;
   uint64_t offset = 0, max_k = 0;
