@@ -87,8 +87,10 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
 bool residentGatherApplies(const scclSparsifier& sp) {
   const bool threshold_known =
       sp.config.density_correction == "histogram" || sp.estimator->thresholdBeforeData();
+  // A sole selector (CLT-k's leader) broadcasts its indices: the staged reduction keeps that.
   return std::strcmp(sp.reduction->name, "gather") == 0 && threshold_known &&
-         sp.search->exclusive() && sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
+         sp.search->exclusive() && sp.search->soleSelector(sp.iteration) < 0 &&
+         sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
 }
 
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {

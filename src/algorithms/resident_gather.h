@@ -10,8 +10,9 @@
 namespace sccl {
 
 // Whether the sparsifier's call can run resident: the gather reduction over an exclusive search
-// space with the histogram density correction or a threshold known before the data, without the
-// trims (exact top-k, max_density_slack) that read the selected values on the host.
+// space where every rank selects (no sole selector), with the histogram density correction or a
+// threshold known before the data, without the trims (exact top-k, max_density_slack) that read
+// the selected values on the host.
 bool residentGatherApplies(const scclSparsifier& sp);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in

@@ -211,6 +211,9 @@ TEST_CASE("resident gather equals the host run bit for bit", "[resident_gather]"
       requireSameAsHost(preset, nranks, count, papers, 6, skewed(), scclSum, Collectives::Staged);
     }
   }
+  // One rank's whole vector is an exclusive range: the fixed threshold runs resident there.
+  requireSameAsHost("hard_threshold", 1, count, sparseConfig("hard_threshold", 0.01), 5, skewed(),
+                    scclSum, Collectives::OnStream);
   requireSameAsHost("micro scclAvg d 0.001", 3, count, sparseConfig("micro", 0.001), 5, skewed(),
                     scclAvg, Collectives::OnStream);
   requireSameAsHost("exdyna scclAvg", 2, count, sparseConfig("exdyna", 0.01), 5, skewed(), scclAvg,
@@ -355,6 +358,12 @@ TEST_CASE("the staged reductions run on the fake device as on the host", "[resid
     requireSameAsHost(preset, 3, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
                       Collectives::OnStream);
   }
+  // A leader that selects alone with a threshold known before the data: not resident (the leader
+  // broadcasts its indices), the staged reduction.
+  scclSparseConfig_t leader = sparseConfig("cltk", 0.01);
+  leader.estimator = "scaling";
+  requireSameAsHost("leader with threshold scaling", 3, count, leader, 4, skewed(), scclSum,
+                    Collectives::OnStream);
   requireSameAsHost("micro without the resident path", 3, count, sparseConfig("micro", 0.01), 4,
                     skewed(), scclSum, Collectives::Legacy);
 }
