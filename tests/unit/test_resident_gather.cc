@@ -24,6 +24,8 @@
 #include "support/fake_device.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"
+#include "support/typed_sparse_runs.h"
+#include "support/typed_values.h"
 
 using namespace sccl_test;
 
@@ -38,7 +40,8 @@ struct CallCounts {
 };
 
 struct FakeRun {
-  std::vector<std::vector<RankIteration>> calls;  // [iteration][rank]
+  std::vector<std::vector<RankIteration>> calls;  // [iteration][rank], float32 runs
+  std::vector<std::vector<TypedRankCall>> typed;  // [iteration][rank], every run
   std::vector<std::vector<CallCounts>> counts;    // [iteration][rank]
   std::vector<std::string> failures;
   std::vector<std::string> violations;
@@ -48,17 +51,23 @@ struct FakeRun {
 // tamper(call, collective of that call, rank, received bytes' view, bytes): a hostile peer.
 using Tamper = std::function<void(int, size_t, int, void*, size_t)>;
 
+// dtype: the gradient's (float32 records output and residual as floats too); the residual is
+// float32, or float64 for float64 gradients.
 FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, int iterations,
-                  const GradientFn& gradient, scclRedOp_t op, Collectives how,
-                  const Tamper& tamper = nullptr) {
+                  const TypedGradientFn& gradient, scclRedOp_t op, Collectives how,
+                  const Tamper& tamper = nullptr, scclDataType_t dtype = scclFloat32) {
   FakeRun run;
+  run.typed.assign(size_t(iterations), std::vector<TypedRankCall>(size_t(nranks)));
+  const size_t element = sccl::dataTypeSize(dtype);
+  const scclDataType_t acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
+  const size_t acc_element = sccl::dataTypeSize(acc_dtype);
   run.calls.assign(size_t(iterations), std::vector<RankIteration>(size_t(nranks)));
   run.counts.assign(size_t(iterations), std::vector<CallCounts>(size_t(nranks)));
   std::vector<std::vector<std::string>> violations(static_cast<size_t>(nranks));
   std::vector<int> resident(size_t(nranks), 0);
   run.failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparsifier_t sp = nullptr;
-    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, dtype, &config), scclSuccess,
                          "scclSparsifierCreate"))
       return;
     resident[size_t(rank)] = sccl::residentGatherApplies(*sp) ? 1 : 0;
@@ -66,14 +75,15 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
     installFakeDeviceTransport(comm, device);
     FakeKernels kernels(device);
     FakeStaging staging(device);
-    const size_t bytes = count * sizeof(float);
-    void* residual = device.allocate(bytes);
-    void* acc = device.allocate(bytes);
+    const size_t bytes = count * element;
+    const size_t acc_bytes = count * acc_element;
+    void* residual = device.allocate(acc_bytes);
+    void* acc = device.allocate(acc_bytes);
     auto* nonfinite = static_cast<uint64_t*>(device.allocate(sizeof(uint64_t)));
     auto* fault = static_cast<uint32_t*>(device.allocate(sizeof(uint32_t)));
-    auto* grad = static_cast<float*>(device.allocate(bytes));
-    auto* out = static_cast<float*>(device.allocate(bytes));
-    std::memset(device.view(residual), 0, bytes);
+    void* grad = device.allocate(bytes);
+    void* out = device.allocate(bytes);
+    std::memset(device.view(residual), 0, acc_bytes);
     *device.at(fault) = sccl::kNoIndexFault;
     sccl::StagedVectors vectors{residual, acc, nonfinite, fault};
     FakeStreamExchange on_stream(device);
@@ -91,8 +101,8 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       current_call = t;
       on_stream.collectives = 0;
       for (size_t i = 0; i < count; ++i) {
-        device.at(grad)[i] = gradient(rank, uint64_t(t), i);
-        device.at(out)[i] = kSentinel;
+        storeValue(dtype, device.view(grad), i, gradient(rank, uint64_t(t), i));
+        storeValue(dtype, device.view(out), i, kSentinel);
       }
       sccl::SparseCall call;
       call.sp = sp;
@@ -108,10 +118,20 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       c.waits = device.counters.waits - before.waits;
       device.wait();  // the caller's stream synchronisation before it reads recvbuf
       if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
-      const float* o = device.at(out);
-      record.output.assign(o, o + count);
-      const float* r = static_cast<const float*>(device.view(vectors.residual));
-      record.residual.assign(r, r + count);
+      TypedRankCall& typed = run.typed[size_t(t)][size_t(rank)];
+      typed.result = record.result;
+      const auto* o = static_cast<const unsigned char*>(device.view(out));
+      typed.output.assign(o, o + bytes);
+      typed.residual.resize(count);
+      for (size_t i = 0; i < count; ++i)
+        typed.residual[i] = loadValue(acc_dtype, device.view(vectors.residual), i);
+      typed.counts = sp->rank_counts;
+      if (dtype == scclFloat32) {
+        const float* of = static_cast<const float*>(device.view(out));
+        record.output.assign(of, of + count);
+        const float* r = static_cast<const float*>(device.view(vectors.residual));
+        record.residual.assign(r, r + count);
+      }
       record.counts = sp->rank_counts;
       record.stats.kGlobal = call.k_global;
       record.stats.bytesSent = call.bytes_sent;
@@ -154,6 +174,30 @@ void requireSameAsHost(const char* what, int nranks, size_t count, const scclSpa
       if (want.result == scclSuccess && !std::isnan(want.output[0])) {
         CHECK(got.stats.kGlobal == want.stats.kGlobal);
       }
+    }
+  }
+}
+
+void requireTypedSameAsHost(const char* what, int nranks, size_t count, scclDataType_t dtype,
+                            const scclSparseConfig_t& config, int iterations,
+                            const TypedGradientFn& gradient, scclRedOp_t op, Collectives how) {
+  INFO(what << ", " << nranks << " ranks, dtype " << int(dtype)
+            << (how == Collectives::OnStream ? ", on the stream" : ", staged"));
+  TypedSparseRun host = runTypedSparse(nranks, count, dtype, config, iterations, gradient, op);
+  FakeRun fake = runOnFake(nranks, count, config, iterations, gradient, op, how, nullptr, dtype);
+  REQUIRE_NO_RANK_FAILURES(host.failures);
+  REQUIRE_NO_RANK_FAILURES(fake.failures);
+  REQUIRE(fake.resident);
+  CHECK(fake.violations.empty());
+  for (size_t t = 0; t < size_t(iterations); ++t) {
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("call " << t << " rank " << r);
+      const TypedRankCall& want = host.calls[t][r];
+      const TypedRankCall& got = fake.typed[t][r];
+      REQUIRE(got.result == want.result);
+      if (want.result == scclSuccess) CHECK(got.output == want.output);
+      CHECK(std::memcmp(got.residual.data(), want.residual.data(), count * sizeof(double)) == 0);
+      CHECK(got.counts == want.counts);
     }
   }
 }
@@ -391,5 +435,22 @@ TEST_CASE("per-call read-backs and waits of every gather and sketch preset on th
                     static_cast<unsigned long long>(c.waits));
       }
     }
+  }
+}
+
+TEST_CASE("resident gather equals the host run for every gradient type", "[resident_gather]") {
+  // float16 and bfloat16 gradients accumulate into a float32 residual and are written back
+  // rounded; float64 runs with a float64 residual (its window and plan on 64-bit patterns).
+  const size_t count = 12007;
+  TypedGradientFn gradient = [](int r, uint64_t t, size_t i) {
+    return double(gradientValue(29, r, t, i)) * (i < 3000 ? 4.0 : 1.0);
+  };
+  for (scclDataType_t dtype : {scclFloat16, scclBfloat16, scclFloat64}) {
+    for (const char* preset : {"micro", "exdyna"}) {
+      requireTypedSameAsHost(preset, 3, count, dtype, sparseConfig(preset, 0.01), 5, gradient,
+                             scclSum, Collectives::OnStream);
+    }
+    requireTypedSameAsHost("micro scclAvg", 2, count, dtype, sparseConfig("micro", 0.01), 4,
+                           gradient, scclAvg, Collectives::Staged);
   }
 }
