@@ -226,9 +226,11 @@ scclResult_t CudaKernels::writeDenseUnlessFault(void* dst, scclDataType_t dst_dt
 }
 
 scclResult_t CudaKernels::copyOnFault(void* dst, const void* src, size_t bytes,
-                                      const uint32_t* fault, void* stream) const {
+                                      const uint32_t* fault, uint32_t* published,
+                                      void* stream) const {
   SCCL_REQUIRE_ARG(bytes % 4 == 0, "copyOnFault: %zu bytes", bytes);
-  SCCL_CUDA_CHECK(cuda_dispatch::copyOnFault(dst, src, bytes, fault, asStream(stream)),
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::copyOnFault(dst, src, bytes, fault, published, asStream(stream)),
                   "copyOnFault");
   return scclSuccess;
 }

@@ -93,7 +93,7 @@ class CudaKernels final : public KernelBackend {
                                      scclDataType_t val_dtype, size_t n, double scale,
                                      const uint32_t* fault, void* stream) const override;
   scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
-                           void* stream) const override;
+                           uint32_t* published, void* stream) const override;
 
   // x = x / nranks (scclAvg of the dense collectives), bitwise the CPU's divideByRanks; the four
   // floating types.

@@ -63,6 +63,7 @@ void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) cons
 
 DeviceSparsifierState::~DeviceSparsifierState() {
   if (fault_host != nullptr) (void)cudaFreeHost(fault_host);
+  if (index_fault_host != nullptr) (void)cudaFreeHost(index_fault_host);
 }
 
 namespace {
@@ -104,6 +105,15 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
     state->index_fault = reinterpret_cast<uint32_t*>(static_cast<char*>(memory) + kLine);
     SCCL_CUDA_CHECK(cudaMemsetAsync(state->index_fault, 0xff, sizeof(uint32_t), nullptr),
                     "device sparsifier: the index-check word");
+    void* published = nullptr;
+    SCCL_CUDA_CHECK(cudaHostAlloc(&published, sizeof(uint32_t), cudaHostAllocMapped),
+                    "device sparsifier: the published index-check word");
+    state->index_fault_host = static_cast<uint32_t*>(published);
+    *state->index_fault_host = kNoIndexFault;
+    void* published_alias = nullptr;
+    SCCL_CUDA_CHECK(cudaHostGetDevicePointer(&published_alias, published, 0),
+                    "device sparsifier: the published word's device address");
+    state->index_fault_published = static_cast<uint32_t*>(published_alias);
     SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
     SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
     SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s)",

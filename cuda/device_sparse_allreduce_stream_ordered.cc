@@ -178,6 +178,20 @@ scclResult_t runStreamOrderedSparseAllreduce(SparseCall& call, void* stream_hand
 scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result) {
   *result = scclSuccess;
   const DeviceSparsifierState* d = sp.device.get();
+  if (d != nullptr && d->index_fault_host != nullptr) {
+    // The resident gather's index check (src/algorithms/resident_gather.cc), as far as the
+    // device has got: published by the call's last kernel.
+    const uint32_t rank = __atomic_load_n(d->index_fault_host, __ATOMIC_ACQUIRE);
+    if (rank != kNoIndexFault) {
+      *result = scclRemoteError;
+      (void)fail(scclRemoteError,
+                 "sparse all-reduce on device buffers: rank %u sent an index outside its range or "
+                 "out of order; that call left recvbuf untouched and kept the residual, and every "
+                 "later call fails until scclSparsifierReset",
+                 rank);
+      return scclSuccess;
+    }
+  }
   if (d == nullptr || d->fault_host == nullptr) return scclSuccess;
   const uint64_t word = __atomic_load_n(d->fault_host, __ATOMIC_ACQUIRE);
   if (word == 0) return scclSuccess;

@@ -46,6 +46,10 @@ struct DeviceSparsifierState {
   uint64_t* nonfinite = nullptr;
   uint32_t* bad = nullptr;
   uint32_t* index_fault = nullptr;  // the resident gather's (kernels/shared/gather_plan.h)
+  // That word published for scclSparsifierGetAsyncError: pinned host memory mapped into the
+  // device (the host reads it without waiting), and its device address.
+  uint32_t* index_fault_host = nullptr;
+  uint32_t* index_fault_published = nullptr;
   uint64_t* sequence = nullptr;  // the call number written into the slot header
   uint32_t* status = nullptr;    // the stream-ordered call's decision (dispatch.h)
   cuda_dispatch::StreamOrderedTotals* totals = nullptr;

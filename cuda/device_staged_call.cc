@@ -44,7 +44,8 @@ scclResult_t runDeviceStagedCall(SparseCall& call, void* stream_handle) {
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
-  StagedVectors vectors{d->residual, d->acc, d->nonfinite, d->index_fault};
+  StagedVectors vectors{d->residual, d->acc, d->nonfinite, d->index_fault,
+                        d->index_fault_published};
   // The resident gather's collectives: NCCL's on the stream, else the host transport staged.
   StreamCollectives* on_stream = sp.comm->transport->streamCollectives();
   std::unique_ptr<StreamExchange> exchange;

@@ -78,9 +78,10 @@ cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, siz
                                      uint32_t* fault, cudaStream_t stream);
 // dst[0, bytes) = 0 unless *fault != kNoIndexFault; bytes a multiple of 2.
 cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cudaStream_t stream);
-// dst[0, bytes) = src when *fault != kNoIndexFault; bytes a multiple of 4.
+// When *fault != kNoIndexFault: dst[0, bytes) = src (bytes a multiple of 4) and *published =
+// *fault (published: mapped host memory or null).
 cudaError_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
-                        cudaStream_t stream);
+                        uint32_t* published, cudaStream_t stream);
 
 // --- kernels/reduce.cu ---
 struct DeviceMoments {

@@ -44,9 +44,14 @@ __global__ void zeroUnlessFaultKernel(Word* dst, size_t words, const uint32_t* f
 }
 
 __global__ void copyOnFaultKernel(uint32_t* dst, const uint32_t* src, size_t words,
-                                  const uint32_t* fault) {
-  if (*fault == kNoIndexFault) return;
+                                  const uint32_t* fault, uint32_t* published) {
+  const uint32_t f = *fault;
+  if (f == kNoIndexFault) return;
   for (size_t i = globalThread(); i < words; i += gridThreads()) dst[i] = src[i];
+  if (published != nullptr && globalThread() == 0) {
+    *published = f;
+    __threadfence_system();  // the host reads it without waiting for the stream
+  }
 }
 
 }  // namespace
@@ -86,10 +91,10 @@ cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cuda
 }
 
 cudaError_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
-                        cudaStream_t stream) {
-  if (bytes == 0) return cudaSuccess;
+                        uint32_t* published, cudaStream_t stream) {
+  if (bytes == 0 && published == nullptr) return cudaSuccess;
   copyOnFaultKernel<<<gridFor(bytes / 4), kThreads, 0, stream>>>(
-      static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), bytes / 4, fault);
+      static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), bytes / 4, fault, published);
   return cudaGetLastError();
 }
 

@@ -439,7 +439,10 @@ SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
  * scclInvalidArgument (non-finite values under scclNonFiniteError); scclGetLastError then names
  * the rank and the call. Never waits for the GPU: it sees the calls that have run so far
  * (synchronise the stream to include the last one). Sticky until scclSparsifierReset; every call
- * after it fills recvbuf with NaN and changes nothing. scclSuccess for other sparsifiers. */
+ * after it fills recvbuf with NaN and changes nothing. Also, for micro and exdyna on device
+ * buffers (whose index check runs on the GPU after the call's one read-back): scclRemoteError
+ * once a peer's index failed its check; that call left recvbuf untouched and kept the residual,
+ * and every later call returns scclRemoteError. scclSuccess for other sparsifiers. */
 SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
                                                   scclResult_t* asyncError);
 /* *name = the preset the sparsifier runs now: its config's algorithm, or for "auto" the one chosen

@@ -24,7 +24,7 @@
 //  8. gatherAndZero of d_acc at the k' indices, all-reduce of the k' values (rank order), divided
 //     by n for scclAvg; writeDenseUnlessFault writes recvbuf only if every slice passed;
 //  9. the caller swaps residual and accumulator; restoreAfterFault puts the old residual back
-//     if a slice failed.
+//     if a slice failed and publishes the fault where the host reads it without waiting.
 // Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
 // transports one more per collective (StagedExchange), three in all.
 // Bytes on the wire per rank: records (n-1) (32 + 8 (2 W B + 1)) in, 32 + 8 (2 W B + 1) out
@@ -32,9 +32,10 @@
 // and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in; values as the host
 // path. The selections, values, outputs and residuals are the host path's bit for bit.
 // Differs from the host path in one way: a peer's bad index is found on the device after the one
-// read-back, so the call itself returns success with recvbuf untouched and the residual kept,
-// and the next call on the sparsifier fails with scclRemoteError naming the rank (every rank
-// sees the same slices, so every rank does the same).
+// read-back, so the call itself returns success with recvbuf untouched and the residual kept;
+// scclSparsifierGetAsyncError reports it once the device has run the call, and the next call on
+// the sparsifier fails with scclRemoteError naming the rank (every rank sees the same slices, so
+// every rank does the same).
 #include "algorithms/resident_gather.h"
 
 #include <algorithm>
@@ -237,11 +238,11 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
 
 scclResult_t restoreAfterFault(const SparseCall& call, StagedVectors& vectors) {
   const scclSparsifier& sp = *call.sp;
-  if (!sp.config.error_feedback) return scclSuccess;
   // After the swap vectors.residual is the call's accumulator and vectors.acc the residual it
-  // started from.
-  return call.kernels->copyOnFault(vectors.residual, vectors.acc, sp.count * accElementSize(sp),
-                                   vectors.fault, call.stream);
+  // started from (without error feedback there is no residual: only the fault is published).
+  const size_t bytes = sp.config.error_feedback ? sp.count * accElementSize(sp) : 0;
+  return call.kernels->copyOnFault(vectors.residual, vectors.acc, bytes, vectors.fault,
+                                   vectors.published_fault, call.stream);
 }
 
 }  // namespace sccl

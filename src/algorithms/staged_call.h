@@ -18,12 +18,14 @@ namespace sccl {
 // Residual, accumulator and the non-finite word in the kernels' memory. residual and acc trade
 // roles after a completed call (error feedback on).
 // fault: the resident gather's index-check word (kernels/shared/gather_plan.h), kNoIndexFault
-// from the sparsifier's first device call on; sticky.
+// from the sparsifier's first device call on; sticky. published_fault (may be null): where the
+// kernels copy a set fault for the host to read without waiting (scclSparsifierGetAsyncError).
 struct StagedVectors {
   void* residual = nullptr;
   void* acc = nullptr;
   uint64_t* nonfinite = nullptr;
   uint32_t* fault = nullptr;
+  uint32_t* published_fault = nullptr;
 };
 
 class StreamExchange;

@@ -246,10 +246,12 @@ class KernelBackend {
                                              scclDataType_t val_dtype, size_t n, double scale,
                                              const uint32_t* fault, void* stream) const = 0;
 
-  // dst[0, bytes) = src[0, bytes) when *fault != kNoIndexFault, else nothing (the residual put
-  // back after a call whose peers' indices failed).
+  // When *fault != kNoIndexFault: dst[0, bytes) = src[0, bytes) (the residual put back after a
+  // call whose peers' indices failed) and *published = *fault (published may be null: memory the
+  // host reads without waiting, mapped page-locked memory on CUDA); else nothing.
   virtual scclResult_t copyOnFault(void* dst, const void* src, size_t bytes,
-                                   const uint32_t* fault, void* stream) const = 0;
+                                   const uint32_t* fault, uint32_t* published,
+                                   void* stream) const = 0;
 };
 
 // The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).

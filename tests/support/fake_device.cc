@@ -360,11 +360,12 @@ scclResult_t FakeKernels::writeDenseUnlessFault(void* dst, scclDataType_t dst_dt
 }
 
 scclResult_t FakeKernels::copyOnFault(void* dst, const void* src, size_t bytes,
-                                      const uint32_t* fault, void*) const {
+                                      const uint32_t* fault, uint32_t* published, void*) const {
   void* dv = d_.view(dst);
   const void* s = d_.view(src);
   const uint32_t* f = d_.at(fault);
-  launch("copyOnFault", [=] { return cpuKernels().copyOnFault(dv, s, bytes, f, nullptr); });
+  uint32_t* p = d_.at(published);
+  launch("copyOnFault", [=] { return cpuKernels().copyOnFault(dv, s, bytes, f, p, nullptr); });
   return scclSuccess;
 }
 

@@ -131,7 +131,7 @@ class FakeKernels final : public sccl::KernelBackend {
                                      size_t n, double scale, const uint32_t* fault,
                                      void* stream) const override;
   scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
-                           void* stream) const override;
+                           uint32_t* published, void* stream) const override;
 
  private:
   // Queues `work` (a launch); its failure becomes a violation.

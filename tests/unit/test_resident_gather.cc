@@ -37,6 +37,7 @@ enum class Collectives { OnStream, Staged, Legacy };
 
 struct CallCounts {
   uint64_t to_host = 0, to_host_bytes = 0, waits = 0;
+  uint32_t published_fault = sccl::kNoIndexFault;  // what the host reads after the call
 };
 
 struct FakeRun {
@@ -85,7 +86,8 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
     void* out = device.allocate(bytes);
     std::memset(device.view(residual), 0, acc_bytes);
     *device.at(fault) = sccl::kNoIndexFault;
-    sccl::StagedVectors vectors{residual, acc, nonfinite, fault};
+    uint32_t published = sccl::kNoIndexFault;  // host memory the kernels publish the fault into
+    sccl::StagedVectors vectors{residual, acc, nonfinite, fault, &published};
     FakeStreamExchange on_stream(device);
     sccl::StagedExchange staged(staging);
     int current_call = 0;
@@ -117,6 +119,7 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       c.to_host_bytes = device.counters.to_host_bytes - before.to_host_bytes;
       c.waits = device.counters.waits - before.waits;
       device.wait();  // the caller's stream synchronisation before it reads recvbuf
+      c.published_fault = published;
       if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
       TypedRankCall& typed = run.typed[size_t(t)][size_t(rank)];
       typed.result = record.result;
@@ -340,6 +343,8 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
       CHECK(run.calls[2][r].result == scclSuccess);
       CHECK(run.calls[2][r].output == std::vector<float>(count, kSentinel));
       CHECK(run.calls[2][r].residual == run.calls[1][r].residual);  // residual kept
+      CHECK(run.counts[1][r].published_fault == sccl::kNoIndexFault);
+      CHECK(run.counts[2][r].published_fault == 1);  // for scclSparsifierGetAsyncError
       CHECK(run.calls[3][r].result == scclRemoteError);
       CHECK(run.calls[3][r].output == std::vector<float>(count, kSentinel));
     }

@@ -146,8 +146,10 @@ class CpuBackend final : public KernelBackend {
   }
 
   scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
-                           void*) const override {
-    if (*fault != kNoIndexFault && bytes > 0) std::memcpy(dst, src, bytes);
+                           uint32_t* published, void*) const override {
+    if (*fault == kNoIndexFault) return scclSuccess;
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    if (published != nullptr) *published = *fault;
     return scclSuccess;
   }
 };
