@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the settings registry and the chosen kernels.
 // sccl_info: what this sparsecoll is (version, build configuration: transports, kernel backends)
 // and every setting it reads, with default, current value and help, in the manner of ucx_info.
 #include <cstdio>

@@ -10,6 +10,8 @@
 # the public header (sparsecoll/) and the generated sccl_build_config.h are open to every layer. A
 # file or an include in no known layer is an error too, so that a new directory is placed here
 # (and in docs/architecture.md) when it is added.
+# perf/ and tools/ are checked too (at the end): binaries that use the public ABI alone include no
+# internals; those that need them live in perf/internal/ (or are tools/sccl_info.cc).
 # Usage: check_layers.sh [repository root]; exit 0 clean, 1 on any upward or unplaced include.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -101,8 +103,43 @@ while IFS=: read -r file line include; do
 done < <(grep -nHE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files |
          sed -E 's/^([^:]+):([0-9]+):[^"]*"([^"]+)".*/\1:\2:\3/' || true)
 
+# perf/ and tools/ (the binaries): those that use the public ABI alone include nothing of the
+# library but the public headers, their harness (perf/common/, perf/sparse/, files beside them),
+# the tests' header-only models and readers (tests/support/) and the header-only leaf helpers
+# (kernels/shared/); those that need internals live in perf/internal/ (or are tools/sccl_info.cc)
+# and say so on their first line ("// Uses library internals ...").
+is_internal_binary() {
+  case $1 in
+    perf/internal/* | tools/sccl_info.cc) return 0 ;;
+  esac
+  return 1
+}
+binary_files=$(git ls-files -- perf tools 2>/dev/null | grep -E '\.(h|cc|cu|cuh)$' || true)
+if [[ -z $binary_files ]]; then
+  binary_files=$(find perf tools -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) \
+    2>/dev/null | sort || true)
+fi
+binaries_checked=0
+for file in $binary_files; do
+  binaries_checked=$((binaries_checked + 1))
+  if is_internal_binary "$file"; then
+    head -n 1 "$file" | grep -q '^// Uses library internals' ||
+      report "$file: in perf/internal/ (or sccl_info), but its first line does not say which internals it uses (\"// Uses library internals ...\")"
+    continue
+  fi
+  while IFS=: read -r line include; do
+    case $include in
+      sparsecoll/* | sccl_build_config.h | common/* | sparse/* | support/* | kernels/shared/*) ;;
+      */*) report "$file:$line: includes \"$include\", a library internal: move the binary to perf/internal/ (and say so on its first line) or use the public API" ;;
+      *) [[ -f $(dirname "$file")/$include ]] ||
+           report "$file:$line: includes \"$include\", which is not beside it" ;;
+    esac
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
+           sed -E 's/^([0-9]+):[^"]*"([^"]+)".*/\1:\2/' || true)
+done
+
 if ((violations > 0)); then
   echo "check_layers.sh: $violations include(s) or file(s) against the layer order (docs/architecture.md)" >&2
   exit 1
 fi
-echo "check_layers.sh: $checked files, every include runs down the layers"
+echo "check_layers.sh: $checked files, every include runs down the layers; $binaries_checked files of perf/ and tools/, the public-ABI ones include no internals"

@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the CPU kernels and their instruction sets.
 // accumulate_perf: the CPU accumulate kernel (acc = residual + widen(grad), the first pass of
 // every error-feedback call) on each instruction set this processor has, in GB/s of the three
 // streams it moves (read residual, read gradient, write acc), so that a change to its loops (the

@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the threshold estimators and the CPU kernels.
 // estimator_perf's two modes share the estimators as the benchmark configures them; the cost
 // mode lives in estimator_cost.cc, the quality mode and the command line in estimator_perf.cc.
 #pragma once

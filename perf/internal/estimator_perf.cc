@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the threshold estimators and the CPU kernels.
 // estimator_perf: the statistical threshold estimators (SIDCo: sidco_exp, sidco_gp,
 // sidco_gamma_gp; baselines dgc, redsync, gaussiank) - how close they get to the target count,
 // and what they cost against exact top-k. Internal API (src/estimators, the CPU kernels).

@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the communicator and its call agreement.
 // call_agreement_perf: what call agreement (comm/call_agreement.h) costs a dense all-reduce. Three
 // ways of running the same all-reduce, interleaved round-robin so that load bursts hit all of
 // them alike:

@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the cost model and the resolved sparse config.
 // cost_projection: what the library's cost model (src/tuning/) predicts for one call of every
 // preset at rank counts and link speeds no one here can run: 16 to 1,024 ranks, 1 to 400 Gbit/s.
 //

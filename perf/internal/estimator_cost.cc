@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the threshold estimators and the CPU kernels.
 // estimator_perf -m cost: see the header comment of estimator_perf.cc.
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// Uses library internals (links sparsecoll_objects): the CPU kernels.
 // memory_floor_perf: the memory traffic that any error-feedback sparse all-reduce must pay on
 // this machine, measured, against the "read the gradient once" time the lower bound of the
 // performance issue counts (docs/results/performance.md).
