@@ -1,9 +1,12 @@
 // The device-resident gather call's own kernels (src/algorithms/resident_gather.cc has the
-// steps): the plan (kernels/shared/gather_plan.h, the function the CPU backend runs, on one
-// thread: O(n (bins + 1)) integer additions, about 2,000 at 4 ranks), the padding of the local
+// steps): the plan (the decisions of kernels/shared/gather_plan.h, which the CPU backend runs,
+// here in one block), the padding of the local
 // slice, the check and concatenation of every rank's slice, and the two steps that a failed check
 // turns off (the output's zeroing) or on (the residual put back). Nothing here waits for the
 // host, and a fault word decides on the device what the host cannot know without a wait.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
 #include "kernels/shared/gather_plan.h"
@@ -17,9 +20,160 @@ __global__ void padKernel(int64_t* idx, size_t from, size_t to) {
   for (size_t j = from + globalThread(); j < to; j += gridThreads()) idx[j] = -1;
 }
 
-__global__ void planKernel(const uint64_t* records, GatherPlanParams params, const uint64_t* ranges,
-                           const uint32_t* fault, uint64_t* plan) {
-  planGatherCall(records, params, ranges, *fault, plan);
+// The plan in one block: planGatherCall's decisions (kernels/shared/gather_plan.h, the CPU's),
+// with the sums over bins and ranks spread over the block's threads. One thread would walk the
+// 2 W B + 1 bins and every rank's record one load at a time (tens of microseconds).
+constexpr unsigned kPlanThreads = 256;
+
+struct SaturatingSum {
+  __device__ uint64_t operator()(uint64_t a, uint64_t b) const {
+    return a > ~uint64_t{0} - b ? ~uint64_t{0} : a + b;
+  }
+};
+
+// The nearest-count walk's order: smaller error, then nearer the centre, then the higher edge
+// (the walk from the top keeps the first of equals).
+struct EdgeChoice {
+  uint64_t error, distance, edge, count;
+};
+struct BetterEdge {
+  __device__ EdgeChoice operator()(const EdgeChoice& a, const EdgeChoice& b) const {
+    if (a.error != b.error) return a.error < b.error ? a : b;
+    if (a.distance != b.distance) return a.distance < b.distance ? a : b;
+    return a.edge > b.edge ? a : b;
+  }
+};
+
+__global__ void __launch_bounds__(kPlanThreads)
+    planKernel(const uint64_t* records, GatherPlanParams p, const uint64_t* ranges,
+               const uint32_t* fault, uint64_t* plan) {
+  using SumReduce = cub::BlockReduce<uint64_t, kPlanThreads>;
+  using EdgeReduce = cub::BlockReduce<EdgeChoice, kPlanThreads>;
+  using Scan = cub::BlockScan<uint64_t, kPlanThreads>;
+  __shared__ union {
+    typename SumReduce::TempStorage sum;
+    typename EdgeReduce::TempStorage edge;
+    typename Scan::TempStorage scan;
+  } temp;
+  __shared__ uint64_t shared_word;
+  __shared__ EdgeChoice best;
+  const unsigned t = threadIdx.x;
+  const size_t words = gatherPlanWords(p.nranks);
+  const size_t record_words = kGatherRecordHeaderWords + p.bins + 1;
+  for (size_t w = t; w < words; w += kPlanThreads) plan[w] = 0;
+  __syncthreads();
+  // Every rank's total (saturating), kept in its plan slot until the counts replace it.
+  for (uint64_t r = 0; r < p.nranks; ++r) {
+    const uint64_t* bins = records + r * record_words + kGatherRecordHeaderWords;
+    uint64_t mine = 0;
+    for (size_t j = t; j <= p.bins; j += kPlanThreads) mine = SaturatingSum()(mine, bins[j]);
+    const uint64_t total = SumReduce(temp.sum).Reduce(mine, SaturatingSum());
+    if (t == 0) plan[kGatherPlanHeaderWords + 2 * r] = total;
+    __syncthreads();
+  }
+  // The checks, in the CPU's order, on one thread.
+  if (t == 0) {
+    uint64_t status = kPlanOk;
+    if (*fault != kNoIndexFault) {
+      status = kPlanPeerFault;
+      plan[kPlanRank] = *fault;
+    }
+    plan[kPlanOwnNonFinite] = records[p.self * record_words + kRecordNonFinite];
+    for (uint64_t r = 0; r < p.nranks && status == kPlanOk; ++r) {
+      const uint64_t* record = records + r * record_words;
+      const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
+      const uint64_t total = plan[kGatherPlanHeaderWords + 2 * r];
+      if (record[kRecordFingerprint] != p.fingerprint || record[kRecordSequence] != p.sequence) {
+        status = kPlanMismatch;
+        plan[kPlanRank] = r;
+        plan[kPlanDetailA] = record[kRecordSequence];
+        plan[kPlanDetailB] = record[kRecordFingerprint];
+      } else if (total > allowed) {
+        status = kPlanTooMany;
+        plan[kPlanRank] = r;
+        plan[kPlanDetailA] = total;
+        plan[kPlanDetailB] = allowed;
+      }
+    }
+    for (uint64_t r = 0; r < p.nranks && status == kPlanOk; ++r) {
+      const uint64_t nonfinite = records[r * record_words + kRecordNonFinite];
+      if (nonfinite > 0) {
+        status = kPlanNonFinite;
+        plan[kPlanRank] = r;
+        plan[kPlanDetailA] = nonfinite;
+      }
+    }
+    if (status != kPlanOk) {  // the CPU's plan holds the failure's words alone
+      const uint64_t keep[5] = {status, plan[kPlanRank], plan[kPlanDetailA], plan[kPlanDetailB],
+                                status == kPlanPeerFault ? 0 : plan[kPlanOwnNonFinite]};
+      for (size_t w = 0; w < words; ++w) plan[w] = 0;
+      plan[kPlanStatus] = keep[0];
+      plan[kPlanRank] = keep[1];
+      plan[kPlanDetailA] = keep[2];
+      plan[kPlanDetailB] = keep[3];
+      plan[kPlanOwnNonFinite] = keep[4];
+    }
+    shared_word = status;
+    best = EdgeChoice{~uint64_t{0}, ~uint64_t{0}, 0, 0};
+  }
+  __syncthreads();
+  if (shared_word != kPlanOk) return;
+  // The edge: chunks of kPlanThreads edges from the top; thread t takes edge hi - 1 - t, so an
+  // inclusive scan over t is the count at or above each edge.
+  uint64_t carry = 0;
+  for (size_t hi = p.bins + 1; hi > 0;) {
+    const size_t lo = hi > kPlanThreads ? hi - kPlanThreads : 0;
+    const bool mine = t < hi - lo;
+    const size_t j = hi - 1 - t;
+    uint64_t global = 0;
+    if (mine) {
+      for (uint64_t r = 0; r < p.nranks; ++r)
+        global += records[r * record_words + kGatherRecordHeaderWords + j];
+    }
+    uint64_t at_or_above = 0, chunk_total = 0;
+    Scan(temp.scan).InclusiveSum(global, at_or_above, chunk_total);
+    __syncthreads();
+    at_or_above += carry;
+    EdgeChoice choice{~uint64_t{0}, ~uint64_t{0}, 0, 0};
+    if (mine) {
+      const uint64_t k = p.k_target;
+      choice.error = at_or_above > k ? at_or_above - k : k - at_or_above;
+      choice.distance = j > p.centre_edge ? j - p.centre_edge : p.centre_edge - j;
+      choice.edge = j;
+      choice.count = at_or_above;
+      if (p.nearest_edge == 0) {  // edge 0 and everything at or above it
+        choice.error = j == 0 ? 0 : 1;
+        choice.distance = 0;
+      }
+    }
+    const EdgeChoice chunk_best = EdgeReduce(temp.edge).Reduce(choice, BetterEdge());
+    if (t == 0) best = BetterEdge()(best, chunk_best);
+    carry += chunk_total;
+    __syncthreads();
+    hi = lo;
+  }
+  const size_t edge = size_t(best.edge);
+  // Every rank's count at or above the edge; offsets and the largest count on one thread.
+  for (uint64_t r = 0; r < p.nranks; ++r) {
+    const uint64_t* bins = records + r * record_words + kGatherRecordHeaderWords;
+    uint64_t mine = 0;
+    for (size_t j = edge + t; j <= p.bins; j += kPlanThreads) mine += bins[j];
+    const uint64_t k = SumReduce(temp.sum).Sum(mine);
+    if (t == 0) plan[kGatherPlanHeaderWords + 2 * r] = k;
+    __syncthreads();
+  }
+  if (t == 0) {
+    uint64_t offset = 0, max_k = 0;
+    for (uint64_t r = 0; r < p.nranks; ++r) {
+      const uint64_t k = plan[kGatherPlanHeaderWords + 2 * r];
+      plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
+      offset += k;
+      if (k > max_k) max_k = k;
+    }
+    plan[kPlanEdge] = edge;
+    plan[kPlanKGlobal] = best.count;
+    plan[kPlanMaxK] = max_k;
+  }
 }
 
 __global__ void assembleKernel(const int64_t* gathered, size_t nranks, size_t slot,
@@ -65,7 +219,7 @@ cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream
 cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,
                        const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                        cudaStream_t stream) {
-  planKernel<<<1, 1, 0, stream>>>(records, params, ranges, fault, plan);
+  planKernel<<<1, kPlanThreads, 0, stream>>>(records, params, ranges, fault, plan);
   return cudaGetLastError();
 }
 

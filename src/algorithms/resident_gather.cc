@@ -7,8 +7,8 @@
 // Papers: MiCRO and ExDyna (Yoon & Oh); the steps are their index all-gather + value all-reduce,
 // with sparsecoll's in-call density correction (density_correction.cc) decided on the device.
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
-//  1. d_record = [fingerprint, call number, 0, 0] (one 32-byte upload), d_ranges = every rank's
-//     range at this call (16 n bytes up);
+//  1. d_ranges = every rank's range at this call and d_record's header = [fingerprint, call
+//     number, 0, 0], in one upload of 16 n + 32 bytes;
 //  2. the fused pass: d_acc = d_residual + gradient, the non-finite count into the record, and
 //     the correction window's bins over r's range into the record (no correction: one bin from
 //     the threshold's pattern, so the record counts what r selects);
@@ -120,21 +120,25 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   const size_t record_words = kGatherRecordHeaderWords + window.bins + 1;
   const size_t record_bytes = record_words * sizeof(uint64_t);
-  void *record = nullptr, *records = nullptr, *ranges = nullptr, *plan = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, record_bytes, &record));
+  // One buffer holds every rank's range (2 n words) and then this rank's record, so that one
+  // upload sets both: the ranges and the record's header words.
+  void *upload = nullptr, *records = nullptr, *plan = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t) + record_bytes,
+                           &upload));
   SCCL_CHECK(device.buffer(DeviceStaging::kRecords, record_bytes * n, &records));
-  SCCL_CHECK(device.buffer(DeviceStaging::kRanges, 2 * n * sizeof(uint64_t), &ranges));
   SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
-  uint64_t* record_words_d = static_cast<uint64_t*>(record);
-  const uint64_t header[kGatherRecordHeaderWords] = {sp.fingerprint, sp.iteration, 0, 0};
-  SCCL_CHECK(device.toDevice(record, header, sizeof(header)));
-  std::vector<uint64_t> host_ranges(2 * n);
+  uint64_t* ranges = static_cast<uint64_t*>(upload);
+  uint64_t* record_words_d = ranges + 2 * n;
+  void* record = record_words_d;
+  std::vector<uint64_t> words(2 * n + kGatherRecordHeaderWords, 0);
   for (size_t r = 0; r < n; ++r) {
     const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
-    host_ranges[2 * r] = allowed.begin;
-    host_ranges[2 * r + 1] = allowed.end;
+    words[2 * r] = allowed.begin;
+    words[2 * r + 1] = allowed.end;
   }
-  SCCL_CHECK(device.toDevice(ranges, host_ranges.data(), host_ranges.size() * sizeof(uint64_t)));
+  words[2 * n + kRecordFingerprint] = sp.fingerprint;
+  words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
+  SCCL_CHECK(device.toDevice(upload, words.data(), words.size() * sizeof(uint64_t)));
 
   // Step 2.
   uint64_t* bins = record_words_d + kGatherRecordHeaderWords;

@@ -28,9 +28,9 @@ class DeviceStaging {
     kEstimatorIndices,  // dgc: sampled or selected indices
     kEstimatorValues,   // dgc: their values
     kEstimatorCounts,   // sidco count check: bin counts
-    kRecord,            // resident gather: this rank's header + bins
-    kRecords,           // resident gather: every rank's
-    kRanges,            // resident gather: every rank's range (2 words each)
+    kRecord,            // resident gather: every rank's range (2 words each), then this rank's
+                        // record (header + bins)
+    kRecords,           // resident gather: every rank's record
     kPlan,              // resident gather: the plan (kernels/shared/gather_plan.h)
     kGatheredIndices,   // resident gather: the padded index all-gather
     kReduceScratch,     // collectives on the stream: the rank-order all-reduce's gathered inputs

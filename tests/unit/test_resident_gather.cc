@@ -36,7 +36,7 @@ constexpr float kSentinel = 12345.0f;  // recvbuf before each call: "untouched" 
 enum class Collectives { OnStream, Staged, Legacy };
 
 struct CallCounts {
-  uint64_t to_host = 0, to_host_bytes = 0, waits = 0;
+  uint64_t to_host = 0, to_host_bytes = 0, to_device = 0, waits = 0;
   uint32_t published_fault = sccl::kNoIndexFault;  // what the host reads after the call
 };
 
@@ -118,6 +118,7 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       c.to_host = device.counters.to_host - before.to_host;
       c.to_host_bytes = device.counters.to_host_bytes - before.to_host_bytes;
       c.waits = device.counters.waits - before.waits;
+      c.to_device = device.counters.to_device - before.to_device;
       device.wait();  // the caller's stream synchronisation before it reads recvbuf
       c.published_fault = published;
       if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
@@ -303,6 +304,7 @@ TEST_CASE("resident gather reads back one plan and waits once per call", "[resid
         CHECK(c.to_host == 1);
         CHECK(c.to_host_bytes == 64 + 16 * uint64_t(nranks));
         CHECK(c.waits == 1);
+        CHECK(c.to_device == 1);  // the ranges and the record's header, in one upload
         // Staged: the plan, and each of the three collectives sends its own bytes up and waits.
         const CallCounts& s = staged.counts[t][r];
         CHECK(s.waits == 4);
