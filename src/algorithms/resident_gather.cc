@@ -123,8 +123,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   // One buffer holds every rank's range (2 n words) and then this rank's record, so that one
   // upload sets both: the ranges and the record's header words.
   void *upload = nullptr, *records = nullptr, *plan = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t) + record_bytes,
-                           &upload));
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t) + record_bytes, &upload));
   SCCL_CHECK(device.buffer(DeviceStaging::kRecords, record_bytes * n, &records));
   SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
   uint64_t* ranges = static_cast<uint64_t*>(upload);
