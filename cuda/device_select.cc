@@ -1,4 +1,5 @@
-#include "cuda/device_select.h"
+// deviceSelectAbove (kernels/device_select.h) on the CUDA backend.
+#include "kernels/device_select.h"
 
 #include "cuda/cuda_kernels.h"
 

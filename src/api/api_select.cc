@@ -8,7 +8,7 @@
 #include "sccl_build_config.h"
 #if SCCL_BUILD_CUDA_KERNELS
 #include "core/memory_space.h"
-#include "cuda/device_select.h"
+#include "kernels/device_select.h"
 #endif
 
 extern "C" {
@@ -37,7 +37,7 @@ SCCL_API scclResult_t scclPartitionedSelect(const void* buf, size_t count, scclD
     SCCL_REQUIRE_ARG(sccl::byteSize(capacity, scclInt64, &capacity_bytes),
                      "capacity %zu overflows the address space", capacity);
 #if SCCL_BUILD_CUDA_KERNELS
-    // Device buffers run on the CUDA backend, ordered on `stream` (cuda/device_select.h).
+    // Device buffers run on the CUDA backend, ordered on `stream` (kernels/device_select.h, implemented by cuda/device_select.cc).
     if (bytes > 0 && buf != nullptr && sccl::memorySpaceOf(buf) == sccl::MemorySpace::Device) {
       SCCL_REQUIRE_ARG(sccl::memorySpaceOf(idxOut) == sccl::MemorySpace::Device,
                        "buf is GPU memory but idxOut is not");

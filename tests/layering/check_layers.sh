@@ -7,6 +7,7 @@
 #   kernels (+ cuda/'s backend) -> core -> kernels/shared
 #
 # A file may include its own layer and the layers `allowed` lists for it (everything below it);
+# no file of src/ includes cuda/ (the backend is reached through src/kernels/'s interfaces);
 # the public header (sparsecoll/) and the generated sccl_build_config.h are open to every layer. A
 # file or an include in no known layer is an error too, so that a new directory is placed here
 # (and in docs/architecture.md) when it is added.
@@ -95,7 +96,10 @@ while IFS=: read -r file line include; do
   [[ -n $from ]] || continue
   layer_of "$include"
   to=$layer
-  if [[ -z $to ]]; then
+  if [[ $file == src/* && $include == cuda/* ]]; then
+    # src/ reaches the CUDA backend through the interfaces of src/kernels/ only.
+    report "$file:$line: includes \"$include\": src/ uses the CUDA backend through src/kernels/'s interfaces"
+  elif [[ -z $to ]]; then
     report "$file:$line: includes \"$include\", which is in no layer"
   elif [[ $to != public && $to != "$from" && " ${allowed[$from]} " != *" $to "* ]]; then
     report "$file:$line: $from includes \"$include\" ($to), a layer above or beside it"

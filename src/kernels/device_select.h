@@ -1,6 +1,7 @@
-// scclPartitionedSelect on device buffers (api_select.cc routes them here in a build with the
-// CUDA kernels): the calling thread's CudaKernels, so its workspace is reused across calls and
-// never shared between threads.
+// scclPartitionedSelect on device buffers: the entry the device backend provides (api_select.cc
+// routes device buffers here in a build with the CUDA kernels; cuda/device_select.cc implements
+// it with the calling thread's CudaKernels, so its workspace is reused across calls and never
+// shared between threads). Declared in the kernel layer so that the API includes no backend.
 #pragma once
 
 #include <cstddef>
