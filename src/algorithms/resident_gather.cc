@@ -130,7 +130,14 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   uint64_t* ranges = static_cast<uint64_t*>(upload);
   uint64_t* record_words_d = ranges + 2 * n;
   void* record = record_words_d;
-  std::vector<uint64_t> words(2 * n + kGatherRecordHeaderWords, 0);
+  // From page-locked memory the upload is a true asynchronous copy; the buffer is reused only
+  // after the call's wait, when the copy is done.
+  const size_t upload_words = 2 * n + kGatherRecordHeaderWords;
+  void* upload_host = nullptr;
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t),
+                               &upload_host));
+  uint64_t* words = static_cast<uint64_t*>(upload_host);
+  std::fill(words, words + upload_words, uint64_t{0});
   for (size_t r = 0; r < n; ++r) {
     const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
     words[2 * r] = allowed.begin;
@@ -138,7 +145,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   words[2 * n + kRecordFingerprint] = sp.fingerprint;
   words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
-  SCCL_CHECK(device.toDevice(upload, words.data(), words.size() * sizeof(uint64_t)));
+  SCCL_CHECK(device.toDevice(upload, words, upload_words * sizeof(uint64_t)));
 
   // Step 2.
   uint64_t* bins = record_words_d + kGatherRecordHeaderWords;

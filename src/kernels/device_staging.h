@@ -39,6 +39,7 @@ class DeviceStaging {
   // Host memory the device reads or writes without the host in between (page-locked on CUDA).
   enum HostBuffer {
     kPlanHost,     // resident gather: the plan read back
+    kUploadHost,   // resident gather: the ranges and record header sent up
     kSendHost,     // staged collectives: what this rank sends
     kReceiveHost,  // staged collectives: what it receives
     kHostBufferCount
