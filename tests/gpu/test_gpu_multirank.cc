@@ -130,6 +130,55 @@ TEST_CASE("a hostile peer's out-of-range sync-free index on device buffers is an
   CHECK_NO_RANK_FAILURES(failures);
 }
 
+TEST_CASE("a hostile peer's out-of-range index in the resident micro call is refused everywhere",
+          "[gpu][multirank_device]") {
+  // The resident call (src/algorithms/resident_gather.cc) checks the slices on the device after
+  // its one read-back: the call itself succeeds with recvbuf untouched, the fault is published for
+  // scclSparsifierGetAsyncError, and the next call fails, on every rank.
+  constexpr int kRanks = 3;
+  const scclSparseConfig_t config = sccl_test::sparseConfig("micro", 0.01);
+  auto failures = onRanks(kRanks, transportConfig("local"), true,
+                          [&](int r, scclComm_t comm) -> std::string {
+    scclSparsifier_t raw = nullptr;
+    if (scclSparsifierCreate(&raw, comm, kCount, scclFloat32, &config) != scclSuccess)
+      return std::string("create: ") + scclGetLastError(comm);
+    Sparsifier sp{raw, &scclSparsifierDestroy};
+    const Stream stream;
+    DeviceBuffer<float> grad(kGradient.vector(r, 0));
+    DeviceBuffer<float> out(std::vector<float>(kCount, 7.0f));
+    // The second all-gather of the call is the index exchange; rank 0 (the gradient's head lies
+    // in its range at call 0) claims index kCount, one past the end.
+    sccl_test::Fault fault;
+    fault.op = sccl_test::FaultOp::AllGather;
+    fault.nth = 1;
+    fault.hostile_rank = 0;
+    fault.mutate = [](std::byte* data, size_t) { reinterpret_cast<int64_t*>(data)[0] = kCount; };
+    sccl_test::installFault(comm, fault);
+    scclResult_t result = scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum,
+                                              sp.get(), comm, stream.get());
+    check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+    if (result != scclSuccess)
+      return std::string("the faulted call itself gave ") + scclGetErrorString(result) + ": " +
+             scclGetLastError(comm);
+    std::vector<float> after(kCount);
+    check(cudaMemcpy(after.data(), out.get(), kCount * 4, cudaMemcpyDeviceToHost), "read output");
+    for (size_t i = 0; i < kCount; ++i)
+      if (after[i] != 7.0f) return "recvbuf was written by the faulted call at " + std::to_string(i);
+    scclResult_t async = scclSuccess;
+    if (scclSparsifierGetAsyncError(sp.get(), &async) != scclSuccess || async != scclRemoteError)
+      return std::string("scclSparsifierGetAsyncError gave ") + scclGetErrorString(async);
+    const std::string text = scclGetLastError(comm);
+    if (text.find("range") == std::string::npos) return "the error does not say why: " + text;
+    result = scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32, scclSum, sp.get(),
+                                 comm, stream.get());
+    check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+    if (result != scclRemoteError)
+      return std::string("the call after the fault gave ") + scclGetErrorString(result);
+    return "";
+  });
+  CHECK_NO_RANK_FAILURES(failures);
+}
+
 TEST_CASE("dense collectives on device buffers of several ranks on one GPU equal the host's",
           "[gpu][multirank_device]") {
   for (int nranks : {2, 3, 4}) {
