@@ -10,6 +10,7 @@
 #include "cuda/cuda_status.h"
 #include "cuda/dispatch.h"
 #include "kernels/shared/magnitude_bits.h"
+#include "kernels/shared/sync_free_slot_check.h"
 
 namespace sccl {
 namespace {
@@ -200,12 +201,38 @@ scclResult_t CudaKernels::planGather(const uint64_t* records, const GatherPlanPa
 }
 
 scclResult_t CudaKernels::assembleExclusiveIndices(const int64_t* gathered, size_t nranks,
-                                                   size_t slot, const uint64_t* plan,
-                                                   const uint64_t* ranges, int64_t* global,
-                                                   uint32_t* fault, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::assembleExclusiveIndices(gathered, nranks, slot, plan, ranges,
-                                                          global, fault, asStream(stream)),
+                                                   size_t slot, size_t first_rank,
+                                                   const uint64_t* plan, const uint64_t* ranges,
+                                                   int64_t* global, uint32_t* fault,
+                                                   void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::assembleExclusiveIndices(gathered, nranks, slot, first_rank, plan,
+                                                          ranges, global, fault, asStream(stream)),
                   "assembleExclusiveIndices");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                     size_t k, int64_t* idx, uint64_t* kth_bits,
+                                     void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "selectTopK"));
+  SCCL_REQUIRE_ARG(k >= 1 && begin + k <= end, "selectTopK: k %zu of [%zu, %zu)", k, begin, end);
+  // Words: the range's bounds, the threshold 0.0 (every entry qualifies), the call number the
+  // slot header wants; then the slot, whose indices start at its word 4.
+  void* memory = nullptr;
+  SCCL_CHECK(topk_.reserve((4 + kSlotHeaderWords + k) * sizeof(uint64_t), &memory));
+  auto* words = static_cast<uint64_t*>(memory);
+  auto* slot = reinterpret_cast<int64_t*>(words + 4);
+  SCCL_CUDA_CHECK(cuda_dispatch::setWords(words, begin, end, 0, 0, asStream(stream)),
+                  "selectTopK");
+  const cuda_dispatch::SlotHeader header{0, words + 3};
+  SCCL_CHECK(withTemp("selectTopK", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::syncFreeSelect(temp, bytes, x, dtype, words, end - begin,
+                                         reinterpret_cast<const double*>(words + 2), k, nullptr,
+                                         header, slot, asStream(stream));
+  }));
+  SCCL_CUDA_CHECK(cuda_dispatch::topKEmit(x, dataTypeSize(dtype), slot + kSlotHeaderWords, k, idx,
+                                          kth_bits, asStream(stream)),
+                  "selectTopK");
   return scclSuccess;
 }
 

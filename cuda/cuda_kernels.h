@@ -83,9 +83,13 @@ class CudaKernels final : public KernelBackend {
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void* stream) const override;
+  // The capped selection of the sync_free slot (threshold 0, capacity k: the k largest, ties to
+  // the lowest indices), then the indices copied out with their smallest magnitude.
+  scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
+                          int64_t* idx, uint64_t* kth_bits, void* stream) const override;
   scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                        const uint64_t* plan, const uint64_t* ranges,
-                                        int64_t* global, uint32_t* fault,
+                                        size_t first_rank, const uint64_t* plan,
+                                        const uint64_t* ranges, int64_t* global, uint32_t* fault,
                                         void* stream) const override;
   // A zeroing kernel and the scatter, both skipped on a device fault (two kernels).
   scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
@@ -134,6 +138,7 @@ class CudaKernels final : public KernelBackend {
 
   mutable CudaWorkspace workspace_;
   mutable CudaWorkspace result_;  // small device results read back by the synchronising calls
+  mutable CudaWorkspace topk_;    // selectTopK's slot and the words its selection reads
 };
 
 }  // namespace sccl

@@ -74,8 +74,16 @@ cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,
                        cudaStream_t stream);
 // KernelBackend::assembleExclusiveIndices; `entries` bounds the work: nranks * slot positions.
 cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                     const uint64_t* plan, const uint64_t* ranges, int64_t* global,
-                                     uint32_t* fault, cudaStream_t stream);
+                                     size_t first_rank, const uint64_t* plan,
+                                     const uint64_t* ranges, int64_t* global, uint32_t* fault,
+                                     cudaStream_t stream);
+// dst[0, 4) = the four words (a kernel: no copy from the host).
+cudaError_t setWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+                     cudaStream_t stream);
+// idx[j] = slot_indices[j] for j < k, and *kth_bits = the smallest magnitude pattern among those
+// entries of x (element_bytes wide); *kth_bits is set to all ones first.
+cudaError_t topKEmit(const void* x, size_t element_bytes, const int64_t* slot_indices, size_t k,
+                     int64_t* idx, uint64_t* kth_bits, cudaStream_t stream);
 // dst[0, bytes) = 0 unless *fault != kNoIndexFault; bytes a multiple of 2.
 cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cudaStream_t stream);
 // When *fault != kNoIndexFault: dst[0, bytes) = src (bytes a multiple of 4) and *published =

@@ -25,6 +25,9 @@ class StreamCollectives {
   virtual scclResult_t allGatherOnStream(const void* send, void* recv, size_t bytes_per_rank,
                                          void* stream) = 0;
 
+  // buf (bytes) of rank `root` into buf of every rank.
+  virtual scclResult_t broadcastOnStream(void* buf, size_t bytes, int root, void* stream) = 0;
+
   // recv = sum over ranks of send, `count` elements, in rank order. `gathered` is the caller's
   // scratch of nranks * count elements (device memory), so that nothing is allocated while a
   // graph is being captured.

@@ -10,6 +10,7 @@
 #include "cuda/dispatch.h"
 #include "cuda/kernels/device_common.cuh"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/magnitude_bits.h"
 
 namespace sccl::cuda_dispatch {
 namespace {
@@ -170,25 +171,46 @@ __global__ void __launch_bounds__(kPlanThreads)
       offset += k;
       if (k > max_k) max_k = k;
     }
-    plan[kPlanEdge] = edge;
+    plan[kPlanEdge] = p.sole < p.nranks ? records[p.sole * record_words + kRecordReserved] : edge;
     plan[kPlanKGlobal] = best.count;
     plan[kPlanMaxK] = max_k;
   }
 }
 
 __global__ void assembleKernel(const int64_t* gathered, size_t nranks, size_t slot,
-                               const uint64_t* plan, const uint64_t* ranges, int64_t* global,
-                               uint32_t* fault) {
+                               size_t first_rank, const uint64_t* plan, const uint64_t* ranges,
+                               int64_t* global, uint32_t* fault) {
   const size_t positions = nranks * slot;
   for (size_t p = globalThread(); p < positions; p += gridThreads()) {
-    const size_t r = p / slot;
+    const size_t r = first_rank + p / slot;
     const size_t j = p % slot;
     if (j >= plan[kGatherPlanHeaderWords + 2 * r]) continue;
-    const int64_t* slice = gathered + r * slot;
+    const int64_t* slice = gathered + (p / slot) * slot;
     const bool valid = sliceEntryValid(slice, j, ranges[2 * r], ranges[2 * r + 1]);
     global[plan[kGatherPlanHeaderWords + 2 * r + 1] + j] = valid ? slice[j] : 0;
     if (!valid) atomicMin(fault, uint32_t(r));
   }
+}
+
+__global__ void setWordsKernel(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2,
+                               uint64_t w3) {
+  dst[0] = w0;
+  dst[1] = w1;
+  dst[2] = w2;
+  dst[3] = w3;
+}
+
+template <typename Bits>
+__global__ void topKEmitKernel(const Bits* x, const int64_t* slot_indices, size_t k, int64_t* idx,
+                               unsigned long long* kth_bits) {
+  unsigned long long smallest = ~0ull;
+  for (size_t j = globalThread(); j < k; j += gridThreads()) {
+    const int64_t i = slot_indices[j];
+    idx[j] = i;
+    const unsigned long long m = magnitudeBits(x[i]);
+    if (m < smallest) smallest = m;
+  }
+  if (smallest != ~0ull) atomicMin(kth_bits, smallest);
 }
 
 template <typename Word>
@@ -224,11 +246,33 @@ cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,
 }
 
 cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                     const uint64_t* plan, const uint64_t* ranges, int64_t* global,
-                                     uint32_t* fault, cudaStream_t stream) {
+                                     size_t first_rank, const uint64_t* plan,
+                                     const uint64_t* ranges, int64_t* global, uint32_t* fault,
+                                     cudaStream_t stream) {
   if (nranks * slot == 0) return cudaSuccess;
-  assembleKernel<<<gridFor(nranks * slot), kThreads, 0, stream>>>(gathered, nranks, slot, plan,
-                                                                  ranges, global, fault);
+  assembleKernel<<<gridFor(nranks * slot), kThreads, 0, stream>>>(
+      gathered, nranks, slot, first_rank, plan, ranges, global, fault);
+  return cudaGetLastError();
+}
+
+cudaError_t setWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+                     cudaStream_t stream) {
+  setWordsKernel<<<1, 1, 0, stream>>>(dst, w0, w1, w2, w3);
+  return cudaGetLastError();
+}
+
+cudaError_t topKEmit(const void* x, size_t element_bytes, const int64_t* slot_indices, size_t k,
+                     int64_t* idx, uint64_t* kth_bits, cudaStream_t stream) {
+  cudaError_t status = cudaMemsetAsync(kth_bits, 0xff, sizeof(uint64_t), stream);
+  if (status != cudaSuccess || k == 0) return status;
+  auto* bits = reinterpret_cast<unsigned long long*>(kth_bits);
+  if (element_bytes == 8) {
+    topKEmitKernel<<<gridFor(k), kThreads, 0, stream>>>(static_cast<const uint64_t*>(x),
+                                                         slot_indices, k, idx, bits);
+  } else {
+    topKEmitKernel<<<gridFor(k), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
+                                                         slot_indices, k, idx, bits);
+  }
   return cudaGetLastError();
 }
 

@@ -39,8 +39,10 @@
 #include "algorithms/resident_gather.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "algorithms/call_header.h"
@@ -83,15 +85,26 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
   }
 }
 
+// A magnitude pattern of the accumulator type as a value.
+double magnitudeValue(uint64_t bits, scclDataType_t acc_dtype) {
+  if (acc_dtype == scclFloat64) return std::bit_cast<double>(bits);
+  return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+}
+
 }  // namespace
 
 bool residentGatherApplies(const scclSparsifier& sp) {
   const bool threshold_known =
       sp.config.density_correction == "histogram" || sp.estimator->thresholdBeforeData();
-  // A sole selector (CLT-k's leader) broadcasts its indices: the staged reduction keeps that.
-  return std::strcmp(sp.reduction->name, "gather") == 0 && threshold_known &&
-         sp.search->exclusive() && sp.search->soleSelector(sp.iteration) < 0 &&
-         sp.config.max_density_slack < 0 && !sp.estimator->exactCount();
+  if (std::strcmp(sp.reduction->name, "gather") != 0 || !sp.search->exclusive() ||
+      sp.config.max_density_slack >= 0) {
+    return false;
+  }
+  // A sole selector (CLT-k's leader) with the exact top-k: its count is known before the data.
+  if (sp.search->soleSelector(sp.iteration) >= 0) {
+    return std::strcmp(sp.estimator->name(), "topk") == 0;
+  }
+  return threshold_known && !sp.estimator->exactCount();
 }
 
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
@@ -105,11 +118,19 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
 
   // Step 1. Without the density correction the threshold is known before the data (scaling,
   // fixed): a window of one bin from its pattern counts, per rank, exactly what it selects.
-  const bool corrected = sp.config.density_correction == "histogram";
+  // A sole selector (CLT-k's leader, exact top-k) knows its count before the data: min(k, its
+  // range); its record holds that count alone (no bins) and the k-th magnitude it selects at.
+  const int sole = sp.search->soleSelector(sp.iteration);
+  const bool corrected = sole < 0 && sp.config.density_correction == "histogram";
   const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   CorrectionWindow window;
   double fixed_threshold = 0;
-  if (corrected) {
+  uint64_t sole_count = 0;  // this rank's count as a sole selector's job
+  if (sole >= 0) {
+    const uint64_t k_local = localTarget(sp, range);
+    sole_count = range.empty() ? 0 : std::min<uint64_t>(k_local, range.size());
+    window.bins = 0;
+  } else if (corrected) {
     window = correctionWindow(sp);
   } else {
     call.acc = vectors.acc;
@@ -132,7 +153,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   void* record = record_words_d;
   // From page-locked memory the upload is a true asynchronous copy; the buffer is reused only
   // after the call's wait, when the copy is done.
-  const size_t upload_words = 2 * n + kGatherRecordHeaderWords;
+  const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (sole >= 0 ? 1 : 0);
   void* upload_host = nullptr;
   SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t),
                                &upload_host));
@@ -145,6 +166,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   words[2 * n + kRecordFingerprint] = sp.fingerprint;
   words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
+  if (sole >= 0) words[2 * n + kGatherRecordHeaderWords] = sole_count;
   SCCL_CHECK(device.toDevice(upload, words, upload_words * sizeof(uint64_t)));
 
   // Step 2.
@@ -157,7 +179,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   a.grad_dtype = sp.dtype;
   a.count = sp.count;
   a.nonfinite = record_words_d + kRecordNonFinite;
-  if (range.size() > 0) {
+  if (sole >= 0) {
+    // The pass only accumulates; the count is the uploaded one.
+  } else if (range.size() > 0) {
     a.begin = range.begin;
     a.end = range.end;
     a.base_bits = window.base;
@@ -169,6 +193,26 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   SCCL_CHECK(kernels.accumulateSelect(a, stream));
   call.acc = vectors.acc;
+  // The sole selector selects now, before the exchange, so its record carries the k-th
+  // magnitude (the statistics' threshold) to the plan; it is used only if the plan passes.
+  const size_t element = accElementSize(sp);
+  void* local = nullptr;
+  if (sole >= 0) {
+    SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices,
+                             std::max<uint64_t>(1, localTarget(sp, sp.search->rangeFor(
+                                                                   sole, sp.iteration))) *
+                                 8,
+                             &local));
+    if (sole_count > 0 && sole_count < range.size()) {
+      SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
+                                    size_t(sole_count), static_cast<int64_t*>(local),
+                                    record_words_d + kRecordReserved, stream));
+    } else if (sole_count > 0) {  // the whole range (threshold 0: the reserved word stays 0)
+      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
+                                           size_t(sole_count), static_cast<int64_t*>(local),
+                                           size_t(sole_count), stream));
+    }
+  }
 
   // Steps 3-5.
   SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
@@ -185,6 +229,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   params.nranks = n;
   params.self = uint64_t(rank);
   params.nearest_edge = corrected ? 1 : 0;
+  if (sole >= 0) params.sole = uint64_t(sole);
   SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params,
                                 static_cast<const uint64_t*>(ranges), vectors.fault,
                                 static_cast<uint64_t*>(plan), stream));
@@ -202,7 +247,19 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     return applyNonFinitePolicy(call, headers);
   }
   if (p[kPlanStatus] != kPlanOk) return planFailure(sp, p);
-  if (corrected) {
+  if (sole >= 0) {
+    // The host reduction's: the leader's k-th value (0 for its whole range, +inf for none);
+    // the others keep the estimator's current one.
+    if (rank == sole) {
+      const double kth = magnitudeValue(p[kPlanEdge], sp.acc_dtype);
+      call.threshold = sole_count == 0                ? std::numeric_limits<double>::infinity()
+                       : sole_count == range.size() ? 0.0
+                                                      : kth;
+      sp.estimator->adoptThreshold(call.threshold);
+    } else {
+      call.threshold = sp.estimator->currentThreshold();
+    }
+  } else if (corrected) {
     call.threshold = windowEdge(window, size_t(p[kPlanEdge]), sp.acc_dtype);
     sp.estimator->adoptThreshold(call.threshold);
   } else {
@@ -216,22 +273,31 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   call.k_global = k_global;
 
   // Steps 6-8.
-  const size_t element = accElementSize(sp);
-  void *local = nullptr, *gathered = nullptr, *global = nullptr, *values = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, max_k) * 8, &local));
+  void *gathered = nullptr, *global = nullptr, *values = nullptr;
+  if (sole < 0) {
+    SCCL_CHECK(
+        device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, max_k) * 8, &local));
+  }
   SCCL_CHECK(device.buffer(DeviceStaging::kGatheredIndices, std::max<uint64_t>(1, max_k * n) * 8,
                            &gathered));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, k_global) * 8, &global));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kValues, std::max<uint64_t>(1, k_global) * element, &values));
-  if (max_k > 0) {
+  if (sole >= 0 && max_k > 0) {
+    // The leader's k indices to every rank, checked against its range and order.
+    SCCL_CHECK(exchange.broadcast(call, local, max_k * sizeof(int64_t), sole));
+    SCCL_CHECK(kernels.assembleExclusiveIndices(
+        static_cast<const int64_t*>(local), 1, size_t(max_k), size_t(sole),
+        static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
+        static_cast<int64_t*>(global), vectors.fault, stream));
+  } else if (max_k > 0) {
     SCCL_CHECK(kernels.selectAbovePadded(
         vectors.acc, sp.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
         size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
     SCCL_CHECK(exchange.allGather(call, local, gathered, max_k * sizeof(int64_t)));
     SCCL_CHECK(kernels.assembleExclusiveIndices(
-        static_cast<const int64_t*>(gathered), n, size_t(max_k), static_cast<const uint64_t*>(plan),
+        static_cast<const int64_t*>(gathered), n, size_t(max_k), 0, static_cast<const uint64_t*>(plan),
         static_cast<const uint64_t*>(ranges), static_cast<int64_t*>(global), vectors.fault,
         stream));
   }

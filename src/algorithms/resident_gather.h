@@ -10,9 +10,9 @@
 namespace sccl {
 
 // Whether the sparsifier's call can run resident: the gather reduction over an exclusive search
-// space where every rank selects (no sole selector), with the histogram density correction or a
-// threshold known before the data, without the trims (exact top-k, max_density_slack) that read
-// the selected values on the host.
+// space, without max_density_slack (whose cap reads the selected values on the host), where
+// either every rank selects with the histogram density correction or a threshold known before
+// the data, or one rank selects alone with the exact top-k (CLT-k's leader).
 bool residentGatherApplies(const scclSparsifier& sp);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in

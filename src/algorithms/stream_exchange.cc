@@ -32,6 +32,28 @@ scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, void* values, size
   return scclSuccess;
 }
 
+scclResult_t OnStreamExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
+  if (bytes == 0) return scclSuccess;
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport&) { return collectives_.broadcastOnStream(buf, bytes, root, stream_); }));
+  countBroadcast(call, bytes, root);
+  return scclSuccess;
+}
+
+scclResult_t StagedExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
+  if (bytes == 0) return scclSuccess;
+  const bool is_root = call.sp->comm->rank == root;
+  void* host = nullptr;
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
+  if (is_root) {
+    SCCL_CHECK(staging_.readBack(host, buf, bytes));
+    SCCL_CHECK(staging_.synchronize());
+  }
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) { return t.broadcast(host, bytes, root); }));
+  countBroadcast(call, bytes, root);
+  return is_root ? scclSuccess : staging_.toDevice(buf, host, bytes);
+}
+
 scclResult_t StagedExchange::allGather(SparseCall& call, const void* send, void* recv,
                                        size_t bytes_per_rank) {
   if (bytes_per_rank == 0) return scclSuccess;

@@ -26,6 +26,8 @@ class StreamExchange {
   // In place, element-wise sum in rank order (bitwise the host transports').
   virtual scclResult_t allReduceSum(SparseCall& call, void* values, size_t count,
                                     scclDataType_t dtype) = 0;
+  // buf (bytes) of rank `root` into buf of every rank.
+  virtual scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) = 0;
 };
 
 // The transport's collectives on the stream (collectives null: not available).
@@ -37,6 +39,7 @@ class OnStreamExchange final : public StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(SparseCall& call, void* values, size_t count,
                             scclDataType_t dtype) override;
+  scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) override;
 
  private:
   StreamCollectives& collectives_;
@@ -52,6 +55,8 @@ class StagedExchange final : public StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(SparseCall& call, void* values, size_t count,
                             scclDataType_t dtype) override;
+  // The root reads its bytes back and waits; the others only receive.
+  scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) override;
 
  private:
   DeviceStaging& staging_;

@@ -47,6 +47,8 @@ class TopkEstimator final : public ThresholdEstimator {
   }
 
   void observe(uint64_t, uint64_t) override {}
+  // The device-resident CLT-k call computes the k-th value on the device and reports it here.
+  void adoptThreshold(double used) override { last_ = used; }
   double currentThreshold() const override { return last_; }
   void reset() override { last_ = 0; }
 

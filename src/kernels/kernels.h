@@ -225,6 +225,15 @@ class KernelBackend {
                                          size_t end, double threshold, size_t n, int64_t* idx,
                                          size_t padded, void* stream) const = 0;
 
+  // idx[0, k) = the exact top-k of |x| over [begin, end), ascending indices: every entry above the
+  // k-th largest magnitude and, among those equal to it, the lowest indices (the host reduction's
+  // top-k trim); 1 <= k <= end - begin; *kth_bits (kernels' memory) = the k-th largest magnitude
+  // pattern (the smallest selected). For the accumulator types; NaN ranks above +inf as in
+  // selectAbove. Nothing comes back to the host.
+  virtual scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  size_t k, int64_t* idx, uint64_t* kth_bits,
+                                  void* stream) const = 0;
+
   // plan = planGatherCall(records, params, ranges, *fault) (kernels/shared/gather_plan.h), every
   // array in the kernels' memory.
   virtual scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
@@ -232,13 +241,14 @@ class KernelBackend {
                                   void* stream) const = 0;
 
   // The global index list of an exclusive search space from the padded index all-gather
-  // (nranks slices of `slot` entries) and the plan's counts and offsets: global[offset_r + j] =
-  // slice_r[j] for j < count_r where sliceEntryValid holds; an entry that fails writes 0 (an
-  // index every kernel may read) and lowers *fault to r (kNoIndexFault: none).
+  // (nranks slices of `slot` entries, of ranks first_rank, first_rank + 1, ...) and the plan's
+  // counts and offsets: global[offset_r + j] = slice_r[j] for j < count_r where sliceEntryValid
+  // holds; an entry that fails writes 0 (an index every kernel may read) and lowers *fault to r
+  // (kNoIndexFault: none). A sole selector's broadcast is one slice with first_rank = its rank.
   virtual scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                                const uint64_t* plan, const uint64_t* ranges,
-                                                int64_t* global, uint32_t* fault,
-                                                void* stream) const = 0;
+                                                size_t first_rank, const uint64_t* plan,
+                                                const uint64_t* ranges, int64_t* global,
+                                                uint32_t* fault, void* stream) const = 0;
 
   // writeDense(), unless *fault != kNoIndexFault (dst is then left untouched).
   virtual scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,

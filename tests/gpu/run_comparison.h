@@ -10,12 +10,14 @@
 
 namespace sccl_gpu_test {
 
-// Whether the device call of `preset` runs other collectives than its host call: MiCRO and
-// ExDyna on device buffers are resident (src/algorithms/resident_gather.cc) and exchange each
+// Whether the device call of `preset` runs other collectives than its host call: MiCRO, ExDyna
+// and CLT-k on device buffers are resident (src/algorithms/resident_gather.cc) and exchange each
 // rank's header and bins in one all-gather where the host all-gathers headers and all-reduces the
 // bins, so their bytes differ; everything else is the same bit for bit.
 inline bool exchangesDifferFromHost(const char* preset) {
-  return std::strcmp(preset, "micro") == 0 || std::strcmp(preset, "exdyna") == 0;
+  // cltk's resident record: the 32-byte header and the leader's count, 40 bytes per rank.
+  return std::strcmp(preset, "micro") == 0 || std::strcmp(preset, "exdyna") == 0 ||
+         std::strcmp(preset, "cltk") == 0;
 }
 
 // One call of one rank: "" when equal bit for bit (result, output, residual, counts, threshold,

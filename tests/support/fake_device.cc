@@ -330,17 +330,28 @@ scclResult_t FakeKernels::planGather(const uint64_t* records, const sccl::Gather
 }
 
 scclResult_t FakeKernels::assembleExclusiveIndices(const int64_t* gathered, size_t nranks,
-                                                   size_t slot, const uint64_t* plan,
-                                                   const uint64_t* ranges, int64_t* global,
-                                                   uint32_t* fault, void*) const {
+                                                   size_t slot, size_t first_rank,
+                                                   const uint64_t* plan, const uint64_t* ranges,
+                                                   int64_t* global, uint32_t* fault, void*) const {
   const int64_t* g = d_.at(gathered);
   const uint64_t* p = d_.at(plan);
   const uint64_t* r = d_.at(ranges);
   int64_t* out = d_.at(global);
   uint32_t* f = d_.at(fault);
   launch("assembleExclusiveIndices", [=] {
-    return cpuKernels().assembleExclusiveIndices(g, nranks, slot, p, r, out, f, nullptr);
+    return cpuKernels().assembleExclusiveIndices(g, nranks, slot, first_rank, p, r, out, f,
+                                                 nullptr);
   });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                     size_t k, int64_t* idx, uint64_t* kth_bits, void*) const {
+  const void* xv = d_.view(x);
+  int64_t* i = d_.at(idx);
+  uint64_t* kb = d_.at(kth_bits);
+  launch("selectTopK",
+         [=] { return cpuKernels().selectTopK(xv, dtype, begin, end, k, i, kb, nullptr); });
   return scclSuccess;
 }
 
@@ -512,6 +523,25 @@ class FakeCopier final : public sccl::DeviceCopier {
 void installFakeDeviceTransport(scclComm_t comm, FakeDevice& device) {
   comm->device_transport = std::make_unique<sccl::PinnedStagingTransport>(
       &comm->transport, std::make_unique<FakeCopier>(device));
+}
+
+scclResult_t FakeStreamExchange::broadcast(sccl::SparseCall& call, void* buf, size_t bytes,
+                                           int root) {
+  if (bytes == 0) return scclSuccess;
+  sccl::Transport* t = call.sp->comm->transport.get();
+  void* b = d_.view(buf);
+  const size_t number = collectives++;
+  FakeDevice* d = &d_;
+  auto tamper_fn = tamper;
+  d_.enqueue([=] {
+    if (t->broadcast(b, bytes, root) != scclSuccess) d->violation("broadcast failed");
+    if (tamper_fn) tamper_fn(number, b, bytes);
+  });
+  const sccl::WireBytes wire =
+      sccl::broadcastWireBytes(bytes, call.sp->comm->nranks, call.sp->comm->rank == root);
+  call.bytes_sent += wire.sent;
+  call.bytes_received += wire.received;
+  return scclSuccess;
 }
 
 }  // namespace sccl_test

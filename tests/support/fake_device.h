@@ -123,9 +123,11 @@ class FakeKernels final : public sccl::KernelBackend {
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void* stream) const override;
   scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                        const uint64_t* plan, const uint64_t* ranges,
-                                        int64_t* global, uint32_t* fault,
+                                        size_t first_rank, const uint64_t* plan,
+                                        const uint64_t* ranges, int64_t* global, uint32_t* fault,
                                         void* stream) const override;
+  scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
+                          int64_t* idx, uint64_t* kth_bits, void* stream) const override;
   scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
                                      const int64_t* idx, const void* vals, scclDataType_t val_dtype,
                                      size_t n, double scale, const uint32_t* fault,
@@ -177,6 +179,7 @@ class FakeStreamExchange final : public sccl::StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(sccl::SparseCall& call, void* values, size_t count,
                             scclDataType_t dtype) override;
+  scclResult_t broadcast(sccl::SparseCall& call, void* buf, size_t bytes, int root) override;
   // Called with (collective number in this exchange's life, received bytes' host view, bytes).
   std::function<void(size_t, void*, size_t)> tamper;
   size_t collectives = 0;

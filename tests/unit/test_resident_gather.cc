@@ -259,6 +259,19 @@ TEST_CASE("resident gather equals the host run bit for bit", "[resident_gather]"
       requireSameAsHost(preset, nranks, count, papers, 6, skewed(), scclSum, Collectives::Staged);
     }
   }
+  // CLT-k: the leader's exact top-k (ties to the lowest index) broadcast, resident too.
+  for (int nranks : {1, 2, 3, 4}) {
+    for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
+      requireSameAsHost("cltk", nranks, count, sparseConfig("cltk", 0.01), 6, skewed(), scclSum,
+                        how);
+    }
+  }
+  // Ties at the k-th value: magnitudes on a coarse grid.
+  GradientFn ties = [](int r, uint64_t t, size_t i) {
+    return std::round(gradientValue(5, r, t, i) * 200.0f) / 200.0f;
+  };
+  requireSameAsHost("cltk with ties", 3, count, sparseConfig("cltk", 0.01), 5, ties, scclAvg,
+                    Collectives::OnStream);
   // One rank's whole vector is an exclusive range: the fixed threshold runs resident there.
   requireSameAsHost("hard_threshold", 1, count, sparseConfig("hard_threshold", 0.01), 5, skewed(),
                     scclSum, Collectives::OnStream);
@@ -311,6 +324,25 @@ TEST_CASE("resident gather reads back one plan and waits once per call", "[resid
         CHECK(s.to_host == 4);
       }
     }
+    // CLT-k: one read-back and one wait on the stream; staged, the leader also reads back and
+    // waits for its broadcast, and everyone for the value all-reduce.
+    FakeRun cltk = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(), scclSum,
+                             Collectives::OnStream);
+    FakeRun cltk_staged = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(),
+                                    scclSum, Collectives::Staged);
+    REQUIRE_NO_RANK_FAILURES(cltk.failures);
+    REQUIRE_NO_RANK_FAILURES(cltk_staged.failures);
+    REQUIRE(cltk.resident);
+    for (size_t t = 0; t < 4; ++t) {
+      for (size_t r = 0; r < size_t(nranks); ++r) {
+        INFO("cltk call " << t << " rank " << r);
+        CHECK(cltk.counts[t][r].to_host == 1);
+        CHECK(cltk.counts[t][r].to_host_bytes == 64 + 16 * uint64_t(nranks));
+        CHECK(cltk.counts[t][r].waits == 1);
+        const bool leader = r == t % size_t(nranks);
+        CHECK(cltk_staged.counts[t][r].waits == (leader ? 4u : 3u));
+      }
+    }
   }
 }
 
@@ -326,6 +358,8 @@ TEST_CASE("resident gather applies the non-finite policies as the host does", "[
   scclSparseConfig_t strict = sparseConfig("exdyna", 0.01);
   strict.nonFinite = scclNonFiniteError;
   requireSameAsHost("exdyna, error", 3, count, strict, 4, gradient, scclSum, Collectives::Staged);
+  requireSameAsHost("cltk, propagate", 3, count, sparseConfig("cltk", 0.01), 5, gradient, scclSum,
+                    Collectives::OnStream);
 }
 
 TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gather]") {
@@ -349,6 +383,23 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
       CHECK(run.counts[2][r].published_fault == 1);  // for scclSparsifierGetAsyncError
       CHECK(run.calls[3][r].result == scclRemoteError);
       CHECK(run.calls[3][r].output == std::vector<float>(count, kSentinel));
+    }
+  }
+  SECTION("CLT-k: the leader's broadcast index outside the vector") {
+    FakeRun run = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream,
+                            [](int call, size_t collective, int, void* data, size_t) {
+                              if (call != 1 || collective != 1) return;
+                              static_cast<int64_t*>(data)[0] = int64_t(count);
+                            });
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[1][r].result == scclSuccess);
+      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+      CHECK(run.counts[1][r].published_fault == 1);  // the leader of call 1
+      CHECK(run.calls[2][r].result == scclRemoteError);
     }
   }
   SECTION("indices out of order") {
@@ -405,7 +456,7 @@ TEST_CASE("the staged reductions run on the fake device as on the host", "[resid
   // The presets not yet resident go through the staging; on the fake device that checks they
   // never touch device memory from the host and wait before reading what they copied back.
   const size_t count = 20011;
-  for (const char* preset : {"topk", "cltk", "hard_threshold", "sidco", "s2"}) {
+  for (const char* preset : {"topk", "hard_threshold", "sidco", "s2"}) {
     requireSameAsHost(preset, 3, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
                       Collectives::OnStream);
   }

@@ -330,6 +330,16 @@ scclResult_t NcclTransport::allGatherOnStream(const void* send, void* recv, size
   return awaitEnqueued("ncclAllGather (stream-ordered)");
 }
 
+scclResult_t NcclTransport::broadcastOnStream(void* buf, size_t bytes, int root, void* stream) {
+  if (broken_ != scclSuccess) return broken_;
+  SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
+  if (nranks_ == 1 || bytes == 0) return scclSuccess;  // the root's buffer is the result
+  SCCL_NCCL_ENQUEUE(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_,
+                                  static_cast<cudaStream_t>(stream)),
+                    "ncclBroadcast (stream-ordered)");
+  return awaitEnqueued("ncclBroadcast (stream-ordered)");
+}
+
 scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size_t count,
                                               scclDataType_t dtype, void* gathered, void* stream) {
   if (broken_ != scclSuccess) return broken_;

@@ -41,6 +41,7 @@ class NcclTransport final : public Transport, public StreamCollectives {
   void abort() override;
 
   StreamCollectives* streamCollectives() override { return this; }
+  scclResult_t broadcastOnStream(void* buf, size_t bytes, int root, void* stream) override;
   scclResult_t allGatherOnStream(const void* send, void* recv, size_t bytes_per_rank,
                                  void* stream) override;
   scclResult_t allReduceOnStream(const void* send, void* recv, size_t count, scclDataType_t dtype,

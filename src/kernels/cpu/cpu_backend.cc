@@ -132,9 +132,16 @@ class CpuBackend final : public KernelBackend {
   }
 
   scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                        const uint64_t* plan, const uint64_t* ranges,
-                                        int64_t* global, uint32_t* fault, void*) const override {
-    return cpu::assembleExclusiveIndices(gathered, nranks, slot, plan, ranges, global, fault);
+                                        size_t first_rank, const uint64_t* plan,
+                                        const uint64_t* ranges, int64_t* global, uint32_t* fault,
+                                        void*) const override {
+    return cpu::assembleExclusiveIndices(gathered, nranks, slot, first_rank, plan, ranges, global,
+                                         fault);
+  }
+
+  scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
+                          int64_t* idx, uint64_t* kth_bits, void*) const override {
+    return cpu::selectTopK(x, dtype, begin, end, k, idx, kth_bits);
   }
 
   scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,

@@ -68,7 +68,9 @@ scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin
 scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                         const uint64_t* ranges, const uint32_t* fault, uint64_t* plan);
 scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                      const uint64_t* plan, const uint64_t* ranges,
-                                      int64_t* global, uint32_t* fault);
+                                      size_t first_rank, const uint64_t* plan,
+                                      const uint64_t* ranges, int64_t* global, uint32_t* fault);
+scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
+                        int64_t* idx, uint64_t* kth_bits);
 
 }  // namespace sccl::cpu

@@ -2,9 +2,14 @@
 // gather call"): the plan and the slice rule are kernels/shared/gather_plan.h's, which the CUDA
 // backend runs too; the selection is selectAbove's.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
+
+#include "core/dtype.h"
 
 #include "core/error.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace sccl::cpu {
@@ -29,18 +34,68 @@ scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
 }
 
 scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
-                                      const uint64_t* plan, const uint64_t* ranges, int64_t* global,
-                                      uint32_t* fault) {
-  for (size_t r = 0; r < nranks; ++r) {
+                                      size_t first_rank, const uint64_t* plan,
+                                      const uint64_t* ranges, int64_t* global, uint32_t* fault) {
+  for (size_t r = first_rank; r < first_rank + nranks; ++r) {
     const uint64_t k = plan[kGatherPlanHeaderWords + 2 * r];
     const uint64_t offset = plan[kGatherPlanHeaderWords + 2 * r + 1];
-    const int64_t* slice = gathered + r * slot;
+    const int64_t* slice = gathered + (r - first_rank) * slot;
     for (uint64_t j = 0; j < k; ++j) {
       const bool valid = sliceEntryValid(slice, j, ranges[2 * r], ranges[2 * r + 1]);
       global[offset + j] = valid ? slice[j] : 0;
       if (!valid) *fault = std::min<uint32_t>(*fault, uint32_t(r));
     }
   }
+  return scclSuccess;
+}
+
+namespace {
+
+// Magnitude pattern of element i (the selection's order: NaN above +inf).
+uint64_t magnitudeAt(const void* x, size_t element, size_t i) {
+  switch (element) {
+    case 2: return magnitudeBits(static_cast<const uint16_t*>(x)[i]);
+    case 4: return magnitudeBits(static_cast<const uint32_t*>(x)[i]);
+    default: return magnitudeBits(static_cast<const uint64_t*>(x)[i]);
+  }
+}
+
+}  // namespace
+
+scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
+                        int64_t* idx, uint64_t* kth_bits) {
+  SCCL_REQUIRE_ARG(k >= 1 && begin + k <= end, "selectTopK: k %zu of [%zu, %zu)", k, begin, end);
+  double kth = 0;
+  SCCL_CHECK(kthLargestAbs(x, dtype, begin, end, k, &kth));
+  if (std::isnan(kth)) {
+    // NaN among the k largest: the plan discards or refuses the call, so any k in-range indices
+    // do (they are never used); the pattern says NaN.
+    for (size_t j = 0; j < k; ++j) idx[j] = int64_t(begin + j);
+    *kth_bits = ~uint64_t{0};
+    return scclSuccess;
+  }
+  // Every entry at or above the k-th value, then the ties at it trimmed to the lowest indices.
+  std::vector<int64_t> selected(k);
+  size_t n = 0;
+  SCCL_CHECK(selectAbove(x, dtype, begin, end, kth, selected.data(), nullptr, k, &n));
+  if (n > k) {
+    selected.resize(n);
+    SCCL_CHECK(selectAbove(x, dtype, begin, end, kth, selected.data(), nullptr, n, &n));
+  }
+  const size_t element = dataTypeSize(dtype);
+  const uint64_t cut = thresholdBits(dtype, kth);  // the k-th largest element's own pattern
+  size_t above = 0;
+  for (size_t j = 0; j < n; ++j) above += magnitudeAt(x, element, size_t(selected[j])) > cut;
+  size_t ties = k - above, kept = 0;
+  for (size_t j = 0; j < n && kept < k; ++j) {
+    const uint64_t m = magnitudeAt(x, element, size_t(selected[j]));
+    if (m > cut || (m == cut && ties > 0)) {
+      if (m == cut) --ties;
+      idx[kept++] = selected[j];
+    }
+  }
+  if (kept != k) return fail(scclInternalError, "selectTopK: %zu of %zu kept", kept, k);
+  *kth_bits = cut;
   return scclSuccess;
 }
 

@@ -21,7 +21,7 @@ enum GatherRecordWord : size_t {
   kRecordFingerprint = 0,  // the sparsifier's call fingerprint (config, count, dtype, density)
   kRecordSequence = 1,     // the sparsifier's call number
   kRecordNonFinite = 2,    // NaN/Inf values in the rank's accumulated gradient
-  kRecordReserved = 3,     // 0
+  kRecordReserved = 3,     // 0; a sole selector's: the magnitude pattern of its k-th entry
 };
 
 // The plan: kGatherPlanHeaderWords words, then (count, offset) for every rank.
@@ -31,7 +31,7 @@ enum GatherPlanWord : size_t {
   kPlanRank = 1,          // the rank a failed status names
   kPlanDetailA = 2,       // mismatch: its sequence; non-finite: its count; too many: its count
   kPlanDetailB = 3,       // mismatch: its fingerprint; too many: what it may select
-  kPlanEdge = 4,          // the chosen edge of the window
+  kPlanEdge = 4,          // the chosen edge; with a sole selector its record's reserved word
   kPlanKGlobal = 5,       // entries of all ranks at or above it (the global list's length)
   kPlanMaxK = 6,          // the largest rank count (the padded slice of the index all-gather)
   kPlanOwnNonFinite = 7,  // NaN/Inf values of the rank that computed the plan
@@ -43,6 +43,8 @@ enum GatherPlanStatus : uint64_t {
   kPlanNonFinite = 3,  // some rank has NaN/Inf: the non-finite policy
   kPlanPeerFault = 4,  // a peer's indices failed their check at an earlier call: scclRemoteError
 };
+
+inline constexpr uint64_t kNoSoleSelector = ~uint64_t{0};
 
 // The index-check fault word: kNoIndexFault, or the lowest rank whose indices failed.
 inline constexpr uint32_t kNoIndexFault = 0xffffffffu;
@@ -88,6 +90,7 @@ struct GatherPlanParams {
   // 1: the density correction's edge nearest k_target; 0: edge 0 (a threshold fixed before the
   // data, whose window starts at it: every counted entry is selected).
   uint64_t nearest_edge = 1;
+  uint64_t sole = kNoSoleSelector;  // the rank that selects alone (CLT-k's leader), if any
 };
 
 // The global count of bin j: the sum over ranks in rank order (exact integers).
@@ -160,7 +163,7 @@ SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const Gathe
   } else {
     for (size_t j = 0; j <= p.bins; ++j) k_global += summed(j);
   }
-  plan[kPlanEdge] = edge;
+  plan[kPlanEdge] = p.sole < p.nranks ? records[p.sole * record_words + kRecordReserved] : edge;
   plan[kPlanKGlobal] = k_global;
   uint64_t offset = 0, max_k = 0;
   for (uint64_t r = 0; r < p.nranks; ++r) {
