@@ -70,6 +70,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A word of page-locked host memory mapped into the device (*host, and *device its address
+// there), set to `initial`: the kernels write it, the host reads it without waiting.
+template <typename Word>
+scclResult_t mappedWord(Word** host, Word** device, Word initial, const char* what) {
+  void* memory = nullptr;
+  SCCL_CUDA_CHECK(cudaHostAlloc(&memory, sizeof(Word), cudaHostAllocMapped), what);
+  *host = static_cast<Word*>(memory);
+  **host = initial;
+  void* alias = nullptr;
+  SCCL_CUDA_CHECK(cudaHostGetDevicePointer(&alias, memory, 0), what);
+  *device = static_cast<Word*>(alias);
+  return scclSuccess;
+}
+
 double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
@@ -105,15 +119,8 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
     state->index_fault = reinterpret_cast<uint32_t*>(static_cast<char*>(memory) + kLine);
     SCCL_CUDA_CHECK(cudaMemsetAsync(state->index_fault, 0xff, sizeof(uint32_t), nullptr),
                     "device sparsifier: the index-check word");
-    void* published = nullptr;
-    SCCL_CUDA_CHECK(cudaHostAlloc(&published, sizeof(uint32_t), cudaHostAllocMapped),
-                    "device sparsifier: the published index-check word");
-    state->index_fault_host = static_cast<uint32_t*>(published);
-    *state->index_fault_host = kNoIndexFault;
-    void* published_alias = nullptr;
-    SCCL_CUDA_CHECK(cudaHostGetDevicePointer(&published_alias, published, 0),
-                    "device sparsifier: the published word's device address");
-    state->index_fault_published = static_cast<uint32_t*>(published_alias);
+    SCCL_CHECK(mappedWord(&state->index_fault_host, &state->index_fault_published, kNoIndexFault,
+                          "device sparsifier: the published index-check word"));
     SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
     SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
     SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s)",
@@ -182,15 +189,8 @@ scclResult_t createDeviceState(scclSparsifier& sp, DeviceSparsifierState** out) 
         "device sparsifier: call number");
     SCCL_CHECK(state->reduce_scratch_memory.reserve(n * n * state->capacity * element,
                                                     &state->reduce_scratch));
-    void* fault = nullptr;
-    SCCL_CUDA_CHECK(cudaHostAlloc(&fault, sizeof(uint64_t), cudaHostAllocMapped),
-                    "device sparsifier: fault word");
-    state->fault_host = static_cast<uint64_t*>(fault);
-    *state->fault_host = 0;
-    void* alias = nullptr;
-    SCCL_CUDA_CHECK(cudaHostGetDevicePointer(&alias, fault, 0),
-                    "device sparsifier: fault word's device address");
-    state->fault_device = static_cast<uint64_t*>(alias);
+    SCCL_CHECK(mappedWord(&state->fault_host, &state->fault_device, uint64_t{0},
+                          "device sparsifier: fault word"));
   }
   SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");

@@ -1,17 +1,25 @@
-// The device-resident gather call (MiCRO, ExDyna: with the histogram density correction, or with
-// a threshold known before the data, the papers' scaling rule or a fixed one): the
-// gather reduction of gather_reduction.cc with every per-index step on the kernels' side, for
-// device buffers. The host keeps the estimator and search space (O(n) work per call) and reads
-// back one plan per call, which sizes the index exchange; indices and values never cross to it.
+// The device-resident gather call: the gather reduction of gather_reduction.cc with every
+// per-index step on the kernels' side, for device buffers. MiCRO and ExDyna (with the histogram
+// density correction, or with a threshold known before the data: the papers' scaling rule or a
+// fixed one) and CLT-k (a leader's exact top-k). The host keeps the estimator and search space
+// (O(n) work per call) and reads back one plan per call, which sizes the index exchange; indices
+// and values never cross to it.
 //
-// Papers: MiCRO and ExDyna (Yoon & Oh); the steps are their index all-gather + value all-reduce,
-// with sparsecoll's in-call density correction (density_correction.cc) decided on the device.
+// Papers: D. Yoon and S. Oh, "MiCRO: Near-Zero Cost Gradient Sparsification for Scaling and
+// Accelerating Distributed DNN Training", and "Preserving Near-Optimal Gradient Sparsification
+// Cost for Scalable Distributed Deep Learning" (ExDyna); reference code kljp/micro. CLT-k:
+// C.-Y. Chen et al., "ScaleCom: Scalable Sparsified Gradient Compression for
+// Communication-Efficient Distributed Training" (NeurIPS 2020). The collectives are theirs (index
+// all-gather or the leader's broadcast, value all-reduce), with sparsecoll's in-call density
+// correction (density_correction.cc) decided on the device.
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
 //  1. d_ranges = every rank's range at this call and d_record's header = [fingerprint, call
-//     number, 0, 0], in one upload of 16 n + 32 bytes;
+//     number, 0, 0] (CLT-k: and r's count, min(k, its range)), in one upload of 16 n + 32
+//     bytes (CLT-k: 40);
 //  2. the fused pass: d_acc = d_residual + gradient, the non-finite count into the record, and
 //     the correction window's bins over r's range into the record (no correction: one bin from
-//     the threshold's pattern, so the record counts what r selects);
+//     the threshold's pattern, so the record counts what r selects); CLT-k's leader then selects
+//     its exact top-k and writes the k-th magnitude pattern into its record;
 //  3. all-gather the records (32 + 8 (bins + 1) bytes each) in one collective;
 //  4. planGather (kernels/shared/gather_plan.h): every peer's record checked (call, config,
 //     counts against its range, non-finite values), the global bins summed in rank order, the
@@ -19,8 +27,9 @@
 //  5. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
 //     the non-finite policy, adopts the threshold, observes the counts;
 //  6. selectAbovePadded: r's entries at or above the threshold into its slice (-1 padding);
-//  7. all-gather the slices (max_k 8 bytes each); assembleExclusiveIndices checks every peer's
-//     slice (range, order) and writes the global list, a failure into the fault word;
+//  7. all-gather the slices (max_k 8 bytes each; CLT-k: the leader broadcasts its k);
+//     assembleExclusiveIndices checks every peer's slice (range, order) and writes the global
+//     list, a failure into the fault word;
 //  8. gatherAndZero of d_acc at the k' indices, all-reduce of the k' values (rank order), divided
 //     by n for scclAvg; writeDenseUnlessFault writes recvbuf only if every slice passed;
 //  9. the caller swaps residual and accumulator; restoreAfterFault puts the old residual back
@@ -28,9 +37,10 @@
 // Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
 // transports one more per collective (StagedExchange), three in all.
 // Bytes on the wire per rank: records (n-1) (32 + 8 (2 W B + 1)) in, 32 + 8 (2 W B + 1) out
-// (4136 bytes with the defaults W = 1, B = 256), where the host path all-gathers a 32-byte header
-// and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in; values as the host
-// path. The selections, values, outputs and residuals are the host path's bit for bit.
+// (4136 bytes with the defaults W = 1, B = 256; CLT-k 40), where the host path all-gathers a
+// 32-byte header and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in (CLT-k:
+// the broadcast of k 8); values as the host path. The selections, values, outputs, residuals and
+// thresholds are the host path's bit for bit.
 // Differs from the host path in one way: a peer's bad index is found on the device after the one
 // read-back, so the call itself returns success with recvbuf untouched and the residual kept;
 // scclSparsifierGetAsyncError reports it once the device has run the call, and the next call on
