@@ -164,6 +164,25 @@ def versions(bundle):
     return found
 
 
+# The presets of run.sh's counts step, in its -a order: the counting tool writes one line per
+# sparsifier in the order of first use.
+COUNTED_PRESETS = ["micro", "exdyna", "topk", "cltk", "hard_threshold", "s2", "micro_sync_free"]
+
+
+def call_counts(path):
+    """The counting tool's lines (tools/cuda_call_count: launches, copies, waits per call), each
+    named by its preset when there is one line per preset of the counts step."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+    if len(runs) == len(COUNTED_PRESETS):
+        for run, preset in zip(runs, COUNTED_PRESETS):
+            run["preset"] = preset
+    return runs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundle", required=True)
@@ -215,6 +234,7 @@ def main():
         "steps": steps,
         "perf": perf,
         "peer_comparison": peer_comparison(perf),
+        "call_counts": call_counts(os.path.join(os.path.dirname(args.out), "call_counts.jsonl")),
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)

@@ -147,6 +147,15 @@ def render(gpu_runs, others):
             wanted = PERF_COLUMNS.get(tool.split()[0], [])
             columns = [c for c in wanted if any(c in r for r in rows_in)] or list(rows_in[0])
             out += table(columns, [[r.get(c, "") for c in columns] for r in rows_in]) + [""]
+    counted = [s for s in gpu_runs if s.get("call_counts")]
+    if counted:
+        out += ["## Per-call launches, copies and waits (tools/cuda_call_count)", ""]
+        for s in counted:
+            out += ["### %s, `%s`" % (run_label(s), s.get("commit", "?")[:12]), ""]
+            columns = ["preset", "calls", "launches", "to_host", "to_host_bytes", "to_device",
+                       "to_device_bytes", "device_copies", "waits"]
+            out += table(columns, [[r.get(c, "") for c in columns] for r in s["call_counts"]])
+            out += [""]
     if others:
         out += ["Summaries read without a GPU (not stored): %d." % len(others)]
     return "\n".join(out).rstrip("\n") + "\n"
