@@ -211,6 +211,25 @@ scclResult_t CudaKernels::assembleExclusiveIndices(const int64_t* gathered, size
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::planEdge(const uint64_t* summed, const uint64_t* own,
+                                   const GatherPlanParams& params, uint64_t* edge_words,
+                                   uint64_t* own_count, void* stream) const {
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::planEdge(summed, own, params, edge_words, own_count, asStream(stream)),
+      "planEdge");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                                      const uint64_t* ranges, const uint32_t* fault,
+                                      const uint64_t* edge_words, uint64_t* plan,
+                                      void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::planHeaders(headers, params, ranges, fault, edge_words, plan,
+                                             asStream(stream)),
+                  "planHeaders");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                      size_t k, int64_t* idx, uint64_t* kth_bits,
                                      void* stream) const {

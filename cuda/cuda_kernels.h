@@ -83,6 +83,14 @@ class CudaKernels final : public KernelBackend {
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void* stream) const override;
+  // The two-step exchange's plan: one thread each.
+  scclResult_t planEdge(const uint64_t* summed, const uint64_t* own,
+                        const GatherPlanParams& params, uint64_t* edge_words, uint64_t* own_count,
+                        void* stream) const override;
+  scclResult_t planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                           const uint64_t* ranges, const uint32_t* fault,
+                           const uint64_t* edge_words, uint64_t* plan,
+                           void* stream) const override;
   // The capped selection of the sync_free slot (threshold 0, capacity k: the k largest, ties to
   // the lowest indices), then the indices copied out with their smallest magnitude.
   scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,

@@ -72,6 +72,12 @@ cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream
 cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,
                        const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                        cudaStream_t stream);
+// The two-step exchange's plan (planEdgeFromSums, planFromHeaders), one thread each.
+cudaError_t planEdge(const uint64_t* summed, const uint64_t* own, const GatherPlanParams& params,
+                     uint64_t* edge_words, uint64_t* own_count, cudaStream_t stream);
+cudaError_t planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                        const uint64_t* ranges, const uint32_t* fault, const uint64_t* edge_words,
+                        uint64_t* plan, cudaStream_t stream);
 // KernelBackend::assembleExclusiveIndices; `entries` bounds the work: nranks * slot positions.
 cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
                                      size_t first_rank, const uint64_t* plan,

@@ -192,8 +192,18 @@ __global__ void assembleKernel(const int64_t* gathered, size_t nranks, size_t sl
   }
 }
 
-__global__ void setWordsKernel(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2,
-                               uint64_t w3) {
+__global__ void planEdgeKernel(const uint64_t* summed, const uint64_t* own, GatherPlanParams p,
+                               uint64_t* edge_words, uint64_t* own_count) {
+  planEdgeFromSums(summed, own, p, edge_words, own_count);
+}
+
+__global__ void planHeadersKernel(const uint64_t* headers, GatherPlanParams p,
+                                  const uint64_t* ranges, const uint32_t* fault,
+                                  const uint64_t* edge_words, uint64_t* plan) {
+  planFromHeaders(headers, p, ranges, *fault, edge_words, plan);
+}
+
+__global__ void setWordsKernel(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3) {
   dst[0] = w0;
   dst[1] = w1;
   dst[2] = w2;
@@ -255,6 +265,19 @@ cudaError_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, siz
   return cudaGetLastError();
 }
 
+cudaError_t planEdge(const uint64_t* summed, const uint64_t* own, const GatherPlanParams& params,
+                     uint64_t* edge_words, uint64_t* own_count, cudaStream_t stream) {
+  planEdgeKernel<<<1, 1, 0, stream>>>(summed, own, params, edge_words, own_count);
+  return cudaGetLastError();
+}
+
+cudaError_t planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                        const uint64_t* ranges, const uint32_t* fault, const uint64_t* edge_words,
+                        uint64_t* plan, cudaStream_t stream) {
+  planHeadersKernel<<<1, 1, 0, stream>>>(headers, params, ranges, fault, edge_words, plan);
+  return cudaGetLastError();
+}
+
 cudaError_t setWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
                      cudaStream_t stream) {
   setWordsKernel<<<1, 1, 0, stream>>>(dst, w0, w1, w2, w3);
@@ -268,10 +291,10 @@ cudaError_t topKEmit(const void* x, size_t element_bytes, const int64_t* slot_in
   auto* bits = reinterpret_cast<unsigned long long*>(kth_bits);
   if (element_bytes == 8) {
     topKEmitKernel<<<gridFor(k), kThreads, 0, stream>>>(static_cast<const uint64_t*>(x),
-                                                         slot_indices, k, idx, bits);
+                                                        slot_indices, k, idx, bits);
   } else {
     topKEmitKernel<<<gridFor(k), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
-                                                         slot_indices, k, idx, bits);
+                                                        slot_indices, k, idx, bits);
   }
   return cudaGetLastError();
 }

@@ -41,6 +41,10 @@
 // 32-byte header and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in (CLT-k:
 // the broadcast of k 8); values as the host path. The selections, values, outputs, residuals and
 // thresholds are the host path's bit for bit.
+// Two-step exchange (StreamExchange::twoStep: many ranks over a host transport): step 3 becomes
+// the host reduction's two collectives, the bins all-reduced (planEdge: the edge and this rank's
+// count at it, into its header) and the 32-byte headers all-gathered (planHeaders: the checks,
+// counts and offsets), with the host reduction's bytes; one collective and one wait more.
 // Differs from the host path in one way: a peer's bad index is found on the device after the one
 // read-back, so the call itself returns success with recvbuf untouched and the residual kept;
 // scclSparsifierGetAsyncError reports it once the device has run the call, and the next call on
@@ -157,7 +161,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   SCCL_CHECK(
       device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t) + record_bytes, &upload));
   SCCL_CHECK(device.buffer(DeviceStaging::kRecords, record_bytes * n, &records));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
+  // The plan, then two words of the two-step exchange's edge (edge, count over the ranks).
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kPlan, (gatherPlanWords(n) + 2) * sizeof(uint64_t), &plan));
   uint64_t* ranges = static_cast<uint64_t*>(upload);
   uint64_t* record_words_d = ranges + 2 * n;
   void* record = record_words_d;
@@ -165,8 +171,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   // after the call's wait, when the copy is done.
   const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (sole >= 0 ? 1 : 0);
   void* upload_host = nullptr;
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t),
-                               &upload_host));
+  SCCL_CHECK(
+      device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   std::fill(words, words + upload_words, uint64_t{0});
   for (size_t r = 0; r < n; ++r) {
@@ -208,11 +214,10 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const size_t element = accElementSize(sp);
   void* local = nullptr;
   if (sole >= 0) {
-    SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices,
-                             std::max<uint64_t>(1, localTarget(sp, sp.search->rangeFor(
-                                                                   sole, sp.iteration))) *
-                                 8,
-                             &local));
+    SCCL_CHECK(device.buffer(
+        DeviceStaging::kLocalIndices,
+        std::max<uint64_t>(1, localTarget(sp, sp.search->rangeFor(sole, sp.iteration))) * 8,
+        &local));
     if (sole_count > 0 && sole_count < range.size()) {
       SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
                                     size_t(sole_count), static_cast<int64_t*>(local),
@@ -225,7 +230,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
 
   // Steps 3-5.
-  SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
+  const bool two_step = sole < 0 && exchange.twoStep(int(n));
+  if (!two_step) SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
   GatherPlanParams params;
   params.fingerprint = sp.fingerprint;
   params.sequence = sp.iteration;
@@ -240,9 +246,27 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   params.self = uint64_t(rank);
   params.nearest_edge = corrected ? 1 : 0;
   if (sole >= 0) params.sole = uint64_t(sole);
-  SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params,
-                                static_cast<const uint64_t*>(ranges), vectors.fault,
-                                static_cast<uint64_t*>(plan), stream));
+  if (two_step) {
+    // The host reduction's collectives: the bins summed, then the headers with each rank's
+    // count at the edge.
+    uint64_t* summed = static_cast<uint64_t*>(records);
+    uint64_t* edge_words = static_cast<uint64_t*>(plan) + gatherPlanWords(n);
+    void* headers = nullptr;
+    SCCL_CHECK(device.buffer(DeviceStaging::kHeaders,
+                             n * kGatherRecordHeaderWords * sizeof(uint64_t), &headers));
+    SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
+    SCCL_CHECK(
+        kernels.planEdge(summed, bins, params, edge_words, record_words_d + kHeaderCount, stream));
+    SCCL_CHECK(
+        exchange.allGather(call, record, headers, kGatherRecordHeaderWords * sizeof(uint64_t)));
+    SCCL_CHECK(kernels.planHeaders(static_cast<const uint64_t*>(headers), params,
+                                   static_cast<const uint64_t*>(ranges), vectors.fault, edge_words,
+                                   static_cast<uint64_t*>(plan), stream));
+  } else {
+    SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params,
+                                  static_cast<const uint64_t*>(ranges), vectors.fault,
+                                  static_cast<uint64_t*>(plan), stream));
+  }
   void* plan_host = nullptr;
   const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
   SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
@@ -262,9 +286,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     // the others keep the estimator's current one.
     if (rank == sole) {
       const double kth = magnitudeValue(p[kPlanEdge], sp.acc_dtype);
-      call.threshold = sole_count == 0                ? std::numeric_limits<double>::infinity()
+      call.threshold = sole_count == 0              ? std::numeric_limits<double>::infinity()
                        : sole_count == range.size() ? 0.0
-                                                      : kth;
+                                                    : kth;
       sp.estimator->adoptThreshold(call.threshold);
     } else {
       call.threshold = sp.estimator->currentThreshold();
@@ -307,13 +331,13 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
     SCCL_CHECK(exchange.allGather(call, local, gathered, max_k * sizeof(int64_t)));
     SCCL_CHECK(kernels.assembleExclusiveIndices(
-        static_cast<const int64_t*>(gathered), n, size_t(max_k), 0, static_cast<const uint64_t*>(plan),
-        static_cast<const uint64_t*>(ranges), static_cast<int64_t*>(global), vectors.fault,
-        stream));
+        static_cast<const int64_t*>(gathered), n, size_t(max_k), 0,
+        static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
+        static_cast<int64_t*>(global), vectors.fault, stream));
   }
   const int64_t* idx = static_cast<const int64_t*>(global);
   SCCL_CHECK(kernels.gatherAndZero(vectors.acc, sp.acc_dtype, idx, k_global, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, k_global, sp.acc_dtype));
+  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, sp.acc_dtype));
   if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, sp.acc_dtype, int(n)));
   SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, sp.dtype, sp.count, idx, values,
                                            sp.acc_dtype, k_global, 1.0, vectors.fault, stream));

@@ -18,15 +18,15 @@ scclResult_t OnStreamExchange::allGather(SparseCall& call, const void* send, voi
   return scclSuccess;
 }
 
-scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, void* values, size_t count,
-                                            scclDataType_t dtype) {
+scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, const void* send, void* recv,
+                                            size_t count, scclDataType_t dtype) {
   if (count == 0) return scclSuccess;
   const size_t bytes = count * dataTypeSize(dtype);
   void* scratch = nullptr;
   SCCL_CHECK(staging_.buffer(DeviceStaging::kReduceScratch, bytes * size_t(call.sp->comm->nranks),
                              &scratch));
   SCCL_CHECK(timedCollective(call, [&](Transport&) {
-    return collectives_.allReduceOnStream(values, values, count, dtype, scratch, stream_);
+    return collectives_.allReduceOnStream(send, recv, count, dtype, scratch, stream_);
   }));
   countAllReduce(call, bytes);
   return scclSuccess;
@@ -70,18 +70,18 @@ scclResult_t StagedExchange::allGather(SparseCall& call, const void* send, void*
   return staging_.toDevice(recv, host_recv, bytes_per_rank * nranks);
 }
 
-scclResult_t StagedExchange::allReduceSum(SparseCall& call, void* values, size_t count,
-                                          scclDataType_t dtype) {
+scclResult_t StagedExchange::allReduceSum(SparseCall& call, const void* send, void* recv,
+                                          size_t count, scclDataType_t dtype) {
   if (count == 0) return scclSuccess;
   const size_t bytes = count * dataTypeSize(dtype);
   void* host = nullptr;
   SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
-  SCCL_CHECK(staging_.readBack(host, values, bytes));
+  SCCL_CHECK(staging_.readBack(host, send, bytes));
   SCCL_CHECK(staging_.synchronize());
   SCCL_CHECK(timedCollective(
       call, [&](Transport& t) { return t.allReduce(host, host, count, dtype, ReduceOp::Sum); }));
   countAllReduce(call, bytes);
-  return staging_.toDevice(values, host, bytes);
+  return staging_.toDevice(recv, host, bytes);
 }
 
 }  // namespace sccl

@@ -30,7 +30,8 @@ class DeviceStaging {
     kEstimatorCounts,   // sidco count check: bin counts
     kRecord,            // resident gather: every rank's range (2 words each), then this rank's
                         // record (header + bins)
-    kRecords,           // resident gather: every rank's record
+    kRecords,           // resident gather: every rank's record (two-step: the summed bins)
+    kHeaders,           // resident gather, two-step: every rank's header
     kPlan,              // resident gather: the plan (kernels/shared/gather_plan.h)
     kGatheredIndices,   // resident gather: the padded index all-gather
     kReduceScratch,     // collectives on the stream: the rank-order all-reduce's gathered inputs

@@ -240,6 +240,17 @@ class KernelBackend {
                                   const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                                   void* stream) const = 0;
 
+  // The two-step exchange's plan (kernels/shared/gather_plan.h): planEdgeFromSums (edge_words: 2
+  // words; own_count: this rank's header word) and planFromHeaders, every array in the kernels'
+  // memory.
+  virtual scclResult_t planEdge(const uint64_t* summed, const uint64_t* own,
+                                const GatherPlanParams& params, uint64_t* edge_words,
+                                uint64_t* own_count, void* stream) const = 0;
+  virtual scclResult_t planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                                   const uint64_t* ranges, const uint32_t* fault,
+                                   const uint64_t* edge_words, uint64_t* plan,
+                                   void* stream) const = 0;
+
   // The global index list of an exclusive search space from the padded index all-gather
   // (nranks slices of `slot` entries, of ranks first_rank, first_rank + 1, ...) and the plan's
   // counts and offsets: global[offset_r + j] = slice_r[j] for j < count_r where sliceEntryValid

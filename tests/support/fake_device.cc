@@ -345,6 +345,31 @@ scclResult_t FakeKernels::assembleExclusiveIndices(const int64_t* gathered, size
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::planEdge(const uint64_t* summed, const uint64_t* own,
+                                   const sccl::GatherPlanParams& params, uint64_t* edge_words,
+                                   uint64_t* own_count, void*) const {
+  const uint64_t* s = d_.at(summed);
+  const uint64_t* o = d_.at(own);
+  uint64_t* e = d_.at(edge_words);
+  uint64_t* c = d_.at(own_count);
+  const sccl::GatherPlanParams p = params;
+  launch("planEdge", [=] { return cpuKernels().planEdge(s, o, p, e, c, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::planHeaders(const uint64_t* headers, const sccl::GatherPlanParams& params,
+                                      const uint64_t* ranges, const uint32_t* fault,
+                                      const uint64_t* edge_words, uint64_t* plan, void*) const {
+  const uint64_t* h = d_.at(headers);
+  const uint64_t* r = d_.at(ranges);
+  const uint32_t* f = d_.at(fault);
+  const uint64_t* e = d_.at(edge_words);
+  uint64_t* pl = d_.at(plan);
+  const sccl::GatherPlanParams p = params;
+  launch("planHeaders", [=] { return cpuKernels().planHeaders(h, p, r, f, e, pl, nullptr); });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                      size_t k, int64_t* idx, uint64_t* kth_bits, void*) const {
   const void* xv = d_.view(x);
@@ -469,17 +494,18 @@ scclResult_t FakeStreamExchange::allGather(sccl::SparseCall& call, const void* s
   return scclSuccess;
 }
 
-scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, void* values, size_t count,
-                                              scclDataType_t dtype) {
+scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, const void* send, void* recv,
+                                              size_t count, scclDataType_t dtype) {
   if (count == 0) return scclSuccess;
   sccl::Transport* t = call.sp->comm->transport.get();
-  void* v = d_.view(values);
+  const void* s = d_.view(send);
+  void* v = d_.view(recv);
   const size_t number = collectives++;
   FakeDevice* d = &d_;
   auto tamper_fn = tamper;
   const size_t bytes = count * sccl::dataTypeSize(dtype);
   d_.enqueue([=] {
-    if (t->allReduce(v, v, count, dtype, sccl::ReduceOp::Sum) != scclSuccess)
+    if (t->allReduce(s, v, count, dtype, sccl::ReduceOp::Sum) != scclSuccess)
       d->violation("allReduce failed");
     if (tamper_fn) tamper_fn(number, v, bytes);
   });

@@ -128,6 +128,12 @@ class FakeKernels final : public sccl::KernelBackend {
                                         void* stream) const override;
   scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                           int64_t* idx, uint64_t* kth_bits, void* stream) const override;
+  scclResult_t planEdge(const uint64_t* summed, const uint64_t* own,
+                        const sccl::GatherPlanParams& params, uint64_t* edge_words,
+                        uint64_t* own_count, void* stream) const override;
+  scclResult_t planHeaders(const uint64_t* headers, const sccl::GatherPlanParams& params,
+                           const uint64_t* ranges, const uint32_t* fault,
+                           const uint64_t* edge_words, uint64_t* plan, void* stream) const override;
   scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
                                      const int64_t* idx, const void* vals, scclDataType_t val_dtype,
                                      size_t n, double scale, const uint32_t* fault,
@@ -177,8 +183,10 @@ class FakeStreamExchange final : public sccl::StreamExchange {
   explicit FakeStreamExchange(FakeDevice& device) : d_(device) {}
   scclResult_t allGather(sccl::SparseCall& call, const void* send, void* recv,
                          size_t bytes_per_rank) override;
-  scclResult_t allReduceSum(sccl::SparseCall& call, void* values, size_t count,
+  scclResult_t allReduceSum(sccl::SparseCall& call, const void* send, void* recv, size_t count,
                             scclDataType_t dtype) override;
+  bool twoStep(int) const override { return two_step; }
+  bool two_step = false;  // the tests choose the exchange's form
   scclResult_t broadcast(sccl::SparseCall& call, void* buf, size_t bytes, int root) override;
   // Called with (collective number in this exchange's life, received bytes' host view, bytes).
   std::function<void(size_t, void*, size_t)> tamper;

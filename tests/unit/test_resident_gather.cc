@@ -33,7 +33,9 @@ namespace {
 
 constexpr float kSentinel = 12345.0f;  // recvbuf before each call: "untouched" is checkable
 
-enum class Collectives { OnStream, Staged, Legacy };
+// OnStream: as NCCL (one all-gather of header + bins); TwoStep: the same collectives on the
+// stream in the two-step form; Staged: the host transport (two-step from 8 ranks).
+enum class Collectives { OnStream, TwoStep, Staged, Legacy };
 
 struct CallCounts {
   uint64_t to_host = 0, to_host_bytes = 0, to_device = 0, waits = 0;
@@ -89,6 +91,7 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
     uint32_t published = sccl::kNoIndexFault;  // host memory the kernels publish the fault into
     sccl::StagedVectors vectors{residual, acc, nonfinite, fault, &published};
     FakeStreamExchange on_stream(device);
+    on_stream.two_step = how == Collectives::TwoStep;
     sccl::StagedExchange staged(staging);
     int current_call = 0;
     if (tamper) {
@@ -97,7 +100,7 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       };
     }
     sccl::StreamExchange* exchange = nullptr;
-    if (how == Collectives::OnStream) exchange = &on_stream;
+    if (how == Collectives::OnStream || how == Collectives::TwoStep) exchange = &on_stream;
     if (how == Collectives::Staged) exchange = &staged;
     for (int t = 0; t < iterations; ++t) {
       current_call = t;
@@ -328,8 +331,8 @@ TEST_CASE("resident gather reads back one plan and waits once per call", "[resid
     // waits for its broadcast, and everyone for the value all-reduce.
     FakeRun cltk = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(), scclSum,
                              Collectives::OnStream);
-    FakeRun cltk_staged = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(),
-                                    scclSum, Collectives::Staged);
+    FakeRun cltk_staged = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(), scclSum,
+                                    Collectives::Staged);
     REQUIRE_NO_RANK_FAILURES(cltk.failures);
     REQUIRE_NO_RANK_FAILURES(cltk_staged.failures);
     REQUIRE(cltk.resident);
@@ -386,12 +389,12 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
     }
   }
   SECTION("CLT-k: the leader's broadcast index outside the vector") {
-    FakeRun run = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
-                            Collectives::OnStream,
-                            [](int call, size_t collective, int, void* data, size_t) {
-                              if (call != 1 || collective != 1) return;
-                              static_cast<int64_t*>(data)[0] = int64_t(count);
-                            });
+    FakeRun run =
+        runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
+                  Collectives::OnStream, [](int call, size_t collective, int, void* data, size_t) {
+                    if (call != 1 || collective != 1) return;
+                    static_cast<int64_t*>(data)[0] = int64_t(count);
+                  });
     REQUIRE_NO_RANK_FAILURES(run.failures);
     for (size_t r = 0; r < size_t(nranks); ++r) {
       INFO("rank " << r);
@@ -511,4 +514,45 @@ TEST_CASE("resident gather equals the host run for every gradient type", "[resid
     requireTypedSameAsHost("micro scclAvg", 2, count, dtype, sparseConfig("micro", 0.01), 4,
                            gradient, scclAvg, Collectives::Staged);
   }
+}
+
+TEST_CASE("resident gather's two-step exchange equals the host run and sends its bytes",
+          "[resident_gather]") {
+  // Many ranks over a host transport: the bins all-reduced and the headers all-gathered, the
+  // host reduction's collectives; outputs bit for bit, and the host's bytes (the host path may
+  // all-reduce its bins once more when too few entries lie above its floor edge).
+  const size_t count = 20011;
+  for (const char* preset : {"micro", "exdyna"}) {
+    for (int nranks : {2, 8}) {
+      requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 5, skewed(), scclSum,
+                        Collectives::TwoStep);
+    }
+  }
+  scclSparseConfig_t papers = sparseConfig("micro", 0.01);
+  papers.densityCorrection = "none";
+  requireSameAsHost("micro, no correction", 3, count, papers, 5, skewed(), scclAvg,
+                    Collectives::TwoStep);
+  // 8 ranks staged: two-step by the exchange's own rule.
+  requireSameAsHost("exdyna staged", 8, count, sparseConfig("exdyna", 0.01), 4, skewed(), scclSum,
+                    Collectives::Staged);
+  const int nranks = 4;
+  SparseRun host = runSparse(nranks, count, sparseConfig("micro", 0.01), 5, skewed(), scclSum);
+  FakeRun fake = runOnFake(nranks, count, sparseConfig("micro", 0.01), 5, skewed(), scclSum,
+                           Collectives::TwoStep);
+  REQUIRE_NO_RANK_FAILURES(host.failures);
+  REQUIRE_NO_RANK_FAILURES(fake.failures);
+  const uint64_t second_bins = sccl::allReduceWireBytes(4104, nranks).sent;
+  size_t equal = 0;
+  for (size_t t = 0; t < 5; ++t) {
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("call " << t << " rank " << r);
+      const uint64_t want = host.calls[t][r].stats.bytesSent;
+      const uint64_t got = fake.calls[t][r].stats.bytesSent;
+      CHECK((got == want || got + second_bins == want));
+      equal += got == want;
+      CHECK(fake.counts[t][r].to_host == 1);  // the plan alone: the collectives are the stream's
+      CHECK(fake.counts[t][r].waits == 1);
+    }
+  }
+  CHECK(equal > 0);
 }

@@ -139,6 +139,20 @@ class CpuBackend final : public KernelBackend {
                                          fault);
   }
 
+  scclResult_t planEdge(const uint64_t* summed, const uint64_t* own,
+                        const GatherPlanParams& params, uint64_t* edge_words, uint64_t* own_count,
+                        void*) const override {
+    planEdgeFromSums(summed, own, params, edge_words, own_count);
+    return scclSuccess;
+  }
+
+  scclResult_t planHeaders(const uint64_t* headers, const GatherPlanParams& params,
+                           const uint64_t* ranges, const uint32_t* fault,
+                           const uint64_t* edge_words, uint64_t* plan, void*) const override {
+    planFromHeaders(headers, params, ranges, *fault, edge_words, plan);
+    return scclSuccess;
+  }
+
   scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                           int64_t* idx, uint64_t* kth_bits, void*) const override {
     return cpu::selectTopK(x, dtype, begin, end, k, idx, kth_bits);

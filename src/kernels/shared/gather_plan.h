@@ -178,6 +178,86 @@ SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const Gathe
   plan[kPlanMaxK] = max_k;
 }
 
+// --- The two-step exchange (many ranks over a host transport): the bins all-reduced, then each
+// rank's header with its count all-gathered; the host reduction's collectives and bytes. ---
+
+// A rank's header in the two-step exchange: the record's header words, with the rank's count at
+// the plan's edge in the reserved word.
+inline constexpr size_t kHeaderCount = kRecordReserved;
+
+// From the bins summed over the ranks (bins + 1 words) and this rank's own: the edge (nearest
+// k, or 0), its count over all ranks and this rank's count at it. edge_words: [edge, k_global].
+SCCL_HOST_DEVICE inline void planEdgeFromSums(const uint64_t* summed, const uint64_t* own,
+                                              const GatherPlanParams& p, uint64_t* edge_words,
+                                              uint64_t* own_count) {
+  uint64_t k_global = 0;
+  size_t edge = 0;
+  const auto at = [summed](size_t j) { return summed[j]; };
+  if (p.nearest_edge != 0) {
+    edge = nearestCountEdge(at, p.bins, p.k_target, p.centre_edge, &k_global);
+  } else {
+    for (size_t j = 0; j <= p.bins; ++j) k_global += summed[j];
+  }
+  uint64_t mine = 0;
+  for (size_t j = edge; j <= p.bins; ++j) mine += own[j];
+  edge_words[0] = edge;
+  edge_words[1] = k_global;
+  *own_count = mine;
+}
+
+// plan from the all-gathered headers (nranks of kGatherRecordHeaderWords words) and edge_words:
+// planGatherCall's checks in its order (the fault word; another call or config; a count above
+// the rank's range; non-finite values), then the counts and offsets from the headers.
+SCCL_HOST_DEVICE inline void planFromHeaders(const uint64_t* headers, const GatherPlanParams& p,
+                                             const uint64_t* ranges, uint32_t fault,
+                                             const uint64_t* edge_words, uint64_t* plan) {
+  for (size_t w = 0; w < gatherPlanWords(p.nranks); ++w) plan[w] = 0;
+  if (fault != kNoIndexFault) {
+    plan[kPlanStatus] = kPlanPeerFault;
+    plan[kPlanRank] = fault;
+    return;
+  }
+  plan[kPlanOwnNonFinite] = headers[p.self * kGatherRecordHeaderWords + kRecordNonFinite];
+  for (uint64_t r = 0; r < p.nranks; ++r) {
+    const uint64_t* h = headers + r * kGatherRecordHeaderWords;
+    const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
+    if (h[kRecordFingerprint] != p.fingerprint || h[kRecordSequence] != p.sequence) {
+      plan[kPlanStatus] = kPlanMismatch;
+      plan[kPlanRank] = r;
+      plan[kPlanDetailA] = h[kRecordSequence];
+      plan[kPlanDetailB] = h[kRecordFingerprint];
+      return;
+    }
+    if (h[kHeaderCount] > allowed) {
+      plan[kPlanStatus] = kPlanTooMany;
+      plan[kPlanRank] = r;
+      plan[kPlanDetailA] = h[kHeaderCount];
+      plan[kPlanDetailB] = allowed;
+      return;
+    }
+  }
+  for (uint64_t r = 0; r < p.nranks; ++r) {
+    const uint64_t nonfinite = headers[r * kGatherRecordHeaderWords + kRecordNonFinite];
+    if (nonfinite > 0) {
+      plan[kPlanStatus] = kPlanNonFinite;
+      plan[kPlanRank] = r;
+      plan[kPlanDetailA] = nonfinite;
+      return;
+    }
+  }
+  uint64_t offset = 0, max_k = 0;
+  for (uint64_t r = 0; r < p.nranks; ++r) {
+    const uint64_t k = headers[r * kGatherRecordHeaderWords + kHeaderCount];
+    plan[kGatherPlanHeaderWords + 2 * r] = k;
+    plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
+    offset += k;  // every count is at most its range: no overflow
+    if (k > max_k) max_k = k;
+  }
+  plan[kPlanEdge] = edge_words[0];
+  plan[kPlanKGlobal] = offset;  // the list's length: what the ranks send
+  plan[kPlanMaxK] = max_k;
+}
+
 // Entry j of rank r's slice passes when it lies in the rank's range and above the entry before it
 // (the slices of an exclusive search space are disjoint and ascending, so their concatenation in
 // rank order is the global list).
