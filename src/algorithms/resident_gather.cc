@@ -167,9 +167,14 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   uint64_t* ranges = static_cast<uint64_t*>(upload);
   uint64_t* record_words_d = ranges + 2 * n;
   void* record = record_words_d;
+  // The two-step exchange (the host reduction's collectives): a sole selector's count rides in
+  // its 32-byte header, and its k-th magnitude stays in this rank's plan words.
+  const bool two_step = exchange.twoStep(int(n));
+  const bool count_in_record = sole >= 0 && !two_step;
+  uint64_t* edge_words = static_cast<uint64_t*>(plan) + gatherPlanWords(n);
+  const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (count_in_record ? 1 : 0);
   // From page-locked memory the upload is a true asynchronous copy; the buffer is reused only
   // after the call's wait, when the copy is done.
-  const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (sole >= 0 ? 1 : 0);
   void* upload_host = nullptr;
   SCCL_CHECK(
       device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
@@ -182,7 +187,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   words[2 * n + kRecordFingerprint] = sp.fingerprint;
   words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
-  if (sole >= 0) words[2 * n + kGatherRecordHeaderWords] = sole_count;
+  if (count_in_record) words[2 * n + kGatherRecordHeaderWords] = sole_count;
+  if (sole >= 0 && two_step) words[2 * n + kHeaderCount] = sole_count;
   SCCL_CHECK(device.toDevice(upload, words, upload_words * sizeof(uint64_t)));
 
   // Step 2.
@@ -221,7 +227,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     if (sole_count > 0 && sole_count < range.size()) {
       SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
                                     size_t(sole_count), static_cast<int64_t*>(local),
-                                    record_words_d + kRecordReserved, stream));
+                                    two_step ? edge_words : record_words_d + kRecordReserved,
+                                    stream));
     } else if (sole_count > 0) {  // the whole range (threshold 0: the reserved word stays 0)
       SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
                                            size_t(sole_count), static_cast<int64_t*>(local),
@@ -230,7 +237,6 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
 
   // Steps 3-5.
-  const bool two_step = sole < 0 && exchange.twoStep(int(n));
   if (!two_step) SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
   GatherPlanParams params;
   params.fingerprint = sp.fingerprint;
@@ -250,13 +256,14 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     // The host reduction's collectives: the bins summed, then the headers with each rank's
     // count at the edge.
     uint64_t* summed = static_cast<uint64_t*>(records);
-    uint64_t* edge_words = static_cast<uint64_t*>(plan) + gatherPlanWords(n);
     void* headers = nullptr;
     SCCL_CHECK(device.buffer(DeviceStaging::kHeaders,
                              n * kGatherRecordHeaderWords * sizeof(uint64_t), &headers));
-    SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
-    SCCL_CHECK(
-        kernels.planEdge(summed, bins, params, edge_words, record_words_d + kHeaderCount, stream));
+    if (sole < 0) {  // a sole selector has no bins: its count was uploaded
+      SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
+      SCCL_CHECK(kernels.planEdge(summed, bins, params, edge_words, record_words_d + kHeaderCount,
+                                  stream));
+    }
     SCCL_CHECK(
         exchange.allGather(call, record, headers, kGatherRecordHeaderWords * sizeof(uint64_t)));
     SCCL_CHECK(kernels.planHeaders(static_cast<const uint64_t*>(headers), params,

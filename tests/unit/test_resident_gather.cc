@@ -522,7 +522,7 @@ TEST_CASE("resident gather's two-step exchange equals the host run and sends its
   // host reduction's collectives; outputs bit for bit, and the host's bytes (the host path may
   // all-reduce its bins once more when too few entries lie above its floor edge).
   const size_t count = 20011;
-  for (const char* preset : {"micro", "exdyna"}) {
+  for (const char* preset : {"micro", "exdyna", "cltk"}) {
     for (int nranks : {2, 8}) {
       requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 5, skewed(), scclSum,
                         Collectives::TwoStep);
