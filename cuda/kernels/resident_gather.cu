@@ -72,49 +72,16 @@ __global__ void __launch_bounds__(kPlanThreads)
     if (t == 0) plan[kGatherPlanHeaderWords + 2 * r] = total;
     __syncthreads();
   }
-  // The checks, in the CPU's order, on one thread.
+  // The checks (checkPlanInputs, the CPU's), on one thread, the totals as the claims.
+  const auto record_at = [&](uint64_t r) { return records + r * record_words; };
+  const auto slot_at = [&](uint64_t r) { return plan[kGatherPlanHeaderWords + 2 * r]; };
   if (t == 0) {
-    uint64_t status = kPlanOk;
-    if (*fault != kNoIndexFault) {
-      status = kPlanPeerFault;
-      plan[kPlanRank] = *fault;
-    }
-    plan[kPlanOwnNonFinite] = records[p.self * record_words + kRecordNonFinite];
-    for (uint64_t r = 0; r < p.nranks && status == kPlanOk; ++r) {
-      const uint64_t* record = records + r * record_words;
-      const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
-      const uint64_t total = plan[kGatherPlanHeaderWords + 2 * r];
-      if (record[kRecordFingerprint] != p.fingerprint || record[kRecordSequence] != p.sequence) {
-        status = kPlanMismatch;
-        plan[kPlanRank] = r;
-        plan[kPlanDetailA] = record[kRecordSequence];
-        plan[kPlanDetailB] = record[kRecordFingerprint];
-      } else if (total > allowed) {
-        status = kPlanTooMany;
-        plan[kPlanRank] = r;
-        plan[kPlanDetailA] = total;
-        plan[kPlanDetailB] = allowed;
-      }
-    }
-    for (uint64_t r = 0; r < p.nranks && status == kPlanOk; ++r) {
-      const uint64_t nonfinite = records[r * record_words + kRecordNonFinite];
-      if (nonfinite > 0) {
-        status = kPlanNonFinite;
-        plan[kPlanRank] = r;
-        plan[kPlanDetailA] = nonfinite;
-      }
-    }
-    if (status != kPlanOk) {  // the CPU's plan holds the failure's words alone
-      const uint64_t keep[5] = {status, plan[kPlanRank], plan[kPlanDetailA], plan[kPlanDetailB],
-                                status == kPlanPeerFault ? 0 : plan[kPlanOwnNonFinite]};
+    const PlanCheck check = checkPlanInputs(record_at, slot_at, p, ranges, *fault);
+    if (check.status != kPlanOk) {  // the plan holds the failure's words alone
       for (size_t w = 0; w < words; ++w) plan[w] = 0;
-      plan[kPlanStatus] = keep[0];
-      plan[kPlanRank] = keep[1];
-      plan[kPlanDetailA] = keep[2];
-      plan[kPlanDetailB] = keep[3];
-      plan[kPlanOwnNonFinite] = keep[4];
+      writePlan(check, record_at(p.self)[kRecordNonFinite], slot_at, p.nranks, 0, plan);
     }
-    shared_word = status;
+    shared_word = check.status;
     best = EdgeChoice{~uint64_t{0}, ~uint64_t{0}, 0, 0};
   }
   __syncthreads();
@@ -164,16 +131,9 @@ __global__ void __launch_bounds__(kPlanThreads)
     __syncthreads();
   }
   if (t == 0) {
-    uint64_t offset = 0, max_k = 0;
-    for (uint64_t r = 0; r < p.nranks; ++r) {
-      const uint64_t k = plan[kGatherPlanHeaderWords + 2 * r];
-      plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
-      offset += k;
-      if (k > max_k) max_k = k;
-    }
-    plan[kPlanEdge] = p.sole < p.nranks ? records[p.sole * record_words + kRecordReserved] : edge;
-    plan[kPlanKGlobal] = best.count;
-    plan[kPlanMaxK] = max_k;
+    const uint64_t edge_word =
+        p.sole < p.nranks ? record_at(p.sole)[kRecordReserved] : uint64_t(edge);
+    writePlan(PlanCheck{}, record_at(p.self)[kRecordNonFinite], slot_at, p.nranks, edge_word, plan);
   }
 }
 

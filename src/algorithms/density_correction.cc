@@ -83,9 +83,7 @@ scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
     if (from_floor < sp.k_target) return scclSuccess;  // the edge may lie lower: count it all
   }
   *decided = true;
-  const uint64_t centre_bits = magnitudeBits(delta, sp.acc_dtype);
-  const size_t centre_edge =
-      centre_bits <= w.base ? 0 : std::min<size_t>(w.bins, (centre_bits - w.base) >> w.shift);
+  const size_t centre_edge = edgeAtOrBelow(w, delta, sp.acc_dtype);
   // Step 3: the edge whose global count is nearest k; ties to the edge nearest the centre.
   const size_t edge = edgeNearestCount(counts, w.bins, sp.k_target, centre_edge, predicted_k);
   *threshold = windowEdge(w, edge, sp.acc_dtype);

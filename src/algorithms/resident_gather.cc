@@ -53,7 +53,6 @@
 #include "algorithms/resident_gather.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -99,12 +98,6 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
   }
 }
 
-// A magnitude pattern of the accumulator type as a value.
-double magnitudeValue(uint64_t bits, scclDataType_t acc_dtype) {
-  if (acc_dtype == scclFloat64) return std::bit_cast<double>(bits);
-  return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
-}
-
 }  // namespace
 
 bool residentGatherApplies(const scclSparsifier& sp) {
@@ -139,10 +132,15 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
   CorrectionWindow window;
   double fixed_threshold = 0;
-  uint64_t sole_count = 0;  // this rank's count as a sole selector's job
+  // What a rank selects as the sole selector, min(k, its range): every rank knows the leader's.
+  const auto sole_count_of = [&](IndexRange r) {
+    return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(sp, r), r.size());
+  };
+  uint64_t sole_count = 0;    // this rank's
+  uint64_t leader_count = 0;  // the leader's
   if (sole >= 0) {
-    const uint64_t k_local = localTarget(sp, range);
-    sole_count = range.empty() ? 0 : std::min<uint64_t>(k_local, range.size());
+    sole_count = sole_count_of(range);
+    leader_count = sole_count_of(sp.search->rangeFor(sole, sp.iteration));
     window.bins = 0;
   } else if (corrected) {
     window = correctionWindow(sp);
@@ -220,10 +218,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const size_t element = accElementSize(sp);
   void* local = nullptr;
   if (sole >= 0) {
-    SCCL_CHECK(device.buffer(
-        DeviceStaging::kLocalIndices,
-        std::max<uint64_t>(1, localTarget(sp, sp.search->rangeFor(sole, sp.iteration))) * 8,
-        &local));
+    SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, leader_count) * 8,
+                             &local));
     if (sole_count > 0 && sole_count < range.size()) {
       SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
                                     size_t(sole_count), static_cast<int64_t*>(local),
@@ -243,11 +239,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   params.sequence = sp.iteration;
   params.k_target = sp.k_target;
   params.bins = window.bins;
-  const uint64_t centre_bits = magnitudeBits(sp.estimator->currentThreshold(), sp.acc_dtype);
-  params.centre_edge =
-      centre_bits <= window.base
-          ? 0
-          : std::min<uint64_t>(window.bins, (centre_bits - window.base) >> window.shift);
+  params.centre_edge = edgeAtOrBelow(window, sp.estimator->currentThreshold(), sp.acc_dtype);
   params.nranks = n;
   params.self = uint64_t(rank);
   params.nearest_edge = corrected ? 1 : 0;
@@ -288,6 +280,14 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     return applyNonFinitePolicy(call, headers);
   }
   if (p[kPlanStatus] != kPlanOk) return planFailure(sp, p);
+  // A leader claiming another count than its top-k would size the index broadcast past the
+  // receivers' buffers (sized for leader_count): refused on every rank alike.
+  if (sole >= 0 && p[kGatherPlanHeaderWords + 2 * size_t(sole)] != leader_count) {
+    return fail(scclRemoteError,
+                "rank %d, this call's leader, claims %llu selected entries; its top-k has %llu",
+                sole, static_cast<unsigned long long>(p[kGatherPlanHeaderWords + 2 * size_t(sole)]),
+                static_cast<unsigned long long>(leader_count));
+  }
   if (sole >= 0) {
     // The host reduction's: the leader's k-th value (0 for its whole range, +inf for none);
     // the others keep the estimator's current one.

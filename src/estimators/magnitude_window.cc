@@ -18,10 +18,18 @@ uint64_t magnitudeBits(double value, scclDataType_t acc_dtype) {
   return std::bit_cast<uint32_t>(narrowed);
 }
 
-double windowEdge(const MagnitudeWindow& w, size_t edge, scclDataType_t acc_dtype) {
-  const uint64_t bits = w.base + (uint64_t(edge) << w.shift);
+double magnitudeValue(uint64_t bits, scclDataType_t acc_dtype) {
   if (acc_dtype == scclFloat64) return std::bit_cast<double>(bits);
   return double(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+}
+
+double windowEdge(const MagnitudeWindow& w, size_t edge, scclDataType_t acc_dtype) {
+  return magnitudeValue(w.base + (uint64_t(edge) << w.shift), acc_dtype);
+}
+
+size_t edgeAtOrBelow(const MagnitudeWindow& w, double value, scclDataType_t acc_dtype) {
+  const uint64_t bits = magnitudeBits(value, acc_dtype);
+  return bits <= w.base ? 0 : std::min<size_t>(w.bins, size_t((bits - w.base) >> w.shift));
 }
 
 MagnitudeWindow magnitudeWindowAround(double centre, scclDataType_t acc_dtype, int bins_per_octave,

@@ -32,6 +32,13 @@ uint64_t magnitudeBits(double value, scclDataType_t acc_dtype);
 // Edge `edge` of the window as a value.
 double windowEdge(const MagnitudeWindow& w, size_t edge, scclDataType_t acc_dtype);
 
+// A magnitude pattern of the accumulator type (float32 patterns in the low 32 bits) as a value.
+double magnitudeValue(uint64_t bits, scclDataType_t acc_dtype);
+
+// The edge at or below |value| (0 below the window, bins above it): where a threshold lies in
+// the window, the centre the nearest-count choice breaks its ties toward.
+size_t edgeAtOrBelow(const MagnitudeWindow& w, double value, scclDataType_t acc_dtype);
+
 // The edge whose count at or above it (from counts of absBitHistogram's layout, bins + 1
 // entries) is nearest k; ties to the edge nearest centre_edge. *at_or_above = that count.
 size_t edgeNearestCount(const std::vector<uint64_t>& counts, size_t bins, uint64_t k,

@@ -332,9 +332,7 @@ class SidcoEstimator final : public ThresholdEstimator {
                                           w.shift, w.bins, static_cast<uint64_t*>(counts),
                                           q.stream));
     SCCL_CHECK(unstageArray(q.device, counts_.data(), counts, bytes));
-    const uint64_t centre_bits = magnitudeBits(centre, q.acc_dtype);
-    const size_t centre_edge =
-        centre_bits <= w.base ? 0 : std::min(w.bins, size_t((centre_bits - w.base) >> w.shift));
+    const size_t centre_edge = edgeAtOrBelow(w, centre, q.acc_dtype);
     uint64_t at_or_above = 0;
     const size_t edge = edgeNearestCount(counts_, w.bins, k, centre_edge, &at_or_above);
     *eta = windowEdge(w, edge, q.acc_dtype);

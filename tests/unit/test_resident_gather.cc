@@ -405,6 +405,24 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
       CHECK(run.calls[2][r].result == scclRemoteError);
     }
   }
+  SECTION("CLT-k: a leader claiming more than its top-k (within its range)") {
+    // Its count sizes the index broadcast: the receivers' buffers hold the top-k alone.
+    FakeRun run = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream,
+                            [](int call, size_t collective, int, void* data, size_t bytes) {
+                              if (call != 1 || collective != 0) return;
+                              const size_t record = bytes / sizeof(uint64_t) / nranks;
+                              // The leader of call 1 is rank 1; its count is its last word.
+                              static_cast<uint64_t*>(data)[2 * record - 1] += 5;
+                            });
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[1][r].result == scclRemoteError);
+      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+    }
+  }
   SECTION("indices out of order") {
     FakeRun run = runOnFake(nranks, count, config, 3, skewed(), scclSum, Collectives::OnStream,
                             [](int call, size_t collective, int, void* data, size_t bytes) {

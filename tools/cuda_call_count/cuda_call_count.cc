@@ -55,6 +55,8 @@ struct Run {
 std::mutex g_mutex;
 std::vector<Run> g_runs;
 
+// The next definition of `name` (the runtime's, the library's); null where the process has none,
+// and the wrapper then returns an error instead of calling through.
 template <typename F>
 F next(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
@@ -134,6 +136,7 @@ __attribute__((visibility("default"))) cudaError_t __cudaLaunchKernel(cudaKernel
                                                                       cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
   static Fn real = next<Fn>("__cudaLaunchKernel");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.launches;
   return real(kernel, grid, block, args, shared, stream);
 }
@@ -144,6 +147,7 @@ __attribute__((visibility("default"))) cudaError_t cudaLaunchKernel(const void* 
                                                                     cudaStream_t stream) {
   using Fn = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
   static Fn real = next<Fn>("cudaLaunchKernel");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.launches;
   return real(func, grid, block, args, shared, stream);
 }
@@ -152,6 +156,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemsetAsync(void* p, int 
                                                                    cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, int, size_t, cudaStream_t);
   static Fn real = next<Fn>("cudaMemsetAsync");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.launches;
   return real(p, value, bytes, stream);
 }
@@ -160,6 +165,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpy(void* dst, const v
                                                               size_t bytes, cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
   static Fn real = next<Fn>("cudaMemcpy");
+  if (real == nullptr) return cudaErrorNotSupported;
   countCopy(kind, dst, src, bytes);
   ++t_counts.waits;
   return real(dst, src, bytes, kind);
@@ -171,6 +177,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpyAsync(void* dst, co
                                                                    cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
   static Fn real = next<Fn>("cudaMemcpyAsync");
+  if (real == nullptr) return cudaErrorNotSupported;
   countCopy(kind, dst, src, bytes);
   return real(dst, src, bytes, kind, stream);
 }
@@ -181,6 +188,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpy2D(void* dst, size_
                                                                 cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
   static Fn real = next<Fn>("cudaMemcpy2D");
+  if (real == nullptr) return cudaErrorNotSupported;
   countCopy(kind, dst, src, width * height);
   ++t_counts.waits;
   return real(dst, dpitch, src, spitch, width, height, kind);
@@ -194,6 +202,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpy2DAsync(void* dst, 
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind,
                              cudaStream_t);
   static Fn real = next<Fn>("cudaMemcpy2DAsync");
+  if (real == nullptr) return cudaErrorNotSupported;
   countCopy(kind, dst, src, width * height);
   return real(dst, dpitch, src, spitch, width, height, kind, stream);
 }
@@ -201,6 +210,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemcpy2DAsync(void* dst, 
 __attribute__((visibility("default"))) cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaStream_t);
   static Fn real = next<Fn>("cudaStreamSynchronize");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.waits;
   return real(stream);
 }
@@ -208,6 +218,7 @@ __attribute__((visibility("default"))) cudaError_t cudaStreamSynchronize(cudaStr
 __attribute__((visibility("default"))) cudaError_t cudaDeviceSynchronize() {
   using Fn = cudaError_t (*)();
   static Fn real = next<Fn>("cudaDeviceSynchronize");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.waits;
   return real();
 }
@@ -215,6 +226,7 @@ __attribute__((visibility("default"))) cudaError_t cudaDeviceSynchronize() {
 __attribute__((visibility("default"))) cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   using Fn = cudaError_t (*)(cudaEvent_t);
   static Fn real = next<Fn>("cudaEventSynchronize");
+  if (real == nullptr) return cudaErrorNotSupported;
   ++t_counts.waits;
   return real(event);
 }
@@ -225,6 +237,7 @@ __attribute__((visibility("default"))) scclResult_t scclSparseAllreduce(
   using Fn = scclResult_t (*)(const void*, void*, size_t, scclDataType_t, scclRedOp_t,
                               scclSparsifier_t, scclComm_t, void*);
   static Fn real = next<Fn>("scclSparseAllreduce");
+  if (real == nullptr) return scclInternalError;
   const Counts before = snapshot();
   const scclResult_t result = real(sendbuf, recvbuf, count, datatype, op, sparsifier, comm, stream);
   const Counts call = difference(before, snapshot());

@@ -106,76 +106,97 @@ struct SummedBin {
   }
 };
 
-// plan (gatherPlanWords(nranks) words) from the all-gathered records (nranks records of
-// kGatherRecordHeaderWords + bins + 1 words). ranges: 2 nranks words, rank r may select in
-// [ranges[2r], ranges[2r+1]). fault: the index-check word of the earlier calls. The checks run
-// rank by rank, as the host reduction's header checks do: another call or config first, then a
-// count above the range (so no sum below can overflow: every rank's total is at most its range);
-// then the non-finite values of any rank.
-SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const GatherPlanParams& p,
-                                            const uint64_t* ranges, uint32_t fault,
-                                            uint64_t* plan) {
-  for (size_t w = 0; w < gatherPlanWords(p.nranks); ++w) plan[w] = 0;
-  if (fault != kNoIndexFault) {
-    plan[kPlanStatus] = kPlanPeerFault;
-    plan[kPlanRank] = fault;
-    return;
-  }
-  const size_t record_words = kGatherRecordHeaderWords + p.bins + 1;
-  plan[kPlanOwnNonFinite] = records[p.self * record_words + kRecordNonFinite];
+// The peers' checks of a plan, in the host reduction's order: the fault word of the earlier
+// calls; rank by rank another call or config, then a claimed count above the rank's range (so no
+// sum of counts can overflow: each is at most its range); then non-finite values of any rank.
+// header_at(r): rank r's kGatherRecordHeaderWords words; claim_at(r): what it claims to select.
+struct PlanCheck {
+  uint64_t status = kPlanOk, rank = 0, detail_a = 0, detail_b = 0;
+};
+template <typename HeaderAt, typename ClaimAt>
+SCCL_HOST_DEVICE PlanCheck checkPlanInputs(const HeaderAt& header_at, const ClaimAt& claim_at,
+                                           const GatherPlanParams& p, const uint64_t* ranges,
+                                           uint32_t fault) {
+  if (fault != kNoIndexFault) return PlanCheck{kPlanPeerFault, fault, 0, 0};
   for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t* record = records + r * record_words;
-    if (record[kRecordFingerprint] != p.fingerprint || record[kRecordSequence] != p.sequence) {
-      plan[kPlanStatus] = kPlanMismatch;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = record[kRecordSequence];
-      plan[kPlanDetailB] = record[kRecordFingerprint];
-      return;
+    const uint64_t* h = header_at(r);
+    if (h[kRecordFingerprint] != p.fingerprint || h[kRecordSequence] != p.sequence) {
+      return PlanCheck{kPlanMismatch, r, h[kRecordSequence], h[kRecordFingerprint]};
     }
     const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
-    uint64_t total = 0;  // saturating: a peer's counts may be anything
-    for (size_t j = 0; j <= p.bins; ++j) {
-      const uint64_t c = record[kGatherRecordHeaderWords + j];
-      total = c > ~uint64_t{0} - total ? ~uint64_t{0} : total + c;
-    }
-    if (total > allowed) {
-      plan[kPlanStatus] = kPlanTooMany;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = total;
-      plan[kPlanDetailB] = allowed;
-      return;
-    }
+    const uint64_t claim = claim_at(r);
+    if (claim > allowed) return PlanCheck{kPlanTooMany, r, claim, allowed};
   }
   for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t nonfinite = records[r * record_words + kRecordNonFinite];
-    if (nonfinite > 0) {
-      plan[kPlanStatus] = kPlanNonFinite;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = nonfinite;
-      return;
-    }
+    const uint64_t nonfinite = header_at(r)[kRecordNonFinite];
+    if (nonfinite > 0) return PlanCheck{kPlanNonFinite, r, nonfinite, 0};
   }
-  uint64_t k_global = 0;
-  const SummedBin summed{records, record_words, p.nranks};
-  size_t edge = 0;
-  if (p.nearest_edge != 0) {
-    edge = nearestCountEdge(summed, p.bins, p.k_target, p.centre_edge, &k_global);
-  } else {
-    for (size_t j = 0; j <= p.bins; ++j) k_global += summed(j);
-  }
-  plan[kPlanEdge] = p.sole < p.nranks ? records[p.sole * record_words + kRecordReserved] : edge;
-  plan[kPlanKGlobal] = k_global;
+  return PlanCheck{};
+}
+
+// The plan's words once the checks ran (plan zeroed first): a failure's, or the counts and
+// offsets from count_at(r), the largest count, the edge and the list's length. own_nonfinite:
+// the planning rank's NaN/Inf count (not written for a fault of an earlier call).
+template <typename CountAt>
+SCCL_HOST_DEVICE void writePlan(const PlanCheck& check, uint64_t own_nonfinite,
+                                const CountAt& count_at, uint64_t nranks, uint64_t edge_word,
+                                uint64_t* plan) {
+  plan[kPlanStatus] = check.status;
+  plan[kPlanRank] = check.rank;
+  plan[kPlanDetailA] = check.detail_a;
+  plan[kPlanDetailB] = check.detail_b;
+  if (check.status != kPlanPeerFault) plan[kPlanOwnNonFinite] = own_nonfinite;
+  if (check.status != kPlanOk) return;
   uint64_t offset = 0, max_k = 0;
-  for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t* bins = records + r * record_words + kGatherRecordHeaderWords;
-    uint64_t k = 0;
-    for (size_t j = edge; j <= p.bins; ++j) k += bins[j];
+  for (uint64_t r = 0; r < nranks; ++r) {
+    const uint64_t k = count_at(r);
     plan[kGatherPlanHeaderWords + 2 * r] = k;
     plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
     offset += k;
     if (k > max_k) max_k = k;
   }
+  plan[kPlanEdge] = edge_word;
+  plan[kPlanKGlobal] = offset;  // the list's length: what the ranks send
   plan[kPlanMaxK] = max_k;
+}
+
+// A rank's total over its record's bins, saturating: a peer's counts may be anything.
+SCCL_HOST_DEVICE inline uint64_t saturatingTotal(const uint64_t* counts, size_t n) {
+  uint64_t total = 0;
+  for (size_t j = 0; j < n; ++j)
+    total = counts[j] > ~uint64_t{0} - total ? ~uint64_t{0} : total + counts[j];
+  return total;
+}
+
+// plan (gatherPlanWords(nranks) words) from the all-gathered records (nranks records of
+// kGatherRecordHeaderWords + bins + 1 words): checkPlanInputs with each rank's total as its
+// claim, then the edge from the bins summed in rank order and every rank's count at it. ranges:
+// 2 nranks words, rank r may select in [ranges[2r], ranges[2r+1]). fault: the index-check word
+// of the earlier calls.
+SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const GatherPlanParams& p,
+                                            const uint64_t* ranges, uint32_t fault,
+                                            uint64_t* plan) {
+  for (size_t w = 0; w < gatherPlanWords(p.nranks); ++w) plan[w] = 0;
+  const size_t record_words = kGatherRecordHeaderWords + p.bins + 1;
+  const auto record_at = [&](uint64_t r) { return records + r * record_words; };
+  const auto bins_at = [&](uint64_t r) { return record_at(r) + kGatherRecordHeaderWords; };
+  const PlanCheck check = checkPlanInputs(
+      record_at, [&](uint64_t r) { return saturatingTotal(bins_at(r), p.bins + 1); }, p, ranges,
+      fault);
+  const uint64_t own_nonfinite = record_at(p.self)[kRecordNonFinite];
+  size_t edge = 0;
+  if (check.status == kPlanOk && p.nearest_edge != 0) {
+    uint64_t at_or_above = 0;
+    edge = nearestCountEdge(SummedBin{records, record_words, p.nranks}, p.bins, p.k_target,
+                            p.centre_edge, &at_or_above);
+  }
+  const auto count_at = [&](uint64_t r) {
+    uint64_t k = 0;
+    for (size_t j = edge; j <= p.bins; ++j) k += bins_at(r)[j];
+    return k;
+  };
+  const uint64_t edge_word = p.sole < p.nranks ? record_at(p.sole)[kRecordReserved] : edge;
+  writePlan(check, own_nonfinite, count_at, p.nranks, edge_word, plan);
 }
 
 // --- The two-step exchange (many ranks over a host transport): the bins all-reduced, then each
@@ -205,57 +226,17 @@ SCCL_HOST_DEVICE inline void planEdgeFromSums(const uint64_t* summed, const uint
   *own_count = mine;
 }
 
-// plan from the all-gathered headers (nranks of kGatherRecordHeaderWords words) and edge_words:
-// planGatherCall's checks in its order (the fault word; another call or config; a count above
-// the rank's range; non-finite values), then the counts and offsets from the headers.
+// plan from the all-gathered headers (nranks of kGatherRecordHeaderWords words, the count in
+// kHeaderCount) and edge_words: checkPlanInputs with the headers' counts as claims, then the
+// counts and offsets.
 SCCL_HOST_DEVICE inline void planFromHeaders(const uint64_t* headers, const GatherPlanParams& p,
                                              const uint64_t* ranges, uint32_t fault,
                                              const uint64_t* edge_words, uint64_t* plan) {
   for (size_t w = 0; w < gatherPlanWords(p.nranks); ++w) plan[w] = 0;
-  if (fault != kNoIndexFault) {
-    plan[kPlanStatus] = kPlanPeerFault;
-    plan[kPlanRank] = fault;
-    return;
-  }
-  plan[kPlanOwnNonFinite] = headers[p.self * kGatherRecordHeaderWords + kRecordNonFinite];
-  for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t* h = headers + r * kGatherRecordHeaderWords;
-    const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
-    if (h[kRecordFingerprint] != p.fingerprint || h[kRecordSequence] != p.sequence) {
-      plan[kPlanStatus] = kPlanMismatch;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = h[kRecordSequence];
-      plan[kPlanDetailB] = h[kRecordFingerprint];
-      return;
-    }
-    if (h[kHeaderCount] > allowed) {
-      plan[kPlanStatus] = kPlanTooMany;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = h[kHeaderCount];
-      plan[kPlanDetailB] = allowed;
-      return;
-    }
-  }
-  for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t nonfinite = headers[r * kGatherRecordHeaderWords + kRecordNonFinite];
-    if (nonfinite > 0) {
-      plan[kPlanStatus] = kPlanNonFinite;
-      plan[kPlanRank] = r;
-      plan[kPlanDetailA] = nonfinite;
-      return;
-    }
-  }
-  uint64_t offset = 0, max_k = 0;
-  for (uint64_t r = 0; r < p.nranks; ++r) {
-    const uint64_t k = headers[r * kGatherRecordHeaderWords + kHeaderCount];
-    plan[kGatherPlanHeaderWords + 2 * r] = k;
-    plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
-    offset += k;  // every count is at most its range: no overflow
-    if (k > max_k) max_k = k;
-  }
-  plan[kPlanEdge] = edge_words[0];
-  plan[kPlanKGlobal] = offset;  // the list's length: what the ranks send
-  plan[kPlanMaxK] = max_k;
+  const auto header_at = [&](uint64_t r) { return headers + r * kGatherRecordHeaderWords; };
+  const auto count_at = [&](uint64_t r) { return header_at(r)[kHeaderCount]; };
+  const PlanCheck check = checkPlanInputs(header_at, count_at, p, ranges, fault);
+  writePlan(check, header_at(p.self)[kRecordNonFinite], count_at, p.nranks, edge_words[0], plan);
 }
 
 // Entry j of rank r's slice passes when it lies in the rank's range and above the entry before it
