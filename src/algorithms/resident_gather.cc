@@ -35,7 +35,7 @@
 //  9. the caller swaps residual and accumulator; restoreAfterFault puts the old residual back
 //     if a slice failed and publishes the fault where the host reads it without waiting.
 // Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
-// transports one more per collective (StagedExchange), three in all.
+// transports one more per collective (StagedExchange): three, four in the two-step exchange.
 // Bytes on the wire per rank: records (n-1) (32 + 8 (2 W B + 1)) in, 32 + 8 (2 W B + 1) out
 // (4136 bytes with the defaults W = 1, B = 256; CLT-k 40), where the host path all-gathers a
 // 32-byte header and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in (CLT-k:
