@@ -476,38 +476,58 @@ scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dty
   });
 }
 
+scclResult_t CudaKernels::syncFreeBeginCall(const SyncFreeWords& w, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeBeginCall(w, asStream(stream)), "syncFreeBeginCall");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w,
+                                        uint64_t fingerprint, bool nonfinite_is_error,
+                                        void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeCheck(gathered, w, fingerprint, nonfinite_is_error,
+                                               asStream(stream)),
+                  "syncFreeCheck");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
-                                              size_t count, const int64_t* gathered,
-                                              const uint64_t* ranges, int nranks, size_t capacity,
-                                              void* values, uint32_t* bad, void* stream) const {
+                                              const int64_t* gathered, const SyncFreeWords& w,
+                                              void* values, void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeGatherSlots"));
   SCCL_CUDA_CHECK(
-      cuda_dispatch::syncFreeGatherSlots(acc, acc_dtype, count, gathered, ranges, nranks, capacity,
-                                         values, bad, asStream(stream)),
+      cuda_dispatch::syncFreeGatherSlots(acc, acc_dtype, gathered, w, values, asStream(stream)),
       "syncFreeGatherSlots");
   return scclSuccess;
 }
 
-scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc,
-                                        scclDataType_t acc_dtype, size_t count,
-                                        const int64_t* gathered, const uint64_t* ranges, int nranks,
-                                        size_t capacity, const void* values, uint32_t divisor,
-                                        const uint32_t* status, void* stream) const {
+scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count,
+                                        void* acc, scclDataType_t acc_dtype,
+                                        const int64_t* gathered, const SyncFreeWords& w,
+                                        const void* values, uint32_t divisor, void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeWrite"));
-  SCCL_CUDA_CHECK(
-      cuda_dispatch::syncFreeWrite(recv, recv_dtype, acc, acc_dtype, count, gathered, ranges,
-                                   nranks, capacity, values, divisor, status, asStream(stream)),
-      "syncFreeWrite");
+  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeWrite(recv, recv_dtype, count, acc, acc_dtype, gathered,
+                                               w, values, divisor, asStream(stream)),
+                  "syncFreeWrite");
   return scclSuccess;
 }
 
-scclResult_t CudaKernels::syncFreeUpdateThreshold(const int64_t* gathered, int nranks,
-                                                  size_t capacity, uint64_t k_target,
-                                                  const ScalingRule& rule, const uint32_t* status,
-                                                  double* threshold, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeUpdateThreshold(gathered, nranks, capacity, k_target, rule,
-                                                         status, threshold, asStream(stream)),
-                  "syncFreeUpdateThreshold");
+scclResult_t CudaKernels::copyByStatus(void* dst, const void* src, size_t bytes,
+                                       const uint32_t* status, bool when_complete,
+                                       void* stream) const {
+  SCCL_REQUIRE_ARG(bytes % 4 == 0, "copyByStatus: %zu bytes", bytes);
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::copyByStatus(dst, src, bytes, status, when_complete, asStream(stream)),
+      "copyByStatus");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w,
+                                          uint64_t k_target, const ScalingRule* rule,
+                                          const ExDynaRebalanceRule* rebalance,
+                                          void* stream) const {
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::syncFreeEndCall(gathered, w, k_target, rule, rebalance, asStream(stream)),
+      "syncFreeEndCall");
   return scclSuccess;
 }
 

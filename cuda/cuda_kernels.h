@@ -1,5 +1,4 @@
-// The CUDA backend: the KernelBackend interface (kernels/kernels.h) on device memory, plus the
-// device steps of the sync_free reduction. Layered as CUB is: this entry validates arguments
+// The CUDA backend: the KernelBackend interface (kernels/kernels.h) on device memory. Layered as CUB is: this entry validates arguments
 // and owns the workspace, cuda/dispatch.h picks the instantiation, cuda/kernels/*.cu hold the
 // kernels. Every call is ordered on the caller's stream (`stream` is a cudaStream_t; null is the
 // legacy default stream) and returns once the work is enqueued, except where noted.
@@ -8,7 +7,7 @@
 // (the only calls that wait for the stream): selectAbove's *nselected, kthLargestAbs's *value
 // and absMoments's *out are host values, so those calls copy a few bytes to pinned host memory and
 // synchronise the stream. That count transfer is the one synchronisation of the count-exchanging
-// algorithms (docs/gpu.md); the sync_free steps below have none.
+// algorithms (docs/gpu.md); the resident calls' kernels have none.
 //
 // One CudaKernels per communicator: its workspace grows during the first calls and is reused
 // after, so a training loop's steady state allocates nothing. Not for concurrent streams.
@@ -112,30 +111,29 @@ class CudaKernels final : public KernelBackend {
   scclResult_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
                              void* stream) const;
 
-  // --- sync_free device steps (no synchronisation; sizes from the fixed capacity) ---
-  // Slot: 4 + capacity int64 words (k, non-finite count, fingerprint, call number, indices).
-  // bounds: this rank's range [bounds[0], bounds[1]), device memory, at most `items` long;
-  // sequence: the call number, device memory.
+  // The device-resident sync_free call: no synchronisation, sizes from the fixed capacity.
+  scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void* stream) const override;
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
                               size_t items, const double* threshold, size_t capacity,
                               const uint64_t* nonfinite, uint64_t fingerprint,
-                              const uint64_t* sequence, int64_t* slot, void* stream) const;
-  // ranges: 2 * nranks words (begin, end of each rank's range), device memory; *bad (device)
-  // becomes non-zero when a peer's slot fails its checks (its entries are then ignored).
-  scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype, size_t count,
-                                   const int64_t* gathered, const uint64_t* ranges, int nranks,
-                                   size_t capacity, void* values, uint32_t* bad,
-                                   void* stream) const;
-  // status (device, may be null): writes nothing unless *status is 0 (the call completes).
-  scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc,
-                             scclDataType_t acc_dtype, size_t count, const int64_t* gathered,
-                             const uint64_t* ranges, int nranks, size_t capacity,
-                             const void* values, uint32_t divisor, const uint32_t* status,
-                             void* stream) const;
-  scclResult_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                       uint64_t k_target, const ScalingRule& rule,
-                                       const uint32_t* status, double* threshold,
-                                       void* stream) const;
+                              const uint64_t* sequence, int64_t* slot,
+                              void* stream) const override;
+  scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,
+                             bool nonfinite_is_error, void* stream) const override;
+  // Two kernels: the gather, then the one-thread settling of its check.
+  scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                   const int64_t* gathered, const SyncFreeWords& w, void* values,
+                                   void* stream) const override;
+  // Two kernels: the output's fill (0 or NaN by the status), then the scatter.
+  scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                             scclDataType_t acc_dtype, const int64_t* gathered,
+                             const SyncFreeWords& w, const void* values, uint32_t divisor,
+                             void* stream) const override;
+  scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
+                            bool when_complete, void* stream) const override;
+  scclResult_t syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w, uint64_t k_target,
+                               const ScalingRule* rule, const ExDynaRebalanceRule* rebalance,
+                               void* stream) const override;
 
  private:
   // CUB's two-phase protocol against the workspace: size, reserve, run.

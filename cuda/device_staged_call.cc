@@ -42,7 +42,7 @@ namespace sccl {
 scclResult_t runDeviceStagedCall(SparseCall& call, void* stream_handle) {
   scclSparsifier& sp = *call.sp;
   DeviceSparsifierState* d = sp.device.get();
-  if (d == nullptr) SCCL_CHECK(createDeviceState(sp, &d));
+  if (d == nullptr) SCCL_CHECK(createDeviceState(sp, stream_handle, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
   StagedVectors vectors{d->residual, d->acc, d->nonfinite, d->index_fault,
                         d->index_fault_published};

@@ -14,6 +14,7 @@
 #include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/sketch_element.h"
+#include "kernels/shared/sync_free_call.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl::cuda_dispatch {
@@ -152,61 +153,25 @@ cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, sccl
                            const uint64_t* bounds, size_t items, const double* threshold,
                            size_t capacity, const uint64_t* nonfinite, SlotHeader header,
                            int64_t* slot, cudaStream_t stream);
-// values[r * capacity + j] = acc[index j of rank r] or 0 (padding, or an index that failed its
-// check, which sets *bad). count bounds every index; ranges[2r, 2r+1] is rank r's range.
-cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, size_t count,
-                                const int64_t* gathered, const uint64_t* ranges, int nranks,
-                                size_t capacity, void* values, uint32_t* bad, cudaStream_t stream);
-// recv[idx] = values (divided by divisor unless 1, converted to recv_dtype), acc[idx] = 0 at
-// every checked index of every slot; recv was zeroed by the caller. status (device, may be null):
-// nothing is written unless it is 0.
-cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc, scclDataType_t dtype,
-                          size_t count, const int64_t* gathered, const uint64_t* ranges, int nranks,
-                          size_t capacity, const void* values, uint32_t divisor,
-                          const uint32_t* status, cudaStream_t stream);
-// *threshold = scaledThreshold(rule, *threshold, sum of the slots' k, k_target) (one thread),
-// unless status (device, may be null) is non-zero.
-cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                    uint64_t k_target, ScalingRule rule, const uint32_t* status,
-                                    double* threshold, cudaStream_t stream);
 
-// --- kernels/sync_free_stream_ordered.cu (the host's decisions of a call, on the device) ---
-// status: 0 the call completes, 1 discarded (non-finite values, propagate), 2 failed; fault_word:
-// the sparsifier's sticky fault (kernels/shared/sync_free_async_fault.h), pinned host memory mapped
-// into the device.
-struct StreamOrderedTotals {
-  uint64_t completed = 0;            // calls that completed
-  uint64_t discarded = 0;            // calls discarded for non-finite values
-  double sum_abs_density_error = 0;  // over completed calls, |k'/k - 1|
-};
-// ranges[2r, 2r+1] = partitions[2p, 2p+1], p = cyclicPartition(r, *sequence, nranks).
-cudaError_t syncFreeCallRanges(const uint64_t* partitions, int nranks, const uint64_t* sequence,
-                               uint64_t* ranges, cudaStream_t stream);
-// *status from the gathered headers (checkSlotHeaderWords) and the non-finite policy; failed
-// when the fault word is already set.
-cudaError_t syncFreeCheckHeaders(const int64_t* gathered, int nranks, size_t capacity,
-                                 uint64_t fingerprint, const uint64_t* sequence,
-                                 const uint64_t* ranges, bool nonfinite_is_error, uint32_t* status,
-                                 uint64_t* fault_word, cudaStream_t stream);
-// A bad peer index found while gathering (*bad) fails the call.
-cudaError_t syncFreeSettle(const uint32_t* bad, const uint64_t* sequence, uint32_t* status,
-                           uint64_t* fault_word, cudaStream_t stream);
-// recv = 0 when the call completes, else NaN of dtype.
-cudaError_t syncFreeFillOutput(void* recv, scclDataType_t dtype, size_t count,
-                               const uint32_t* status, cudaStream_t stream);
-// residual = acc (bytes, a multiple of 4) when the call completes.
-cudaError_t syncFreeCommitResidual(void* residual, const void* acc, size_t bytes,
-                                   const uint32_t* status, cudaStream_t stream);
-// ExDyna's rebalancing (kernels/shared/exdyna_rebalance.h) on the gathered counts of a completed
-// call, then partitions[2p, 2p+1] rewritten from the blocks; arrays holds 4 * nranks words: blocks
-// per partition, first blocks, and two of scratch. One thread, before syncFreeEndCall.
-cudaError_t syncFreeExDynaRebalance(const ExDynaRebalanceRule& rule, const int64_t* gathered,
-                                    size_t capacity, const uint64_t* sequence,
-                                    const uint32_t* status, int64_t* arrays, uint64_t* partitions,
-                                    cudaStream_t stream);
-// Counts the call in *totals and advances *sequence (every call, as the host's call number).
-cudaError_t syncFreeEndCall(const int64_t* gathered, int nranks, size_t capacity, uint64_t k_target,
-                            const uint32_t* status, StreamOrderedTotals* totals, uint64_t* sequence,
+// --- The device-resident sync_free call's steps (kernels/kernels.h, "The device-resident
+// sync_free call"; SyncFreeWords: kernels/shared/sync_free_call.h) ---
+// kernels/sync_free.cu: the values at the slots' checked indices, then syncFreeSettle; the
+// output (0 or NaN by the status) and the scatter with acc zeroed.
+cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, const int64_t* gathered,
+                                const SyncFreeWords& w, void* values, cudaStream_t stream);
+cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                          scclDataType_t dtype, const int64_t* gathered, const SyncFreeWords& w,
+                          const void* values, uint32_t divisor, cudaStream_t stream);
+// kernels/sync_free_call.cu: the one-thread decisions and the status-dependent residual copy.
+cudaError_t syncFreeBeginCall(const SyncFreeWords& w, cudaStream_t stream);
+cudaError_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,
+                          bool nonfinite_is_error, cudaStream_t stream);
+cudaError_t syncFreeSettle(const SyncFreeWords& w, cudaStream_t stream);
+cudaError_t syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w, uint64_t k_target,
+                            const ScalingRule* rule, const ExDynaRebalanceRule* rebalance,
                             cudaStream_t stream);
+cudaError_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
+                         bool when_complete, cudaStream_t stream);
 
 }  // namespace sccl::cuda_dispatch

@@ -28,7 +28,7 @@
 // path (every preset, micro_sync_free, exdyna_sync_free), and the graph replay rows
 // micro_sync_free:graph and exdyna_sync_free:graph: the preset stream-ordered (streamOrdered = 1),
 // its first call eager, the second captured in a CUDA graph, every later one a launch of that graph
-// between the events, so one run shows what capture buys against the eager read-back path. The host
+// between the events, so one run shows what capture buys against the eager call. The host
 // only enqueues a stream-ordered call, so the library's time split of those rows is '-'. The check
 // pass copies the output back to the host.
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Collectives enqueued on the caller's CUDA stream, for the stream-ordered sync_free call
-// (cuda/device_sparse_allreduce_stream_ordered.cc), which nothing on the host waits for and
-// which a CUDA graph can therefore capture. A transport that carries device memory and can order
+// Collectives enqueued on the caller's CUDA stream, for the device-resident calls
+// (algorithms/stream_exchange.h: the resident gather and sync_free calls), which nothing on the
+// host waits for and which a CUDA graph can therefore capture. A transport that carries device memory and can order
 // its work on a given stream offers them (Transport::streamCollectives(); NCCL does); the
 // blocking operations of transport.h stay the contract of every other call.
 //

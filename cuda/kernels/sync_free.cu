@@ -1,19 +1,21 @@
-// The device steps of the sync_free reduction (src/algorithms/sync_free_reduction.cc has the
-// algorithm, docs/algorithms/sync_free.md its bytes): every size is fixed by the capacity, every
+// The data-parallel steps of the device-resident sync_free call (src/algorithms/resident_sync_free.cc
+// has the call, docs/algorithms/sync_free.md its bytes): every size is fixed by the capacity, every
 // count stays in device memory, so the steps and the collectives between them can be captured in
-// a CUDA graph. Nothing here waits for the host.
+// a CUDA graph. Nothing here waits for the host. The one-thread decisions between them are
+// sync_free_call.cu's.
 //
 // Capped selection (bitwise the CPU's trimSelection: every entry above the cut-off, then the
 // lowest indices among those equal to it): capped_selection.cuh over the range's magnitude
 // patterns at or above the threshold's, each kept index written to its place in the slot, then
 // the padding (-1) and the header. No sort and no host count. The first version compacted the
 // qualifying entries, radix-sorted `items` keys (padding included) and sorted the kept ones again:
-// 3.1 ms of a 3.2 ms call at 26M float32 on an H100 (issue 22). Temporary storage: about 1/16 of
+// 3.1 ms of a 3.2 ms call at 26M float32 on an H100. Temporary storage: about 1/16 of
 // the range's float32 bytes (two masks) plus 32 bytes per tile of 8192 entries.
 #include "cuda/dispatch.h"
 #include "cuda/kernels/capped_selection.cuh"
 #include "cuda/kernels/device_common.cuh"
-#include "kernels/shared/sync_free_slot_check.h"
+#include "kernels/shared/sync_free_call.h"
+#include "kernels/shared/half.h"
 #include "kernels/shared/magnitude_bits.h"
 
 namespace sccl::cuda_dispatch {
@@ -100,8 +102,8 @@ cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, const uin
 // Index j of rank r's slot, or -1 when it is padding or fails its checks (then *bad is set):
 // the claimed count within the capacity, the index inside the rank's range and above the slot's
 // previous index (strictly ascending, as the host reduction requires: a repeated index would
-// have two threads write one output entry). The host reads *bad after the call completes and
-// reports scclRemoteError; the kernels never go out of bounds.
+// have two threads write one output entry). A set *bad fails the call (syncFreeSettle); the
+// kernels never go out of bounds.
 __device__ inline int64_t checkedIndex(const int64_t* gathered, const uint64_t* ranges, int r,
                                        size_t capacity, size_t j, uint32_t* bad) {
   const int64_t* slot = gathered + size_t(r) * (kHeaderWords + capacity);
@@ -121,25 +123,31 @@ __device__ inline int64_t checkedIndex(const int64_t* gathered, const uint64_t* 
 }
 
 template <typename T>
-__global__ void gatherSlots(const T* acc, const int64_t* gathered, const uint64_t* ranges,
-                            int nranks, size_t capacity, T* values, uint32_t* bad) {
-  const size_t total = size_t(nranks) * capacity;
+__global__ void gatherSlots(const T* acc, const int64_t* gathered, SyncFreeWords w, T* values) {
+  const size_t total = size_t(w.nranks) * w.capacity;
   for (size_t s = globalThread(); s < total; s += gridThreads()) {
     const int64_t i =
-        checkedIndex(gathered, ranges, int(s / capacity), capacity, s % capacity, bad);
+        checkedIndex(gathered, w.ranges, int(s / w.capacity), w.capacity, s % w.capacity, w.bad);
     values[s] = i < 0 ? T(0) : acc[i];
   }
 }
 
+// recvbuf = 0 where the call completes (the selected entries are written next), else the NaN of
+// the gradient type (the host's pattern, algorithms/call_header.h).
+template <typename Word>
+__global__ void fillOutput(Word* out, size_t count, Word nan, const uint32_t* status) {
+  const Word value = *status == kSyncFreeCompletes ? Word(0) : nan;
+  for (size_t i = globalThread(); i < count; i += gridThreads()) out[i] = value;
+}
+
 template <typename T>
 __global__ void writeSlots(void* recv, scclDataType_t recv_dtype, T* acc, const int64_t* gathered,
-                           const uint64_t* ranges, int nranks, size_t capacity, const T* values,
-                           uint32_t divisor, const uint32_t* status) {
-  if (status != nullptr && *status != 0) return;  // a failed or discarded call writes nothing
-  const size_t total = size_t(nranks) * capacity;
+                           SyncFreeWords w, const T* values, uint32_t divisor) {
+  if (*w.status != kSyncFreeCompletes) return;  // a failed or discarded call writes nothing
+  const size_t total = size_t(w.nranks) * w.capacity;
   for (size_t s = globalThread(); s < total; s += gridThreads()) {
     const int64_t i =
-        checkedIndex(gathered, ranges, int(s / capacity), capacity, s % capacity, nullptr);
+        checkedIndex(gathered, w.ranges, int(s / w.capacity), w.capacity, s % w.capacity, nullptr);
     if (i < 0) continue;
     T v = values[s];
     if (divisor != 1) v = canonicalizeNaN(v / T(divisor));  // scclAvg: as the CPU's divideByRanks
@@ -152,16 +160,31 @@ __global__ void writeSlots(void* recv, scclDataType_t recv_dtype, T* acc, const 
   }
 }
 
-__global__ void updateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                uint64_t k_target, ScalingRule rule, const uint32_t* status,
-                                double* threshold) {
-  if (status != nullptr && *status != 0) return;  // as the host: a discarded call is not observed
-  uint64_t k_global = 0;
-  for (int r = 0; r < nranks; ++r) {
-    const uint64_t k = uint64_t(gathered[size_t(r) * (kHeaderWords + capacity)]);
-    k_global += k < capacity ? k : capacity;
+cudaError_t fillOutputFor(void* recv, scclDataType_t dtype, size_t count, const uint32_t* status,
+                          cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  // The host's patterns (fillWithNaN): float32 and float64 quiet NaN, converted by
+  // kernels/shared/half.h.
+  const float nan = bitsToFloat(0x7fc00000u);
+  switch (dtype) {
+    case scclFloat64:
+      fillOutput<<<gridFor(count), kThreads, 0, stream>>>(static_cast<uint64_t*>(recv), count,
+                                                          uint64_t(0x7ff8000000000000ull), status);
+      break;
+    case scclFloat16:
+      fillOutput<<<gridFor(count), kThreads, 0, stream>>>(static_cast<uint16_t*>(recv), count,
+                                                          floatToFp16(nan), status);
+      break;
+    case scclBfloat16:
+      fillOutput<<<gridFor(count), kThreads, 0, stream>>>(static_cast<uint16_t*>(recv), count,
+                                                          floatToBf16(nan), status);
+      break;
+    default:
+      fillOutput<<<gridFor(count), kThreads, 0, stream>>>(static_cast<uint32_t*>(recv), count,
+                                                          uint32_t(0x7fc00000u), status);
+      break;
   }
-  *threshold = scaledThreshold(rule, *threshold, k_global, k_target);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -178,46 +201,35 @@ cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, sccl
                      dtype, capacity, nonfinite, header, slot, stream);
 }
 
-cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, size_t count,
-                                const int64_t* gathered, const uint64_t* ranges, int nranks,
-                                size_t capacity, void* values, uint32_t* bad, cudaStream_t stream) {
-  (void)count;  // every index is checked against its rank's range, which lies inside count
-  const size_t total = size_t(nranks) * capacity;
+cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, const int64_t* gathered,
+                                const SyncFreeWords& w, void* values, cudaStream_t stream) {
+  const size_t total = size_t(w.nranks) * w.capacity;
   if (dtype == scclFloat64) {
     gatherSlots<<<gridFor(total), kThreads, 0, stream>>>(static_cast<const double*>(acc), gathered,
-                                                         ranges, nranks, capacity,
-                                                         static_cast<double*>(values), bad);
+                                                         w, static_cast<double*>(values));
   } else {
     gatherSlots<<<gridFor(total), kThreads, 0, stream>>>(static_cast<const float*>(acc), gathered,
-                                                         ranges, nranks, capacity,
-                                                         static_cast<float*>(values), bad);
+                                                         w, static_cast<float*>(values));
   }
-  return cudaGetLastError();
+  const cudaError_t status = cudaGetLastError();
+  return status != cudaSuccess ? status : syncFreeSettle(w, stream);
 }
 
-cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, void* acc, scclDataType_t dtype,
-                          size_t count, const int64_t* gathered, const uint64_t* ranges, int nranks,
-                          size_t capacity, const void* values, uint32_t divisor,
-                          const uint32_t* status, cudaStream_t stream) {
-  (void)count;
-  const size_t total = size_t(nranks) * capacity;
+cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                          scclDataType_t dtype, const int64_t* gathered, const SyncFreeWords& w,
+                          const void* values, uint32_t divisor, cudaStream_t stream) {
+  cudaError_t status = fillOutputFor(recv, recv_dtype, count, w.status, stream);
+  if (status != cudaSuccess) return status;
+  const size_t total = size_t(w.nranks) * w.capacity;
   if (dtype == scclFloat64) {
-    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(
-        recv, recv_dtype, static_cast<double*>(acc), gathered, ranges, nranks, capacity,
-        static_cast<const double*>(values), divisor, status);
+    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(recv, recv_dtype, static_cast<double*>(acc),
+                                                        gathered, w,
+                                                        static_cast<const double*>(values), divisor);
   } else {
-    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(
-        recv, recv_dtype, static_cast<float*>(acc), gathered, ranges, nranks, capacity,
-        static_cast<const float*>(values), divisor, status);
+    writeSlots<<<gridFor(total), kThreads, 0, stream>>>(recv, recv_dtype, static_cast<float*>(acc),
+                                                        gathered, w,
+                                                        static_cast<const float*>(values), divisor);
   }
-  return cudaGetLastError();
-}
-
-cudaError_t syncFreeUpdateThreshold(const int64_t* gathered, int nranks, size_t capacity,
-                                    uint64_t k_target, ScalingRule rule, const uint32_t* status,
-                                    double* threshold, cudaStream_t stream) {
-  updateThreshold<<<1, 1, 0, stream>>>(gathered, nranks, capacity, k_target, rule, status,
-                                       threshold);
   return cudaGetLastError();
 }
 

@@ -318,17 +318,17 @@ typedef struct {
    * "decode_error": in every block marked by any rank the residual becomes acc - decoded sum /
    * nranks, which feeds the decode error back and conserves the sum over ranks. */
   const char* sketchFeedback;
-  /* 1: on device buffers every step of scclSparseAllreduce is enqueued on `stream` and nothing
-   * waits for the GPU, so the call can be captured in a CUDA graph (docs/gpu.md). Needs the
-   * sync_free reduction with the micro or exdyna search space (presets micro_sync_free,
-   * exdyna_sync_free) and the scaling or fixed estimator, a transport that orders collectives on
-   * a stream (nccl); the threshold, the call number and the partitions then live on the
-   * device. Checks that fail while the call runs (a peer at another
-   * call, a bad peer slot, non-finite values under scclNonFiniteError) fill recvbuf with NaN,
-   * change nothing else and set the sparsifier's sticky asynchronous error
-   * (scclSparsifierGetAsyncError). The first device call allocates and must not be captured.
-   * 0 (default): the read-back path, which returns those errors from the call. Host buffers
-   * ignore it. */
+  /* The sync_free reduction (presets micro_sync_free, exdyna_sync_free, with the scaling or
+   * fixed estimator) on device buffers never reads anything back: the threshold, the call number
+   * and the partitions live on the device, and checks that fail while the call runs (a peer at
+   * another call, a bad peer slot, non-finite values under scclNonFiniteError) fill recvbuf with
+   * NaN, change nothing else and set the sparsifier's sticky asynchronous error
+   * (scclSparsifierGetAsyncError); its statistics are read from the device when asked.
+   * 1: every step is also enqueued on `stream` with fixed buffers, so the call can be captured in
+   * a CUDA graph (docs/gpu.md); needs a transport that orders collectives on a stream (nccl).
+   * The first device call allocates and must not be captured. 0 (default): residual and
+   * accumulator trade roles after each call (no copy of the vector); over local, mpi and ucx each
+   * of the two collectives waits for the stream once. Host buffers ignore it. */
   int streamOrdered;
   /* Density warm-up (DGC's; docs/tuning.md): the first densityWarmupCalls calls use a density
    * that moves from densityWarmupStart to `density`. With t the sparsifier's agreed call number
@@ -433,8 +433,9 @@ typedef struct {
 
 SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
                                              scclSparseStats_t* stats);
-/* *asyncError = the first error that a stream-ordered call (scclSparseConfig_t.streamOrdered)
- * found while it ran on the GPU, or scclSuccess: scclInvalidUsage (a peer at another call or
+/* *asyncError = the first error that a sync_free call on device buffers (micro_sync_free,
+ * exdyna_sync_free; scclSparseConfig_t.streamOrdered) found while it ran on the GPU, or
+ * scclSuccess: scclInvalidUsage (a peer at another call or
  * config), scclRemoteError (a peer's slot claims too many entries or holds a bad index),
  * scclInvalidArgument (non-finite values under scclNonFiniteError); scclGetLastError then names
  * the rank and the call. Never waits for the GPU: it sees the calls that have run so far

@@ -40,7 +40,7 @@ inline const std::vector<std::string>& syncFreeAlgorithms() {
 
 // -g 1 only: "<preset>:graph" for each sync-free preset, the preset with streamOrdered = 1 and
 // every call a replay of a CUDA graph of one captured call (DeviceCalls::replay), to set against
-// the preset's own row (the eager read-back path). Host buffers have no graph to replay.
+// the preset's own row (the eager call, buffers swapped). Host buffers have no graph to replay.
 inline const std::vector<std::string>& graphReplayRows() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> rows;

@@ -16,9 +16,9 @@ void cudaCheck(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw RankError(cudaErrorText(status, what));
 }
 
-// A stream-ordered call returns once its work is enqueued; what went wrong while it ran is the
-// sparsifier's sticky asynchronous error. Read after the call's stop event was waited for, so it
-// includes this call. scclSuccess for the read-back path's sparsifiers.
+// A sync_free call on device buffers returns once its work is enqueued; what went wrong while it
+// ran is the sparsifier's sticky asynchronous error. Read after the call's stop event was waited
+// for, so it includes this call. scclSuccess for sparsifiers without one.
 void checkAsyncError(scclSparsifier_t sp, scclComm_t comm) {
   scclResult_t async = scclSuccess;
   check(scclSparsifierGetAsyncError(sp, &async), comm, "scclSparsifierGetAsyncError");

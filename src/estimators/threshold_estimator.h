@@ -93,8 +93,8 @@ class ThresholdEstimator {
   virtual bool thresholdBeforeData() const { return correctable(); }
   virtual void adoptThreshold(double /*used*/) {}
   // The scaling rule, for estimators whose threshold update can run on the device from the
-  // gathered counts alone (scaling): the stream-ordered sync_free call updates its threshold in a
-  // kernel with it (cuda/device_sparse_allreduce_stream_ordered.cc). Others: null.
+  // gathered counts alone (scaling): the resident sync_free call updates its threshold in a
+  // kernel with it (algorithms/resident_sync_free.cc). Others: null.
   virtual const ScalingRule* scalingRule() const { return nullptr; }
   // The target density changed (scclSparsifierSetDensity, a density warm-up), identically on
   // every rank before a call: the estimators whose parameters derive from the density follow

@@ -35,6 +35,10 @@ class DeviceStaging {
     kPlan,              // resident gather: the plan (kernels/shared/gather_plan.h)
     kGatheredIndices,   // resident gather: the padded index all-gather
     kReduceScratch,     // collectives on the stream: the rank-order all-reduce's gathered inputs
+    kSyncFreeSlot,      // resident sync_free: this rank's slot
+    kSyncFreeSlots,     // resident sync_free: every rank's slot
+    kSyncFreeValues,    // resident sync_free: the n * capacity values
+    kSyncFreeWords,     // resident sync_free: the call's words (kernels/shared/sync_free_call.h)
     kBufferCount
   };
   // Host memory the device reads or writes without the host in between (page-locked on CUDA).

@@ -21,6 +21,7 @@
 
 #include "kernels/shared/count_sketch.h"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/sync_free_call.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -273,6 +274,62 @@ class KernelBackend {
   virtual scclResult_t copyOnFault(void* dst, const void* src, size_t bytes,
                                    const uint32_t* fault, uint32_t* published,
                                    void* stream) const = 0;
+
+  // --- The device-resident sync_free call (algorithms/resident_sync_free.cc): every count,
+  // threshold and decision is a word of SyncFreeWords (kernels/shared/sync_free_call.h), so a
+  // call reads nothing back. Slots are syncFreeSlotWords(capacity) int64 words: k, non-finite
+  // count, fingerprint, call number, then k ascending indices padded with -1. ---
+
+  // The call's start: w.ranges from w.partitions at call *w.sequence (syncFreeCallRanges),
+  // *w.nonfinite = 0, *w.bad = 0.
+  virtual scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void* stream) const = 0;
+
+  // The capped selection into `slot`: the entries of [bounds[0], bounds[1]) (kernels' memory, at
+  // most `items` long) with !(|acc| < *threshold), the `capacity` largest kept (ties at the
+  // cut-off: lowest indices; the host's trimSelection), ascending, padded with -1, and the
+  // header (k, *nonfinite or 0 when null, fingerprint, *sequence). Accumulator types.
+  virtual scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
+                                      const uint64_t* bounds, size_t items,
+                                      const double* threshold, size_t capacity,
+                                      const uint64_t* nonfinite, uint64_t fingerprint,
+                                      const uint64_t* sequence, int64_t* slot,
+                                      void* stream) const = 0;
+
+  // *w.status = syncFreeDecide over the n gathered slots (an earlier fault in *w.fault fails the
+  // call); a new fault goes to *w.fault, made visible to the host.
+  virtual scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w,
+                                     uint64_t fingerprint, bool nonfinite_is_error,
+                                     void* stream) const = 0;
+
+  // values[r * capacity + j] = acc[index j of rank r's slot], 0 for padding and for an index that
+  // fails its check (outside rank r's range in w.ranges, not above the previous one, or past a
+  // count above the capacity), which sets *w.bad; then syncFreeSettle into *w.status / *w.fault.
+  virtual scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                           const int64_t* gathered, const SyncFreeWords& w,
+                                           void* values, void* stream) const = 0;
+
+  // The output: when *w.status completes, recv = 0 and recv[index] = value (divided by divisor
+  // unless 1, as divideByRanks; converted as scatterValues) and acc[index] = 0 at every checked
+  // index of every slot; else recv = the NaN of recv_dtype (the host's pattern) and acc is not
+  // touched.
+  virtual scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count,
+                                     void* acc, scclDataType_t acc_dtype,
+                                     const int64_t* gathered, const SyncFreeWords& w,
+                                     const void* values, uint32_t divisor,
+                                     void* stream) const = 0;
+
+  // dst[0, bytes) = src[0, bytes) when (*status == kSyncFreeCompletes) == when_complete (bytes a
+  // multiple of 4): the residual committed (fixed buffers) or put back (swapped buffers).
+  virtual scclResult_t copyByStatus(void* dst, const void* src, size_t bytes,
+                                    const uint32_t* status, bool when_complete,
+                                    void* stream) const = 0;
+
+  // syncFreeEndCall (kernels/shared/sync_free_call.h) with *w.status; rule and rebalance may be
+  // null (host memory, copied into the launch).
+  virtual scclResult_t syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w,
+                                       uint64_t k_target, const ScalingRule* rule,
+                                       const ExDynaRebalanceRule* rebalance,
+                                       void* stream) const = 0;
 };
 
 // The CPU backend, with the instruction set chosen once at first use (SCCL_CPU_ISA caps it).

@@ -1,4 +1,4 @@
-// The stream-ordered sync_free call (cuda/device_sparse_allreduce_stream_ordered.cc), one rank
+// The stream-ordered sync_free call (src/algorithms/resident_sync_free.cc), one rank
 // per GPU over NCCL: eager calls and replays of a CUDA graph that captured one call give the host
 // run's outputs bit for bit, call after call, for micro_sync_free and exdyna_sync_free (whose
 // partitions move on the device as on the host; band scaling rule: the device threshold update is

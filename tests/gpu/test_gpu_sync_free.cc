@@ -1,8 +1,9 @@
-// The sync_free device steps against the CPU reduction: n ranks emulated on one GPU (the
-// all-gather is a concatenation of the slots, the all-reduce a rank-order sum on the host), each
-// step on the device with no host synchronisation inside it, then the outputs, residuals and
-// thresholds compared bit for bit with the CPU run of micro_sync_free (band scaling rule: only
-// IEEE multiplications, so the device threshold update is bitwise the CPU's too).
+// The resident sync_free call's CUDA kernels against the CPU reduction: n ranks emulated on one
+// GPU (the all-gather is a concatenation of the slots, the all-reduce a rank-order sum on the
+// host), each step on the device with no host synchronisation inside it, then the outputs,
+// residuals and thresholds compared bit for bit with the CPU run of micro_sync_free (band scaling
+// rule: only IEEE multiplications, so the device threshold update is bitwise the CPU's too); and
+// the capped selection against its definition.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -26,8 +27,48 @@
 using namespace sccl_test;
 using sccl_gpu_test::DeviceBuffer;
 
+namespace {
+
+// One emulated rank's words of the resident sync_free call (kernels/shared/sync_free_call.h).
+struct RankWords {
+  explicit RankWords(int nranks)
+      : threshold(1), nonfinite(1), bad(1), sequence(std::vector<uint64_t>{0}), status(1),
+        totals(3), ranges(2 * size_t(nranks)), partitions(2 * size_t(nranks)),
+        exdyna(4 * size_t(nranks)), fault(std::vector<uint64_t>{0}) {}
+  sccl::SyncFreeWords words(int nranks, size_t capacity) {
+    sccl::SyncFreeWords w;
+    w.nranks = nranks;
+    w.capacity = capacity;
+    w.ranges = ranges.get();
+    w.partitions = partitions.get();
+    w.exdyna = exdyna.get();
+    w.threshold = threshold.get();
+    w.nonfinite = nonfinite.get();
+    w.bad = bad.get();
+    w.sequence = sequence.get();
+    w.status = status.get();
+    w.totals = reinterpret_cast<sccl::SyncFreeTotals*>(totals.get());
+    w.fault = fault.get();
+    return w;
+  }
+  DeviceBuffer<double> threshold;
+  DeviceBuffer<uint64_t> nonfinite;
+  DeviceBuffer<uint32_t> bad;
+  DeviceBuffer<uint64_t> sequence;
+  DeviceBuffer<uint32_t> status;
+  DeviceBuffer<uint64_t> totals;
+  DeviceBuffer<uint64_t> ranges, partitions;
+  DeviceBuffer<int64_t> exdyna;
+  DeviceBuffer<uint64_t> fault;
+};
+
+}  // namespace
+
 TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit",
           "[gpu][sync_free]") {
+  // The resident call's kernels (algorithms/resident_sync_free.cc) for n ranks emulated on one
+  // GPU: each rank's selection goes straight into its place of the all-gather, the all-reduce is
+  // a rank-order sum on the host, every decision stays in each rank's device words.
   const int nranks = 3, iterations = 6;
   const size_t count = 30011;
   GradientFn gradient = [](int r, uint64_t t, size_t i) {
@@ -45,48 +86,48 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
   rule.proportional = false;
   rule.band = config.scalingBand;
   rule.step = config.scalingStep;
+  std::vector<uint64_t> partitions;
+  for (int p = 0; p < nranks; ++p) {
+    const sccl::IndexRange part = search->partition(size_t(p));
+    partitions.push_back(part.begin);
+    partitions.push_back(part.end);
+  }
 
   sccl::CudaKernels gpu;
   std::vector<DeviceBuffer<float>*> residual, acc, recv;
   std::vector<std::unique_ptr<DeviceBuffer<float>>> owned;
+  std::vector<std::unique_ptr<RankWords>> words;
   for (int r = 0; r < nranks; ++r) {
     for (auto* list : {&residual, &acc, &recv}) {
-      owned.push_back(std::make_unique<DeviceBuffer<float>>(count));
+      owned.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(count, 0.0f)));
       list->push_back(owned.back().get());
     }
+    words.push_back(std::make_unique<RankWords>(nranks));
+    words.back()->threshold.write({run.calls[0][0].stats.threshold});
+    words.back()->partitions.write(partitions);
   }
-  DeviceBuffer<double> threshold(std::vector<double>{run.calls[0][0].stats.threshold});
   DeviceBuffer<int64_t> gathered(nranks * slot);
-  DeviceBuffer<float> values(nranks * capacity), summed(nranks * capacity);
-  DeviceBuffer<uint32_t> bad(1);
-  DeviceBuffer<uint64_t> sequence(1);
+  DeviceBuffer<float> values(nranks * capacity);
   for (int t = 0; t < iterations; ++t) {
-    std::vector<uint64_t> ranges;
     for (int r = 0; r < nranks; ++r) {
-      sccl::IndexRange range = search->rangeFor(r, uint64_t(t));
-      ranges.push_back(range.begin);
-      ranges.push_back(range.end);
-    }
-    DeviceBuffer<uint64_t> d_ranges(ranges);
-    const std::vector<uint64_t> call_number{uint64_t(t)};
-    sequence.write(call_number);
-    for (int r = 0; r < nranks; ++r) {
+      const sccl::SyncFreeWords w = words[size_t(r)]->words(nranks, capacity);
       std::vector<float> grad(count);
       for (size_t i = 0; i < count; ++i) grad[i] = gradient(r, uint64_t(t), i);
       DeviceBuffer<float> d_grad(grad);
+      REQUIRE(gpu.syncFreeBeginCall(w, nullptr) == scclSuccess);
       REQUIRE(gpu.accumulate(acc[r]->get(), residual[r]->get(), scclFloat32, d_grad.get(),
-                             scclFloat32, count, nullptr, nullptr) == scclSuccess);
-      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, d_ranges.get() + 2 * r,
-                                 ranges[2 * r + 1] - ranges[2 * r], threshold.get(), capacity,
-                                 nullptr, 1, sequence.get(), gathered.get() + r * slot,
+                             scclFloat32, count, w.nonfinite, nullptr) == scclSuccess);
+      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, w.ranges + 2 * r, count, w.threshold,
+                                 capacity, w.nonfinite, 1, w.sequence, gathered.get() + r * slot,
                                  nullptr) == scclSuccess);
     }
     // The all-reduce: rank-order sum of every rank's value slots, with the transports' combine
     // (a NaN sum canonical, as every transport writes it).
     std::vector<float> sum(nranks * capacity, 0.0f);
     for (int r = 0; r < nranks; ++r) {
-      REQUIRE(gpu.syncFreeGatherSlots(acc[r]->get(), scclFloat32, count, gathered.get(),
-                                      d_ranges.get(), nranks, capacity, values.get(), bad.get(),
+      const sccl::SyncFreeWords w = words[size_t(r)]->words(nranks, capacity);
+      REQUIRE(gpu.syncFreeCheck(gathered.get(), w, 1, false, nullptr) == scclSuccess);
+      REQUIRE(gpu.syncFreeGatherSlots(acc[r]->get(), scclFloat32, gathered.get(), w, values.get(),
                                       nullptr) == scclSuccess);
       std::vector<float> mine = values.read();
       for (size_t s = 0; s < sum.size(); ++s)
@@ -94,23 +135,24 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
     }
     DeviceBuffer<float> d_sum(sum);
     for (int r = 0; r < nranks; ++r) {
-      REQUIRE(gpu.fillZero(recv[r]->get(), count * 4, nullptr) == scclSuccess);
-      REQUIRE(gpu.syncFreeWrite(recv[r]->get(), scclFloat32, acc[r]->get(), scclFloat32, count,
-                                gathered.get(), d_ranges.get(), nranks, capacity, d_sum.get(), 1,
-                                nullptr, nullptr) == scclSuccess);
+      const sccl::SyncFreeWords w = words[size_t(r)]->words(nranks, capacity);
+      REQUIRE(gpu.syncFreeWrite(recv[r]->get(), scclFloat32, count, acc[r]->get(), scclFloat32,
+                                gathered.get(), w, d_sum.get(), 1, nullptr) == scclSuccess);
       std::swap(acc[r], residual[r]);
+      REQUIRE(gpu.copyByStatus(residual[r]->get(), acc[r]->get(), count * 4, w.status, false,
+                               nullptr) == scclSuccess);
+      REQUIRE(gpu.syncFreeEndCall(gathered.get(), w, k, &rule, nullptr, nullptr) == scclSuccess);
     }
-    REQUIRE(gpu.syncFreeUpdateThreshold(gathered.get(), nranks, capacity, k, rule, nullptr,
-                                        threshold.get(), nullptr) == scclSuccess);
-    CHECK(bad.read()[0] == 0);
     for (int r = 0; r < nranks; ++r) {
       INFO("call " << t << " rank " << r);
+      CHECK(words[size_t(r)]->status.read()[0] == sccl::kSyncFreeCompletes);
+      CHECK(words[size_t(r)]->fault.read()[0] == 0);
       const RankIteration& want = run.calls[size_t(t)][size_t(r)];
       CHECK_BITS("output", want.output, recv[r]->read());
       CHECK_BITS("residual", want.residual, residual[r]->read());
     }
     if (t + 1 < iterations)
-      CHECK(threshold.read()[0] == run.calls[size_t(t) + 1][0].stats.threshold);
+      CHECK(words[0]->threshold.read()[0] == run.calls[size_t(t) + 1][0].stats.threshold);
   }
 }
 

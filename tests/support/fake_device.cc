@@ -405,6 +405,112 @@ scclResult_t FakeKernels::copyOnFault(void* dst, const void* src, size_t bytes,
   return scclSuccess;
 }
 
+sccl::SyncFreeWords FakeKernels::view(const sccl::SyncFreeWords& w) const {
+  sccl::SyncFreeWords v = w;
+  v.ranges = d_.at(w.ranges);
+  v.partitions = d_.at(w.partitions);
+  v.exdyna = d_.at(w.exdyna);
+  v.threshold = d_.at(w.threshold);
+  v.nonfinite = d_.at(w.nonfinite);
+  v.bad = d_.at(w.bad);
+  v.sequence = d_.at(w.sequence);
+  v.status = d_.at(w.status);
+  v.totals = d_.at(w.totals);
+  v.fault = d_.at(w.fault);
+  return v;
+}
+
+scclResult_t FakeKernels::syncFreeBeginCall(const sccl::SyncFreeWords& w, void*) const {
+  const sccl::SyncFreeWords v = view(w);
+  launch("syncFreeBeginCall", [=] { return cpuKernels().syncFreeBeginCall(v, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
+                                         const uint64_t* bounds, size_t items,
+                                         const double* threshold, size_t capacity,
+                                         const uint64_t* nonfinite, uint64_t fingerprint,
+                                         const uint64_t* sequence, int64_t* slot, void*) const {
+  const void* a = d_.view(acc);
+  const uint64_t* b = d_.at(bounds);
+  const double* t = d_.at(threshold);
+  const uint64_t* nf = d_.at(nonfinite);
+  const uint64_t* seq = d_.at(sequence);
+  int64_t* s = d_.at(slot);
+  launch("syncFreeSelect", [=] {
+    return cpuKernels().syncFreeSelect(a, acc_dtype, b, items, t, capacity, nf, fingerprint, seq,
+                                       s, nullptr);
+  });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::syncFreeCheck(const int64_t* gathered, const sccl::SyncFreeWords& w,
+                                        uint64_t fingerprint, bool nonfinite_is_error,
+                                        void*) const {
+  const int64_t* g = d_.at(gathered);
+  const sccl::SyncFreeWords v = view(w);
+  launch("syncFreeCheck", [=] {
+    return cpuKernels().syncFreeCheck(g, v, fingerprint, nonfinite_is_error, nullptr);
+  });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                              const int64_t* gathered,
+                                              const sccl::SyncFreeWords& w, void* values,
+                                              void*) const {
+  const void* a = d_.view(acc);
+  const int64_t* g = d_.at(gathered);
+  const sccl::SyncFreeWords v = view(w);
+  void* out = d_.view(values);
+  launch("syncFreeGatherSlots",
+         [=] { return cpuKernels().syncFreeGatherSlots(a, acc_dtype, g, v, out, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count,
+                                        void* acc, scclDataType_t acc_dtype,
+                                        const int64_t* gathered, const sccl::SyncFreeWords& w,
+                                        const void* values, uint32_t divisor, void*) const {
+  void* r = d_.view(recv);
+  void* a = d_.view(acc);
+  const int64_t* g = d_.at(gathered);
+  const sccl::SyncFreeWords v = view(w);
+  const void* vals = d_.view(values);
+  launch("syncFreeWrite", [=] {
+    return cpuKernels().syncFreeWrite(r, recv_dtype, count, a, acc_dtype, g, v, vals, divisor,
+                                      nullptr);
+  });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::copyByStatus(void* dst, const void* src, size_t bytes,
+                                       const uint32_t* status, bool when_complete, void*) const {
+  void* dv = d_.view(dst);
+  const void* s = d_.view(src);
+  const uint32_t* st = d_.at(status);
+  launch("copyByStatus",
+         [=] { return cpuKernels().copyByStatus(dv, s, bytes, st, when_complete, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::syncFreeEndCall(const int64_t* gathered, const sccl::SyncFreeWords& w,
+                                          uint64_t k_target, const sccl::ScalingRule* rule,
+                                          const sccl::ExDynaRebalanceRule* rebalance,
+                                          void*) const {
+  const int64_t* g = d_.at(gathered);
+  const sccl::SyncFreeWords v = view(w);
+  // Copied into the launch, as CUDA copies a kernel's arguments.
+  const bool has_rule = rule != nullptr, has_rebalance = rebalance != nullptr;
+  const sccl::ScalingRule r = has_rule ? *rule : sccl::ScalingRule{};
+  const sccl::ExDynaRebalanceRule b = has_rebalance ? *rebalance : sccl::ExDynaRebalanceRule{};
+  launch("syncFreeEndCall", [=] {
+    return cpuKernels().syncFreeEndCall(g, v, k_target, has_rule ? &r : nullptr,
+                                        has_rebalance ? &b : nullptr, nullptr);
+  });
+  return scclSuccess;
+}
+
 // --- FakeStaging ---
 
 scclResult_t FakeStaging::buffer(Buffer which, size_t bytes, void** out) {

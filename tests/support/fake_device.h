@@ -140,8 +140,32 @@ class FakeKernels final : public sccl::KernelBackend {
                                      void* stream) const override;
   scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
                            uint32_t* published, void* stream) const override;
+  scclResult_t syncFreeBeginCall(const sccl::SyncFreeWords& w, void* stream) const override;
+  scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
+                              size_t items, const double* threshold, size_t capacity,
+                              const uint64_t* nonfinite, uint64_t fingerprint,
+                              const uint64_t* sequence, int64_t* slot,
+                              void* stream) const override;
+  scclResult_t syncFreeCheck(const int64_t* gathered, const sccl::SyncFreeWords& w,
+                             uint64_t fingerprint, bool nonfinite_is_error,
+                             void* stream) const override;
+  scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                   const int64_t* gathered, const sccl::SyncFreeWords& w,
+                                   void* values, void* stream) const override;
+  scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                             scclDataType_t acc_dtype, const int64_t* gathered,
+                             const sccl::SyncFreeWords& w, const void* values, uint32_t divisor,
+                             void* stream) const override;
+  scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
+                            bool when_complete, void* stream) const override;
+  scclResult_t syncFreeEndCall(const int64_t* gathered, const sccl::SyncFreeWords& w,
+                               uint64_t k_target, const sccl::ScalingRule* rule,
+                               const sccl::ExDynaRebalanceRule* rebalance,
+                               void* stream) const override;
 
  private:
+  // The words as a kernel sees them (the read-write alias).
+  sccl::SyncFreeWords view(const sccl::SyncFreeWords& w) const;
   // Queues `work` (a launch); its failure becomes a violation.
   void launch(const char* what, std::function<scclResult_t()> work) const;
   // A kernel whose result is host memory: runs now, after a counted wait.

@@ -1,5 +1,5 @@
-// What the stream-ordered sync_free call (config streamOrdered; cuda/
-// device_sparse_allreduce_stream_ordered.cc) shares with the host and can be tested without a GPU:
+// What the stream-ordered sync_free call (config streamOrdered; algorithms/resident_sync_free.cc)
+// shares with the host, beside the fake-device runs of test_resident_sync_free.cc:
 // the slot-header checks its kernel runs (kernels/shared/sync_free_slot_check.h, the host
 // reduction's own function), the encoding of its sticky fault word, the config key and the configs
 // it accepts, scclSparsifierGetAsyncError on host sparsifiers, and that the flag does not change a

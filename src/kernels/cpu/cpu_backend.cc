@@ -173,6 +173,48 @@ class CpuBackend final : public KernelBackend {
     if (published != nullptr) *published = *fault;
     return scclSuccess;
   }
+
+  scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void*) const override {
+    return cpu::syncFreeBeginCall(w);
+  }
+
+  scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
+                              size_t, const double* threshold, size_t capacity,
+                              const uint64_t* nonfinite, uint64_t fingerprint,
+                              const uint64_t* sequence, int64_t* slot, void*) const override {
+    return cpu::syncFreeSelect(acc, acc_dtype, bounds, threshold, capacity, nonfinite, fingerprint,
+                               sequence, slot);
+  }
+
+  scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,
+                             bool nonfinite_is_error, void*) const override {
+    return cpu::syncFreeCheck(gathered, w, fingerprint, nonfinite_is_error);
+  }
+
+  scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                   const int64_t* gathered, const SyncFreeWords& w, void* values,
+                                   void*) const override {
+    return cpu::syncFreeGatherSlots(acc, acc_dtype, gathered, w, values);
+  }
+
+  scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                             scclDataType_t acc_dtype, const int64_t* gathered,
+                             const SyncFreeWords& w, const void* values, uint32_t divisor,
+                             void*) const override {
+    return cpu::syncFreeWrite(recv, recv_dtype, count, acc, acc_dtype, gathered, w, values,
+                              divisor);
+  }
+
+  scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
+                            bool when_complete, void*) const override {
+    return cpu::copyByStatus(dst, src, bytes, status, when_complete);
+  }
+
+  scclResult_t syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w, uint64_t k_target,
+                               const ScalingRule* rule, const ExDynaRebalanceRule* rebalance,
+                               void*) const override {
+    return cpu::syncFreeEndCall(gathered, w, k_target, rule, rebalance);
+  }
 };
 
 }  // namespace

@@ -73,4 +73,21 @@ scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, si
 scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                         int64_t* idx, uint64_t* kth_bits);
 
+// The device-resident sync_free call's kernels (sync_free.cc).
+scclResult_t syncFreeBeginCall(const SyncFreeWords& w);
+scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
+                            const double* threshold, size_t capacity, const uint64_t* nonfinite,
+                            uint64_t fingerprint, const uint64_t* sequence, int64_t* slot);
+scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,
+                           bool nonfinite_is_error);
+scclResult_t syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
+                                 const int64_t* gathered, const SyncFreeWords& w, void* values);
+scclResult_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
+                           scclDataType_t acc_dtype, const int64_t* gathered,
+                           const SyncFreeWords& w, const void* values, uint32_t divisor);
+scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
+                          bool when_complete);
+scclResult_t syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w, uint64_t k_target,
+                             const ScalingRule* rule, const ExDynaRebalanceRule* rebalance);
+
 }  // namespace sccl::cpu

@@ -1,0 +1,278 @@
+// The device-resident sync_free call: the sync_free reduction of sync_free_reduction.cc with
+// every step and every decision on the kernels' side, for device buffers (micro_sync_free,
+// exdyna_sync_free). The host only enqueues: it never reads a count, a header or a flag back, so
+// the call costs no host wait with collectives on the stream (NCCL) and can be captured in a CUDA
+// graph (config streamOrdered); over host transports each collective is staged (one wait each).
+//
+// Papers: D. Yoon and S. Oh, "MiCRO: Near-Zero Cost Gradient Sparsification for Scaling and
+// Accelerating Distributed DNN Training" (HiPC 2023), and "Preserving Near-Optimal Gradient
+// Sparsification Cost for Scalable Distributed Deep Learning" (ExDyna, CCGrid 2024); reference
+// code kljp/micro. The fixed-size slots are sparsecoll's (docs/algorithms/sync_free.md): the
+// papers' implementations all-gather the counts first.
+// Steps of one call on rank r at call t (d_ = the kernels' memory, all on the call's stream):
+//  1. syncFreeBeginCall: every rank's range at call *d_sequence from d_partitions; non-finite
+//     count and check flag cleared;
+//  2. d_acc = d_residual + gradient with the non-finite count (accumulate);
+//  3. syncFreeSelect: |acc| >= *d_threshold in r's range, the capacity largest kept (ties: the
+//     lowest indices), ascending into r's slot with the header (k_r, non-finite count, config
+//     fingerprint, call number);
+//  4. all-gather the slots (8 (4 + capacity) bytes each);
+//  5. syncFreeCheck: every header checked (same call and config, k_r within the capacity and the
+//     range), the non-finite policy: the call's status word, a fault into the sticky fault word;
+//  6. syncFreeGatherSlots: the n * capacity values at the slots' indices, every peer index
+//     checked against its rank's range and order (a bad one fails the call);
+//  7. all-reduce the values (sum in rank order);
+//  8. syncFreeWrite: recvbuf = 0 and the values scattered (divided by n for scclAvg), d_acc zeroed
+//     at the sent indices, if the call completes; else recvbuf = NaN;
+//  9. the residual: the buffers trade roles and a call that did not complete copies the old
+//     residual back (fixed buffers: a completed call copies d_acc into d_residual);
+// 10. syncFreeEndCall: a completed call updates the threshold (the scaling rule on k'),
+//     rebalances ExDyna's partitions and is counted; the call number advances.
+// Host read-backs: none. Waits: none with collectives on the stream; staged, one per collective
+// (two). Uploads: none (a fixed threshold is sent again only when the density changes it).
+// Bytes on the wire per rank: the host sync_free reduction's, all-gather (4 + capacity) 8 out and
+// (n-1) times that in, all-reduce of n capacity values.
+// Differs from the host reduction in three ways: faults (a peer at another call, a bad slot,
+// non-finite values under scclNonFiniteError) surface asynchronously (recvbuf = NaN, nothing else
+// changes, scclSparsifierGetAsyncError reports the sticky fault, every later call does the same
+// until scclSparsifierReset), as NCCL's errors do; the capacity is sized once for the highest
+// density the sparsifier may use (the host's follows the density in effect, so under a density
+// warm-up the device may keep more entries per rank than the host); the threshold, partitions and
+// statistics live on the device (read when asked). The selections, values, outputs and
+// residuals are otherwise the host run's bit for bit.
+#include "algorithms/resident_sync_free.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "algorithms/sync_free_capacity.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "partition/exdyna_partition.h"
+#include "sparsifier/sparsifier.h"
+
+namespace sccl {
+namespace {
+
+// Each word on its own 256-byte line (a GPU's writes to one do not contend with another's), then
+// the ranges, partitions (2 n each) and ExDyna's arrays (4 n).
+constexpr size_t kLine = 256;
+constexpr size_t kWordLines = 6;  // threshold, non-finite, bad, sequence, status, totals
+
+size_t wordsBytes(size_t n) {
+  return kWordLines * kLine + 8 * n * sizeof(uint64_t);
+}
+
+SyncFreeWords carveWords(char* base, size_t n, size_t capacity, uint64_t* fault) {
+  SyncFreeWords w;
+  w.nranks = int(n);
+  w.capacity = capacity;
+  w.threshold = reinterpret_cast<double*>(base);
+  w.nonfinite = reinterpret_cast<uint64_t*>(base + kLine);
+  w.bad = reinterpret_cast<uint32_t*>(base + 2 * kLine);
+  w.sequence = reinterpret_cast<uint64_t*>(base + 3 * kLine);
+  w.status = reinterpret_cast<uint32_t*>(base + 4 * kLine);
+  w.totals = reinterpret_cast<SyncFreeTotals*>(base + 5 * kLine);
+  w.ranges = reinterpret_cast<uint64_t*>(base + kWordLines * kLine);
+  w.partitions = w.ranges + 2 * n;
+  w.exdyna = reinterpret_cast<int64_t*>(w.partitions + 2 * n);
+  w.fault = fault;
+  return w;
+}
+
+const char* faultText(AsyncFault fault) {
+  switch (fault) {
+    case AsyncFault::OtherCall: return "was at another call or config (mismatched calls)";
+    case AsyncFault::CountAboveCapacity: return "claimed more selected entries than allowed";
+    case AsyncFault::IndexOutOfRange:
+      return "sent an index outside its range or out of order (a peer's slot)";
+    case AsyncFault::NonFinite: return "had NaN/Inf in its accumulated gradient (policy error)";
+    default: return "reported an unknown fault";
+  }
+}
+
+scclResult_t faultResult(AsyncFault fault) {
+  switch (fault) {
+    case AsyncFault::OtherCall: return scclInvalidUsage;
+    case AsyncFault::NonFinite: return scclInvalidArgument;
+    default: return scclRemoteError;
+  }
+}
+
+}  // namespace
+
+scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& staging,
+                                     const uint64_t* fault_host, uint64_t* fault_device,
+                                     bool fixed_buffers, ResidentSyncFree* state) {
+  ResidentSyncFree s;
+  const size_t n = size_t(sp.comm->nranks);
+  const size_t element = sp.acc_dtype == scclFloat64 ? 8 : 4;
+  // Sized for the highest density the sparsifier may use (scclSparsifierSetDensity refuses more):
+  // a warm-up from a higher start keeps that capacity after it ends.
+  s.capacity = syncFreeCapacity(targetSelectionCount(sp.density_ceiling, sp.count), sp.comm->nranks,
+                                sp.config.max_density_slack, sp.count);
+  const size_t slot_bytes = syncFreeSlotWords(s.capacity) * sizeof(int64_t);
+  void* memory = nullptr;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeSlot, slot_bytes, &memory));
+  s.slot = static_cast<int64_t*>(memory);
+  SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeSlots, n * slot_bytes, &memory));
+  s.gathered = static_cast<int64_t*>(memory);
+  SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeValues, n * s.capacity * element, &s.values));
+  SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeWords, wordsBytes(n), &memory));
+  s.words = carveWords(static_cast<char*>(memory), n, s.capacity, fault_device);
+  s.fault_host = fault_host;
+  s.fixed_buffers = fixed_buffers;
+
+  // The words' first values, built on the host in the same layout and sent up in one copy.
+  std::vector<char> initial(wordsBytes(n), 0);
+  const SyncFreeWords h = carveWords(initial.data(), n, s.capacity, nullptr);
+  for (size_t p = 0; p < n; ++p) {
+    const IndexRange part = sp.search->partition(p);
+    h.partitions[2 * p] = part.begin;
+    h.partitions[2 * p + 1] = part.end;
+    s.select_items = std::max<size_t>(s.select_items, part.size());
+  }
+  if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(sp.search.get())) {
+    // The blocks move on the device; a partition can grow until every other one is down to its
+    // minimum, so the selection may scan that many positions.
+    s.rebalances = true;
+    s.rebalance = exdyna->rebalanceRule();
+    const uint64_t others = uint64_t(s.rebalance.min_blocks) * s.rebalance.block_size * (n - 1);
+    s.select_items =
+        std::max<size_t>(s.select_items, sp.count > others ? sp.count - others : sp.count);
+    for (size_t p = 0; p < n; ++p) {
+      h.exdyna[p] = exdyna->blocksIn(p);
+      h.exdyna[n + p] = exdyna->firstBlock(p);
+    }
+  }
+  *h.threshold = sp.estimator->currentThreshold();
+  *h.sequence = sp.iteration;
+  s.uploaded_threshold = *h.threshold;
+  SCCL_CHECK(staging.toDevice(memory, initial.data(), initial.size()));
+  SCCL_CHECK(staging.synchronize());
+  s.ready = true;
+  *state = s;
+  return scclSuccess;
+}
+
+scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
+                                 ResidentSyncFree& state, StagedVectors& vectors) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = *call.kernels;
+  void* stream = call.stream;
+  const size_t n = size_t(sp.comm->nranks);
+  const int rank = sp.comm->rank;
+  const SyncFreeWords& w = state.words;
+  const size_t capacity = state.capacity;
+  const size_t element = sp.acc_dtype == scclFloat64 ? 8 : 4;
+  const ScalingRule* rule = sp.estimator->scalingRule();
+  if (rule == nullptr && sp.estimator->currentThreshold() != state.uploaded_threshold) {
+    // A fixed threshold that the density changed (the default 1 / (2 sqrt(k)) follows k).
+    state.uploaded_threshold = sp.estimator->currentThreshold();
+    SCCL_CHECK(call.device->toDevice(w.threshold, &state.uploaded_threshold, sizeof(double)));
+  }
+  call.threshold = state.uploaded_threshold;  // the host's knowledge; the device's is in stats
+
+  // Steps 1-3.
+  SCCL_CHECK(kernels.syncFreeBeginCall(w, stream));
+  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
+                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, w.nonfinite,
+                                stream));
+  SCCL_CHECK(kernels.syncFreeSelect(vectors.acc, sp.acc_dtype, w.ranges + 2 * size_t(rank),
+                                    state.select_items, w.threshold, capacity, w.nonfinite,
+                                    sp.fingerprint, w.sequence, state.slot, stream));
+
+  // Steps 4-7.
+  SCCL_CHECK(exchange.allGather(call, state.slot, state.gathered,
+                                syncFreeSlotWords(capacity) * sizeof(int64_t)));
+  SCCL_CHECK(kernels.syncFreeCheck(state.gathered, w, sp.fingerprint,
+                                   sp.config.non_finite == scclNonFiniteError, stream));
+  SCCL_CHECK(kernels.syncFreeGatherSlots(vectors.acc, sp.acc_dtype, state.gathered, w, state.values,
+                                         stream));
+  SCCL_CHECK(exchange.allReduceSum(call, state.values, state.values, n * capacity, sp.acc_dtype));
+
+  // Steps 8-10.
+  SCCL_CHECK(kernels.syncFreeWrite(call.recvbuf, sp.dtype, sp.count, vectors.acc, sp.acc_dtype,
+                                   state.gathered, w, state.values,
+                                   call.op == scclAvg ? uint32_t(n) : 1u, stream));
+  if (sp.config.error_feedback) {
+    const size_t bytes = sp.count * element;
+    if (state.fixed_buffers) {
+      SCCL_CHECK(
+          kernels.copyByStatus(vectors.residual, vectors.acc, bytes, w.status, true, stream));
+    } else {
+      std::swap(vectors.residual, vectors.acc);
+      SCCL_CHECK(
+          kernels.copyByStatus(vectors.residual, vectors.acc, bytes, w.status, false, stream));
+    }
+  }
+  SCCL_CHECK(kernels.syncFreeEndCall(state.gathered, w, sp.k_target, rule,
+                                     state.rebalances ? &state.rebalance : nullptr, stream));
+  // The host knows none of the call's outcome: the statistics read it from the device when asked
+  // (residentSyncFreeStats); the residual stays where it is.
+  call.residual_updated = true;
+  return scclSuccess;
+}
+
+scclResult_t residentSyncFreeStats(scclSparsifier& sp, DeviceStaging& staging,
+                                   const ResidentSyncFree& state) {
+  if (!state.ready) return scclSuccess;
+  const size_t n = size_t(sp.comm->nranks);
+  std::vector<char> words(wordsBytes(n));
+  std::vector<int64_t> gathered(n * syncFreeSlotWords(state.capacity));
+  SCCL_CHECK(staging.toHost(words.data(), state.words.threshold, words.size()));
+  SCCL_CHECK(staging.toHost(gathered.data(), state.gathered, gathered.size() * sizeof(int64_t)));
+  const SyncFreeWords h = carveWords(words.data(), n, state.capacity, nullptr);
+  const SyncFreeTotals& totals = *h.totals;
+  scclSparseStats_t& s = sp.stats;
+  uint64_t k_global = 0, k_max = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t k = std::min<uint64_t>(uint64_t(gathered[r * syncFreeSlotWords(state.capacity)]),
+                                          state.capacity);
+    sp.rank_counts[r] = k;
+    k_global += k;
+    k_max = std::max(k_max, k);
+  }
+  const size_t rank = size_t(sp.comm->rank);
+  s.iteration = totals.completed;
+  s.kLocal = sp.rank_counts[rank];
+  s.kGlobal = k_global;
+  s.kMax = k_max;
+  s.density = sp.count == 0 ? 0.0 : double(k_global) / double(sp.count);
+  s.densityError = double(k_global) / double(sp.k_target) - 1.0;
+  s.gatherInflation = k_global == 0 ? 0.0 : double(n) * double(k_max) / double(k_global);
+  s.threshold = *h.threshold;  // the threshold of the next call
+  s.nonFinite = uint64_t(gathered[rank * syncFreeSlotWords(state.capacity) + 1]);
+  // Every call moves the same bytes; the host cannot time work it only enqueued.
+  const uint64_t calls = totals.completed + totals.discarded;
+  s.totalBytesSent = s.bytesSent * calls;
+  s.totalBytesReceived = s.bytesReceived * calls;
+  s.timeSelectUs = s.timeCommUs = s.timeOtherUs = 0;
+  s.totalTimeSelectUs = s.totalTimeCommUs = s.totalTimeOtherUs = 0;
+  s.meanAbsDensityError =
+      totals.completed == 0 ? 0.0 : totals.sum_abs_density_error / double(totals.completed);
+  return scclSuccess;
+}
+
+scclResult_t residentSyncFreeAsyncError(const ResidentSyncFree& state, scclResult_t* result) {
+  *result = scclSuccess;
+  if (!state.ready || state.fault_host == nullptr) return scclSuccess;
+  const uint64_t word = __atomic_load_n(state.fault_host, __ATOMIC_ACQUIRE);
+  if (word == 0) return scclSuccess;
+  const AsyncFault fault = asyncFaultKind(word);
+  *result = faultResult(fault);
+  const int rank = asyncFaultRank(word);
+  char who[32] = "a peer";
+  if (rank >= 0) std::snprintf(who, sizeof(who), "rank %d", rank);
+  // The message goes where scclGetLastError reads it; the query itself succeeds.
+  (void)fail(*result,
+             "sparse all-reduce (sync_free, device): at call %u %s %s; every later call fills "
+             "recvbuf with NaN and changes nothing until scclSparsifierReset",
+             asyncFaultCall(word), who, faultText(fault));
+  return scclSuccess;
+}
+
+}  // namespace sccl

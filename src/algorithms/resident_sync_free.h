@@ -1,0 +1,61 @@
+// The device-resident sync_free call: micro_sync_free and exdyna_sync_free with slots, counts,
+// threshold, partitions and every decision in the kernels' memory, so that a call reads nothing
+// back (resident_sync_free.cc has the steps and bytes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/staged_call.h"
+#include "algorithms/stream_exchange.h"
+#include "kernels/device_staging.h"
+#include "kernels/kernels.h"
+
+namespace sccl {
+
+// The sparsifier's resident sync_free state, set up at its first call on device buffers
+// (prepareResidentSyncFree): every size follows from the capacity, fixed at creation, so later
+// calls allocate nothing (and can be captured in a CUDA graph).
+struct ResidentSyncFree {
+  bool ready = false;
+  size_t capacity = 0;      // indices per slot, for the highest density the sparsifier may use
+  size_t select_items = 0;  // positions the selection may scan: the largest range a rank can get
+  int64_t* slot = nullptr;
+  int64_t* gathered = nullptr;
+  void* values = nullptr;
+  SyncFreeWords words;                   // words.fault: the sticky fault word's device address
+  const uint64_t* fault_host = nullptr;  // the same word as the host reads it, without waiting
+  bool rebalances = false;               // exdyna: the partitions move on the device
+  ExDynaRebalanceRule rebalance;
+  // Stream-ordered (config streamOrdered): a captured graph holds fixed pointers, so residual and
+  // accumulator keep their roles and a completed call copies the accumulator into the residual;
+  // otherwise the two buffers trade roles and only a call that did not complete copies (back).
+  bool fixed_buffers = false;
+  double uploaded_threshold = 0;  // a fixed threshold as last sent to the device
+};
+
+// Allocates the state from `staging` (the kernels' memory) and uploads the search space's
+// partitions, the estimator's threshold and the call number; waits once. fault_host/fault_device:
+// the sparsifier's fault word (0), as the host reads it and as the kernels write it.
+scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& staging,
+                                     const uint64_t* fault_host, uint64_t* fault_device,
+                                     bool fixed_buffers, ResidentSyncFree* state);
+
+// One call on call.kernels / call.device / call.stream (set): residual and accumulator in
+// `vectors` (swapped here unless fixed_buffers), collectives through `exchange`. Nothing is read
+// back: the outcome stays on the device (residentSyncFreeStats, residentSyncFreeAsyncError).
+scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
+                                 ResidentSyncFree& state, StagedVectors& vectors);
+
+// The statistics and rank counts of the calls so far, from the device: the last call's headers,
+// the threshold and the totals into sp.stats and sp.rank_counts. Waits for `staging`'s stream
+// (the caller has made the calls' work visible to it).
+scclResult_t residentSyncFreeStats(scclSparsifier& sp, DeviceStaging& staging,
+                                   const ResidentSyncFree& state);
+
+// The sticky fault (scclSparsifierGetAsyncError): *result is scclSuccess, or the fault's code
+// with its text set for scclGetLastError. Never waits.
+scclResult_t residentSyncFreeAsyncError(const ResidentSyncFree& state, scclResult_t* result);
+
+}  // namespace sccl
