@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -473,6 +474,18 @@ scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dty
   return withTemp("syncFreeSelect", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, bounds, items, threshold,
                                          capacity, nonfinite, header, slot, asStream(stream));
+  });
+}
+
+scclResult_t CudaKernels::planUnion(const uint64_t* slots, const GatherPlanParams& params,
+                                    size_t capacity, const uint64_t* ranges, int64_t* global,
+                                    uint64_t* plan, void* stream) const {
+  SCCL_REQUIRE_ARG(capacity >= 1 && params.nranks * capacity <= size_t(INT32_MAX),
+                   "planUnion: %llu ranks of %zu entries",
+                   static_cast<unsigned long long>(params.nranks), capacity);
+  return withTemp("planUnion", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::planUnion(temp, bytes, slots, params, capacity, ranges, global, plan,
+                                    asStream(stream));
   });
 }
 

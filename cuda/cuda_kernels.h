@@ -111,6 +111,11 @@ class CudaKernels final : public KernelBackend {
   scclResult_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
                              void* stream) const;
 
+  // Five launches: the header check, the entry keys, CUB's radix sort and unique, the length.
+  scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, size_t capacity,
+                         const uint64_t* ranges, int64_t* global, uint64_t* plan,
+                         void* stream) const override;
+
   // The device-resident sync_free call: no synchronisation, sizes from the fixed capacity.
   scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void* stream) const override;
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,

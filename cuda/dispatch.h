@@ -163,6 +163,11 @@ cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, const int
 cudaError_t syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count, void* acc,
                           scclDataType_t dtype, const int64_t* gathered, const SyncFreeWords& w,
                           const void* values, uint32_t divisor, cudaStream_t stream);
+// kernels/resident_union.cu: the union call's plan (kernels.h, planUnion), two-phase (temp null:
+// *temp_bytes = the temporary storage it needs).
+cudaError_t planUnion(void* temp, size_t* temp_bytes, const uint64_t* slots,
+                      const GatherPlanParams& p, size_t capacity, const uint64_t* ranges,
+                      int64_t* global, uint64_t* plan, cudaStream_t stream);
 // kernels/sync_free_call.cu: the one-thread decisions and the status-dependent residual copy.
 cudaError_t syncFreeBeginCall(const SyncFreeWords& w, cudaStream_t stream);
 cudaError_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,

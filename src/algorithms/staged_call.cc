@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "algorithms/resident_gather.h"
+#include "algorithms/resident_union.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"
 
@@ -20,6 +21,15 @@ scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, Devic
     if (call.step_discarded) return scclSuccess;
     if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
     return restoreAfterFault(call, vectors);
+  }
+  if (exchange != nullptr && residentUnionApplies(sp)) {
+    call.kernels = &kernels;
+    call.device = &staging;
+    call.stream = stream;
+    SCCL_CHECK(runResidentUnion(call, *exchange, vectors));
+    if (call.step_discarded) return scclSuccess;
+    if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
+    return scclSuccess;
   }
   const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
   if (sp.reduction->fused_accumulate) {

@@ -22,6 +22,7 @@
 #include "kernels/shared/count_sketch.h"
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/sync_free_call.h"
+#include "kernels/shared/union_plan.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -274,6 +275,16 @@ class KernelBackend {
   virtual scclResult_t copyOnFault(void* dst, const void* src, size_t bytes,
                                    const uint32_t* fault, uint32_t* published,
                                    void* stream) const = 0;
+
+  // The plan of the device-resident union call (kernels/shared/union_plan.h): plan =
+  // planUnionHeaders over the nranks slots (unionSlotWords(capacity) words each); when it passes,
+  // global[0, u) = the union of every rank's first `count` indices, sorted, without duplicates,
+  // every slice checked first (sliceEntryValid against the rank's range in `ranges`), and
+  // finishUnionPlan(u, the lowest failing rank). global holds nranks * capacity entries; every
+  // array in the kernels' memory.
+  virtual scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params,
+                                 size_t capacity, const uint64_t* ranges, int64_t* global,
+                                 uint64_t* plan, void* stream) const = 0;
 
   // --- The device-resident sync_free call (algorithms/resident_sync_free.cc): every count,
   // threshold and decision is a word of SyncFreeWords (kernels/shared/sync_free_call.h), so a

@@ -405,6 +405,18 @@ scclResult_t FakeKernels::copyOnFault(void* dst, const void* src, size_t bytes,
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::planUnion(const uint64_t* slots, const sccl::GatherPlanParams& params,
+                                    size_t capacity, const uint64_t* ranges, int64_t* global,
+                                    uint64_t* plan, void*) const {
+  const uint64_t* s = d_.at(slots);
+  const uint64_t* r = d_.at(ranges);
+  int64_t* g = d_.at(global);
+  uint64_t* p = d_.at(plan);
+  launch("planUnion",
+         [=] { return cpuKernels().planUnion(s, params, capacity, r, g, p, nullptr); });
+  return scclSuccess;
+}
+
 sccl::SyncFreeWords FakeKernels::view(const sccl::SyncFreeWords& w) const {
   sccl::SyncFreeWords v = w;
   v.ranges = d_.at(w.ranges);

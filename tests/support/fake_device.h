@@ -140,6 +140,9 @@ class FakeKernels final : public sccl::KernelBackend {
                                      void* stream) const override;
   scclResult_t copyOnFault(void* dst, const void* src, size_t bytes, const uint32_t* fault,
                            uint32_t* published, void* stream) const override;
+  scclResult_t planUnion(const uint64_t* slots, const sccl::GatherPlanParams& params,
+                         size_t capacity, const uint64_t* ranges, int64_t* global, uint64_t* plan,
+                         void* stream) const override;
   scclResult_t syncFreeBeginCall(const sccl::SyncFreeWords& w, void* stream) const override;
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
                               size_t items, const double* threshold, size_t capacity,

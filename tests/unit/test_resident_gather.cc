@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "algorithms/resident_gather.h"
+#include "algorithms/resident_union.h"
 #include "core/collective_bytes.h"
 #include "algorithms/staged_call.h"
 #include "kernels/shared/gather_plan.h"
@@ -40,6 +41,7 @@ enum class Collectives { OnStream, TwoStep, Staged, Legacy };
 struct CallCounts {
   uint64_t to_host = 0, to_host_bytes = 0, to_device = 0, waits = 0;
   uint32_t published_fault = sccl::kNoIndexFault;  // what the host reads after the call
+  std::string error;                               // scclGetLastError after a failed call
 };
 
 struct FakeRun {
@@ -73,7 +75,8 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
     if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, dtype, &config), scclSuccess,
                          "scclSparsifierCreate"))
       return;
-    resident[size_t(rank)] = sccl::residentGatherApplies(*sp) ? 1 : 0;
+    resident[size_t(rank)] =
+        sccl::residentGatherApplies(*sp) || sccl::residentUnionApplies(*sp) ? 1 : 0;
     FakeDevice device;
     installFakeDeviceTransport(comm, device);
     FakeKernels kernels(device);
@@ -124,6 +127,7 @@ FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config, in
       c.to_device = device.counters.to_device - before.to_device;
       device.wait();  // the caller's stream synchronisation before it reads recvbuf
       c.published_fault = published;
+      if (record.result != scclSuccess) c.error = scclGetLastError(nullptr);  // the thread's
       if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
       TypedRankCall& typed = run.typed[size_t(t)][size_t(rank)];
       typed.result = record.result;
@@ -477,7 +481,7 @@ TEST_CASE("the staged reductions run on the fake device as on the host", "[resid
   // The presets not yet resident go through the staging; on the fake device that checks they
   // never touch device memory from the host and wait before reading what they copied back.
   const size_t count = 20011;
-  for (const char* preset : {"topk", "hard_threshold", "sidco", "s2"}) {
+  for (const char* preset : {"hard_threshold", "sidco", "s2"}) {
     requireSameAsHost(preset, 3, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
                       Collectives::OnStream);
   }
@@ -573,4 +577,118 @@ TEST_CASE("resident gather's two-step exchange equals the host run and sends its
     }
   }
   CHECK(equal > 0);
+}
+
+TEST_CASE("resident top-k (the union call) equals the host run bit for bit", "[resident_gather]") {
+  // Every rank's exact top-k over the whole vector, the sorted union as the global list.
+  const size_t count = 20011;
+  const scclSparseConfig_t config = sparseConfig("topk", 0.01);
+  for (int nranks : {1, 2, 3, 4}) {
+    requireSameAsHost("topk", nranks, count, config, 5, skewed(), scclSum, Collectives::OnStream);
+    requireSameAsHost("topk", nranks, count, config, 4, skewed(), scclAvg, Collectives::Staged);
+  }
+  const TypedGradientFn gradient = [](int r, uint64_t t, size_t i) {
+    // Coarse values: many ties at the k-th magnitude, broken by index on every rank alike.
+    return std::round(double(gradientValue(31, r, t, i)) * 4.0) / 4.0;
+  };
+  for (scclDataType_t dtype : {scclFloat32, scclFloat16, scclBfloat16, scclFloat64}) {
+    requireTypedSameAsHost("topk", 3, 12007, dtype, config, 4, gradient, scclAvg,
+                           Collectives::OnStream);
+  }
+  // A density that selects the whole vector: every rank sends every index.
+  requireSameAsHost("topk, density 1", 2, 3001, sparseConfig("topk", 1.0), 3, skewed(), scclSum,
+                    Collectives::OnStream);
+}
+
+TEST_CASE("resident top-k reads back one plan and waits once per call", "[resident_gather]") {
+  const size_t count = 20011;
+  for (int nranks : {1, 4}) {
+    for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
+      INFO(nranks << " ranks, " << (how == Collectives::OnStream ? "on the stream" : "staged"));
+      FakeRun run = runOnFake(nranks, count, sparseConfig("topk", 0.01), 4, skewed(), scclSum, how);
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      REQUIRE(run.resident);
+      CHECK(run.violations.empty());
+      for (size_t t = 0; t < 4; ++t) {
+        for (size_t r = 0; r < size_t(nranks); ++r) {
+          INFO("call " << t << " rank " << r);
+          const CallCounts& c = run.counts[t][r];
+          // The plan; staged, each of the two collectives' send bytes too (one wait each).
+          const uint64_t plan_bytes = 64 + 16 * uint64_t(nranks);
+          if (how == Collectives::OnStream) {
+            CHECK(c.to_host == 1);
+            CHECK(c.to_host_bytes == plan_bytes);
+            CHECK(c.waits == 1);
+          } else {
+            CHECK(c.to_host == 3);
+            CHECK(c.waits == 3);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("resident top-k applies the non-finite policies and refuses hostile peers at the call",
+          "[resident_gather]") {
+  const size_t count = 20011;
+  const int nranks = 3;
+  SECTION("non-finite values: the host's policies, decided before anything is written") {
+    const GradientFn poisoned = [](int r, uint64_t t, size_t i) {
+      if (r == 2 && t == 1 && i == 99) return std::numeric_limits<float>::infinity();
+      return gradientValue(37, r, t, i);
+    };
+    requireSameAsHost("topk, propagate", nranks, count, sparseConfig("topk", 0.01), 3, poisoned,
+                      scclSum, Collectives::OnStream);
+    scclSparseConfig_t error = sparseConfig("topk", 0.01);
+    error.nonFinite = scclNonFiniteError;
+    requireSameAsHost("topk, error", nranks, count, error, 3, poisoned, scclSum,
+                      Collectives::OnStream);
+  }
+  struct Case {
+    const char* what;
+    std::function<void(uint64_t* words, size_t slot)> edit;  // rank 1's slot at words + slot
+    scclResult_t result;
+    const char* says;  // what the error text names
+  };
+  const std::vector<Case> cases = {
+      {"an index outside the vector",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotHeaderWords] = uint64_t(-3); },
+       scclRemoteError, "index"},
+      {"indices out of order",
+       [](uint64_t* w, size_t slot) {
+         std::swap(w[slot + sccl::kUnionSlotHeaderWords],
+                   w[slot + sccl::kUnionSlotHeaderWords + 1]);
+       },
+       scclRemoteError, "out of order"},
+      {"a count above its slot",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotCount] += 1; }, scclRemoteError,
+       "claims"},
+      {"a count of 2^64 - 1",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotCount] = ~uint64_t{0}; },
+       scclRemoteError, "claims"},
+      {"another call", [](uint64_t* w, size_t slot) { w[slot + sccl::kRecordSequence] += 1; },
+       scclInvalidUsage, "mismatched"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    FakeRun run = runOnFake(nranks, count, sparseConfig("topk", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream,
+                            [&](int call, size_t collective, int, void* data, size_t bytes) {
+                              if (call != 1 || collective != 0) return;
+                              const size_t slot = bytes / sizeof(uint64_t) / nranks;
+                              c.edit(static_cast<uint64_t*>(data), slot);
+                            });
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    CHECK(run.violations.empty());
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[0][r].result == scclSuccess);
+      CHECK(run.calls[1][r].result == c.result);
+      CHECK(run.counts[1][r].error.find(c.says) != std::string::npos);
+      CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
+      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
+    }
+  }
 }

@@ -174,6 +174,12 @@ class CpuBackend final : public KernelBackend {
     return scclSuccess;
   }
 
+  scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, size_t capacity,
+                         const uint64_t* ranges, int64_t* global, uint64_t* plan,
+                         void*) const override {
+    return cpu::planUnion(slots, params, capacity, ranges, global, plan);
+  }
+
   scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void*) const override {
     return cpu::syncFreeBeginCall(w);
   }

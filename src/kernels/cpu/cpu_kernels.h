@@ -73,6 +73,10 @@ scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, si
 scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                         int64_t* idx, uint64_t* kth_bits);
 
+// The device-resident union call's plan (resident_union.cc).
+scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, size_t capacity,
+                       const uint64_t* ranges, int64_t* global, uint64_t* plan);
+
 // The device-resident sync_free call's kernels (sync_free.cc).
 scclResult_t syncFreeBeginCall(const SyncFreeWords& w);
 scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,

@@ -42,6 +42,7 @@ enum GatherPlanStatus : uint64_t {
   kPlanTooMany = 2,    // a rank's bins hold more entries than its range: scclRemoteError
   kPlanNonFinite = 3,  // some rank has NaN/Inf: the non-finite policy
   kPlanPeerFault = 4,  // a peer's indices failed their check at an earlier call: scclRemoteError
+  kPlanBadIndex = 5,   // a peer's indices failed their check in this call (union_plan.h)
 };
 
 inline constexpr uint64_t kNoSoleSelector = ~uint64_t{0};

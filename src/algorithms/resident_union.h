@@ -1,0 +1,24 @@
+// The device-resident union call: Top-k over a search space every rank shares, with indices,
+// values and counts in the kernels' memory and one read-back per call (resident_union.cc has the
+// steps and bytes).
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "algorithms/staged_call.h"
+#include "algorithms/stream_exchange.h"
+
+namespace sccl {
+
+// Whether the sparsifier's call can run as a resident union: the gather reduction with the exact
+// top-k estimator, every rank selecting (no sole selector) over a search space that is not
+// exclusive (the global list is then the sorted union of the slices; one rank's is its slice
+// alone), without max_density_slack.
+bool residentUnionApplies(const scclSparsifier& sp);
+
+// One call on call.kernels / call.device / call.stream (set), accumulator and residual in
+// `vectors`, the collectives through `exchange`. Errors of the checks come back from the call
+// itself, as on the host (the plan is read back before anything is written). On return call
+// holds the counts and bytes; the residual swap is the caller's (runStagedCall).
+scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors);
+
+}  // namespace sccl
