@@ -45,6 +45,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "estimators/magnitude_window.h"
+#include "kernels/shared/magnitude_bits.h"
 #include "kernels/shared/union_plan.h"
 #include "sparsifier/sparsifier.h"
 
@@ -82,11 +83,109 @@ scclResult_t unionFailure(const scclSparsifier& sp, const uint64_t* plan) {
 }  // namespace
 
 bool residentUnionApplies(const scclSparsifier& sp) {
-  return std::strcmp(sp.reduction->name, "gather") == 0 &&
-         std::strcmp(sp.estimator->name(), "topk") == 0 &&
+  const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
+  return std::strcmp(sp.reduction->name, "gather") == 0 && (topk || !sp.estimator->exactCount()) &&
+         sp.config.density_correction != "histogram" &&
          (!sp.search->exclusive() || sp.comm->nranks == 1) &&
          sp.search->soleSelector(sp.iteration) < 0 && sp.config.max_density_slack < 0;
 }
+
+namespace {
+
+// What the call knows of the counts after its selection's threshold: every rank's count, the
+// slot capacity, this rank's count, and the threshold used.
+struct UnionCounts {
+  uint64_t capacity = 1;
+  uint64_t own = 0;
+  double threshold = 0;
+};
+
+// Steps 1-3 when the counts follow from the data (a threshold): the accumulation with this
+// rank's count at the threshold (a one-bin window from its pattern, as the resident gather's),
+// one all-gather of 48-byte records, the plan of every rank's count (the resident gather's
+// planGather with edge 0), read back (the first of two). Sets *counts, or fails as the host.
+scclResult_t countAtThreshold(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
+                              IndexRange range, uint64_t* ranges, UnionCounts* counts) {
+  scclSparsifier& sp = *call.sp;
+  const KernelBackend& kernels = *call.kernels;
+  DeviceStaging& device = *call.device;
+  void* stream = call.stream;
+  const size_t n = size_t(sp.comm->nranks);
+  constexpr size_t kBins = 1;
+  const size_t record_words = kGatherRecordHeaderWords + kBins + 1;
+  void *record = nullptr, *records = nullptr, *plan = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kHeaders, record_words * sizeof(uint64_t), &record));
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecords, n * record_words * sizeof(uint64_t), &records));
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
+  uint64_t* r = static_cast<uint64_t*>(record);
+  const uint64_t header[kGatherRecordHeaderWords] = {sp.fingerprint, sp.iteration, 0, 0};
+  SCCL_CHECK(device.toDevice(record, header, sizeof(header)));
+  call.acc = vectors.acc;
+  const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
+  double threshold = 0;
+  AccumulateSelectArgs a;
+  a.acc = vectors.acc;
+  a.residual = residual;
+  a.acc_dtype = sp.acc_dtype;
+  a.grad = call.sendbuf;
+  a.grad_dtype = sp.dtype;
+  a.count = sp.count;
+  a.nonfinite = r + kRecordNonFinite;
+  if (sp.estimator->thresholdBeforeData() && range.size() > 0) {
+    // One pass: accumulate and count at the threshold (hard threshold, scaling).
+    SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
+    a.begin = range.begin;
+    a.end = range.end;
+    a.base_bits = thresholdBits(sp.acc_dtype, threshold);
+    a.bins = kBins;
+    a.counts = r + kGatherRecordHeaderWords;
+    SCCL_CHECK(kernels.accumulateSelect(a, stream));
+  } else {
+    SCCL_CHECK(kernels.accumulateSelect(a, stream));
+    if (range.size() > 0) {
+      // The estimator reads the accumulated range (SIDCo's fits, through its own read-backs).
+      SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
+      SCCL_CHECK(kernels.absBitHistogram(vectors.acc, sp.acc_dtype, range.begin, range.end,
+                                         thresholdBits(sp.acc_dtype, threshold), 0, kBins,
+                                         r + kGatherRecordHeaderWords, stream));
+    }
+  }
+  if (range.size() == 0) {
+    threshold = sp.estimator->currentThreshold();
+    SCCL_CHECK(kernels.fillZero(r + kGatherRecordHeaderWords, (kBins + 1) * 8, stream));
+  }
+  SCCL_CHECK(exchange.allGather(call, record, records, record_words * sizeof(uint64_t)));
+  GatherPlanParams params;
+  params.fingerprint = sp.fingerprint;
+  params.sequence = sp.iteration;
+  params.k_target = sp.k_target;
+  params.bins = kBins;
+  params.nranks = n;
+  params.self = uint64_t(sp.comm->rank);
+  params.nearest_edge = 0;  // edge 0: every counted entry is selected
+  SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params, ranges,
+                                vectors.fault, static_cast<uint64_t*>(plan), stream));
+  void* plan_host = nullptr;
+  const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
+  SCCL_CHECK(device.readBack(plan_host, plan, plan_bytes));
+  SCCL_CHECK(device.synchronize());
+  const uint64_t* p = static_cast<const uint64_t*>(plan_host);
+  if (p[kPlanStatus] == kPlanNonFinite) {
+    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
+    headers[p[kPlanRank]].nonfinite = p[kPlanDetailA];
+    call.nonfinite_local = p[kPlanOwnNonFinite];
+    SCCL_CHECK(applyNonFinitePolicy(call, headers));
+    return scclSuccess;  // discarded: the caller sees call.step_discarded
+  }
+  if (p[kPlanStatus] != kPlanOk) return unionFailure(sp, p);
+  counts->own = p[kGatherPlanHeaderWords + 2 * size_t(sp.comm->rank)];
+  counts->capacity = std::max<uint64_t>(1, p[kPlanMaxK]);
+  counts->threshold = threshold;
+  return scclSuccess;
+}
+
+}  // namespace
 
 scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
   scclSparsifier& sp = *call.sp;
@@ -96,58 +195,77 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const size_t n = size_t(sp.comm->nranks);
   const int rank = sp.comm->rank;
   const auto start = std::chrono::steady_clock::now();
+  const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
 
-  // Step 1. Every rank's count is known before the data: min(k, its range); the slot holds the
-  // largest of them.
+  // Step 1. Top-k: every rank's count is known before the data, min(k, its range), and the slot
+  // holds the largest of them. A threshold: the counts come from the data (countAtThreshold).
   const auto count_of = [&](IndexRange r) {
     return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(sp, r), r.size());
   };
   const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
-  const uint64_t own_count = count_of(range);
-  uint64_t capacity = 1;
-  for (size_t r = 0; r < n; ++r)
-    capacity = std::max(capacity, count_of(sp.search->rangeFor(int(r), sp.iteration)));
-  const size_t slot_words = unionSlotWords(capacity);
-  void *upload = nullptr, *slots = nullptr, *plan = nullptr, *global = nullptr;
-  SCCL_CHECK(
-      device.buffer(DeviceStaging::kRecord, (2 * n + slot_words) * sizeof(uint64_t), &upload));
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecords, n * slot_words * sizeof(uint64_t), &slots));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
-  SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, n * capacity * sizeof(int64_t), &global));
+  void* upload = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t), &upload));
   uint64_t* ranges = static_cast<uint64_t*>(upload);
-  uint64_t* slot = ranges + 2 * n;
-  const size_t upload_words = 2 * n + kUnionSlotHeaderWords;
   void* upload_host = nullptr;
-  SCCL_CHECK(
-      device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost,
+                               (2 * n + kUnionSlotHeaderWords) * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
-  std::fill(words, words + upload_words, uint64_t{0});
   for (size_t r = 0; r < n; ++r) {
     const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
     words[2 * r] = allowed.begin;
     words[2 * r + 1] = allowed.end;
   }
-  words[2 * n + kRecordFingerprint] = sp.fingerprint;
-  words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and k-th pattern: 0
-  words[2 * n + kUnionSlotCount] = own_count;
-  SCCL_CHECK(device.toDevice(upload, words, upload_words * sizeof(uint64_t)));
-
-  // Steps 2-3. The padding past this rank's count is zeroed: every byte sent is defined.
-  int64_t* indices = reinterpret_cast<int64_t*>(slot + kUnionSlotHeaderWords);
-  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
-                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
-                                slot + kRecordNonFinite, stream));
-  call.acc = vectors.acc;
-  if (own_count > 0 && own_count < range.size()) {
-    SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
-                                  size_t(own_count), indices, slot + kRecordReserved, stream));
-  } else if (own_count > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
-    SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
-                                         size_t(own_count), indices, size_t(own_count), stream));
+  SCCL_CHECK(device.toDevice(upload, words, 2 * n * sizeof(uint64_t)));
+  UnionCounts counts;
+  if (topk) {
+    counts.own = count_of(range);
+    for (size_t r = 0; r < n; ++r)
+      counts.capacity =
+          std::max(counts.capacity, count_of(sp.search->rangeFor(int(r), sp.iteration)));
+  } else {
+    SCCL_CHECK(countAtThreshold(call, exchange, vectors, range, ranges, &counts));
+    if (call.step_discarded) return scclSuccess;
   }
-  if (own_count < capacity) {
-    SCCL_CHECK(
-        kernels.fillZero(indices + own_count, (capacity - own_count) * sizeof(int64_t), stream));
+  const uint64_t capacity = counts.capacity;
+  const uint64_t own_count = counts.own;
+  const size_t slot_words = unionSlotWords(capacity);
+  void *slot_memory = nullptr, *slots = nullptr, *plan = nullptr, *global = nullptr;
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kLocalIndices, slot_words * sizeof(uint64_t), &slot_memory));
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kGatheredIndices, n * slot_words * sizeof(uint64_t), &slots));
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
+  SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, n * capacity * sizeof(int64_t), &global));
+  uint64_t* slot = static_cast<uint64_t*>(slot_memory);
+  uint64_t* header = words + 2 * n;
+  std::fill(header, header + kUnionSlotHeaderWords, uint64_t{0});
+  header[kRecordFingerprint] = sp.fingerprint;
+  header[kRecordSequence] = sp.iteration;  // non-finite count and k-th pattern: 0 (top-k: below)
+  header[kUnionSlotCount] = own_count;
+  SCCL_CHECK(device.toDevice(slot, header, kUnionSlotHeaderWords * sizeof(uint64_t)));
+
+  // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
+  int64_t* indices = reinterpret_cast<int64_t*>(slot + kUnionSlotHeaderWords);
+  if (topk) {
+    SCCL_CHECK(kernels.accumulate(
+        vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr, sp.acc_dtype,
+        call.sendbuf, sp.dtype, sp.count, slot + kRecordNonFinite, stream));
+    call.acc = vectors.acc;
+    if (own_count > 0 && own_count < range.size()) {
+      SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
+                                    size_t(own_count), indices, slot + kRecordReserved, stream));
+    } else if (own_count > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
+      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
+                                           size_t(own_count), indices, size_t(own_count), stream));
+    }
+    if (own_count < capacity) {
+      SCCL_CHECK(
+          kernels.fillZero(indices + own_count, (capacity - own_count) * sizeof(int64_t), stream));
+    }
+  } else {
+    SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin,
+                                         std::max(range.begin, range.end), counts.threshold,
+                                         size_t(own_count), indices, size_t(capacity), stream));
   }
 
   // Steps 4-6.
@@ -175,11 +293,15 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     return applyNonFinitePolicy(call, headers);
   }
   if (p[kPlanStatus] != kPlanOk) return unionFailure(sp, p);
-  // The host reduction's threshold: the k-th value (0 for the whole range, +inf for none).
-  call.threshold = own_count == 0              ? std::numeric_limits<double>::infinity()
-                   : own_count == range.size() ? 0.0
-                                               : magnitudeValue(p[kPlanEdge], sp.acc_dtype);
-  sp.estimator->adoptThreshold(call.threshold);
+  if (topk) {
+    // The host reduction's threshold: the k-th value (0 for the whole range, +inf for none).
+    call.threshold = own_count == 0              ? std::numeric_limits<double>::infinity()
+                     : own_count == range.size() ? 0.0
+                                                 : magnitudeValue(p[kPlanEdge], sp.acc_dtype);
+    sp.estimator->adoptThreshold(call.threshold);
+  } else {
+    call.threshold = counts.threshold;
+  }
   const uint64_t k_global = p[kPlanKGlobal];
   for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
   call.k_local = sp.rank_counts[size_t(rank)];

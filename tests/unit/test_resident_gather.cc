@@ -481,7 +481,7 @@ TEST_CASE("the staged reductions run on the fake device as on the host", "[resid
   // The presets not yet resident go through the staging; on the fake device that checks they
   // never touch device memory from the host and wait before reading what they copied back.
   const size_t count = 20011;
-  for (const char* preset : {"hard_threshold", "sidco", "s2"}) {
+  for (const char* preset : {"s2"}) {
     requireSameAsHost(preset, 3, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
                       Collectives::OnStream);
   }
@@ -689,6 +689,65 @@ TEST_CASE("resident top-k applies the non-finite policies and refuses hostile pe
       CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
       CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
       CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
+    }
+  }
+}
+
+TEST_CASE("resident hard threshold and SIDCo (the union call with counts from the data)",
+          "[resident_gather]") {
+  // The counts come from the data: a record exchange and plan first (one read-back), then the
+  // union (the second); SIDCo's estimator reads its fits back as on the staged path.
+  const size_t count = 20011;
+  for (const char* preset : {"hard_threshold", "sidco"}) {
+    for (int nranks : {1, 2, 3, 4}) {
+      requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
+                        Collectives::OnStream);
+      requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 3, skewed(), scclAvg,
+                        Collectives::Staged);
+    }
+  }
+  for (scclDataType_t dtype : {scclFloat16, scclBfloat16, scclFloat64}) {
+    const TypedGradientFn gradient = [](int r, uint64_t t, size_t i) {
+      return double(gradientValue(43, r, t, i)) * (i < 2000 ? 5.0 : 1.0);
+    };
+    requireTypedSameAsHost("hard_threshold", 3, 12007, dtype, sparseConfig("hard_threshold", 0.01),
+                           3, gradient, scclAvg, Collectives::OnStream);
+  }
+  SECTION("two read-backs and two waits per call with the collectives on the stream") {
+    FakeRun run = runOnFake(4, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    REQUIRE(run.resident);
+    for (size_t r = 0; r < 4; ++r) {
+      CHECK(run.counts[2][r].to_host == 2);
+      CHECK(run.counts[2][r].to_host_bytes == 2 * (64 + 16 * 4));
+      CHECK(run.counts[2][r].waits == 2);
+    }
+  }
+  SECTION("a record claiming more than the vector, and a slot index out of range") {
+    const int nranks = 3;
+    for (size_t collective : {size_t(0), size_t(1)}) {
+      INFO("collective " << collective);
+      FakeRun run =
+          runOnFake(nranks, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
+                    Collectives::OnStream, [&](int call, size_t c, int, void* data, size_t bytes) {
+                      if (call != 1 || c != collective) return;
+                      auto* w = static_cast<uint64_t*>(data);
+                      const size_t each = bytes / sizeof(uint64_t) / nranks;  // rank 1's at each
+                      if (collective == 0) {
+                        w[each + sccl::kGatherRecordHeaderWords + 1] = count + 1;  // its bins
+                      } else {
+                        w[each + sccl::kUnionSlotHeaderWords] = count;  // one past the end
+                      }
+                    });
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      for (size_t r = 0; r < size_t(nranks); ++r) {
+        INFO("rank " << r);
+        CHECK(run.calls[1][r].result == scclRemoteError);
+        CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
+        CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
+        CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+      }
     }
   }
 }
