@@ -111,7 +111,7 @@ bool residentGatherApplies(const scclSparsifier& sp) {
   if (sp.search->soleSelector(sp.iteration) >= 0) {
     return std::strcmp(sp.estimator->name(), "topk") == 0;
   }
-  return threshold_known && !sp.estimator->exactCount();
+  return threshold_known && !sp.estimator->mayTrim();
 }
 
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {

@@ -84,7 +84,7 @@ scclResult_t unionFailure(const scclSparsifier& sp, const uint64_t* plan) {
 
 bool residentUnionApplies(const scclSparsifier& sp) {
   const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
-  return std::strcmp(sp.reduction->name, "gather") == 0 && (topk || !sp.estimator->exactCount()) &&
+  return std::strcmp(sp.reduction->name, "gather") == 0 && (topk || !sp.estimator->mayTrim()) &&
          sp.config.density_correction != "histogram" &&
          (!sp.search->exclusive() || sp.comm->nranks == 1) &&
          sp.search->soleSelector(sp.iteration) < 0 && sp.config.max_density_slack < 0;

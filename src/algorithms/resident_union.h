@@ -10,7 +10,8 @@
 namespace sccl {
 
 // Whether the sparsifier's call can run as a resident union: the gather reduction with the exact
-// top-k estimator, every rank selecting (no sole selector) over a search space that is not
+// top-k estimator or one that never trims (not dgc), every rank selecting (no sole selector) over
+// a search space that is not
 // exclusive (the global list is then the sorted union of the slices; one rank's is its slice
 // alone), without max_density_slack.
 bool residentUnionApplies(const scclSparsifier& sp);

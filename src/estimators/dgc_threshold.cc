@@ -49,6 +49,7 @@ class DgcEstimator final : public ThresholdEstimator {
 
   const char* name() const override { return "dgc"; }
   bool exactCount() const override { return trimmed_; }
+  bool mayTrim() const override { return true; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
     trimmed_ = false;

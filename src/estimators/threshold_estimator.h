@@ -75,6 +75,9 @@ class ThresholdEstimator {
   // Asked after each threshold() call: whether that call's selection must be trimmed to exactly
   // k_target_local entries (top-k always; dgc when more than 4k/3 passed its sampled threshold).
   virtual bool exactCount() const { return false; }
+  // Whether exactCount() can be true at some call (top-k, dgc). A call path chosen per call must
+  // ask this, not exactCount(): that follows one call's data and so can differ between ranks.
+  virtual bool mayTrim() const { return false; }
   virtual scclResult_t threshold(const ThresholdQuery& query, double* threshold) = 0;
   // After every call, identical on every rank: k_global = k' (entries selected by all ranks),
   // k_target = k.

@@ -23,6 +23,7 @@ class TopkEstimator final : public ThresholdEstimator {
  public:
   const char* name() const override { return "topk"; }
   bool exactCount() const override { return true; }
+  bool mayTrim() const override { return true; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
     SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'topk': threshold output is null");
