@@ -244,7 +244,8 @@ scclResult_t residentSyncFreeStats(scclSparsifier& sp, DeviceStaging& staging,
   s.density = sp.count == 0 ? 0.0 : double(k_global) / double(sp.count);
   s.densityError = double(k_global) / double(sp.k_target) - 1.0;
   s.gatherInflation = k_global == 0 ? 0.0 : double(n) * double(k_max) / double(k_global);
-  s.threshold = *h.threshold;  // the threshold of the next call
+  // As on the host: the threshold the last (completed) call used.
+  s.threshold = totals.completed == 0 ? *h.threshold : totals.last_threshold;
   s.nonFinite = uint64_t(gathered[rank * syncFreeSlotWords(state.capacity) + 1]);
   // Every call moves the same bytes; the host cannot time work it only enqueued.
   const uint64_t calls = totals.completed + totals.discarded;

@@ -13,11 +13,15 @@ namespace sccl_gpu_test {
 // Whether the device call of `preset` runs other collectives than its host call: MiCRO, ExDyna
 // and CLT-k on device buffers are resident (src/algorithms/resident_gather.cc) and exchange each
 // rank's header and bins in one all-gather where the host all-gathers headers and all-reduces the
-// bins, so their bytes differ; everything else is the same bit for bit.
+// bins; Top-k, the hard threshold and SIDCo run the resident union call
+// (src/algorithms/resident_union.cc), whose slots carry a count word beside the header and whose
+// threshold presets exchange a 48-byte record of counts first; so their bytes differ. Everything
+// else is the same bit for bit.
 inline bool exchangesDifferFromHost(const char* preset) {
   // cltk's resident record: the 32-byte header and the leader's count, 40 bytes per rank.
-  return std::strcmp(preset, "micro") == 0 || std::strcmp(preset, "exdyna") == 0 ||
-         std::strcmp(preset, "cltk") == 0;
+  for (const char* resident : {"micro", "exdyna", "cltk", "topk", "hard_threshold", "sidco"})
+    if (std::strcmp(preset, resident) == 0) return true;
+  return false;
 }
 
 // One call of one rank: "" when equal bit for bit (result, output, residual, counts, threshold,

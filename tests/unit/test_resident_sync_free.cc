@@ -404,3 +404,32 @@ TEST_CASE("the CPU capped selection keeps the largest, ties to the lowest indice
     }
   }
 }
+
+TEST_CASE("resident sync free statistics read from the device are the host run's",
+          "[resident_sync_free]") {
+  const size_t count = 20011;
+  const int nranks = 3, iterations = 5;
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    INFO(preset);
+    const scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    const GradientFn gradient = [](int r, uint64_t t, size_t i) {
+      return gradientValue(83, r, t, i) * (i < 3000 ? 6.0f : 1.0f);
+    };
+    SparseRun host = runSparse(nranks, count, config, iterations, gradient);
+    FakeSyncFreeRun fake = runOnFake(
+        nranks, count, config, iterations,
+        [&](int r, uint64_t t, size_t i) { return double(gradient(r, t, i)); }, FakeOptions{});
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    REQUIRE_NO_RANK_FAILURES(fake.failures);
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      const scclSparseStats_t& want = host.calls.back()[r].stats;
+      const scclSparseStats_t& got = fake.stats[r];
+      CHECK(std::memcmp(&got.threshold, &want.threshold, sizeof(double)) == 0);
+      CHECK(got.kLocal == want.kLocal);
+      CHECK(got.kGlobal == want.kGlobal);
+      CHECK(got.kMax == want.kMax);
+      CHECK(got.iteration == want.iteration);
+    }
+  }
+}

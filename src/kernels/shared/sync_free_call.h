@@ -32,6 +32,7 @@ struct SyncFreeTotals {
   uint64_t completed = 0;            // calls that completed
   uint64_t discarded = 0;            // calls discarded for non-finite values
   double sum_abs_density_error = 0;  // over completed calls, |k'/k - 1|
+  double last_threshold = 0;         // the threshold the last completed call selected at
 };
 
 // The call's words in the kernels' memory (each on its own line on a GPU), except `fault`: the
@@ -123,6 +124,7 @@ SCCL_HOST_DEVICE inline void syncFreeEndCall(const int64_t* gathered, const Sync
   const size_t n = size_t(w.nranks);
   if (status == kSyncFreeCompletes) {
     const uint64_t k_global = syncFreeGlobalCount(gathered, w.nranks, w.capacity);
+    w.totals->last_threshold = *w.threshold;
     if (rule != nullptr) *w.threshold = scaledThreshold(*rule, *w.threshold, k_global, k_target);
     if (rebalance != nullptr) {
       int64_t* blocks = w.exdyna;
