@@ -27,6 +27,7 @@
 #include "support/sparse_runs.h"
 #include "support/typed_sparse_runs.h"
 #include "support/typed_values.h"
+#include "support/union_slots.h"
 
 using namespace sccl_test;
 
@@ -760,5 +761,65 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
         CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
       }
     }
+  }
+}
+
+TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_gather]") {
+  // The CPU plan the GPU test (tests/gpu/test_gpu_resident_union.cc) compares the CUDA one with.
+  using namespace sccl;
+  GatherPlanParams p;
+  p.fingerprint = 0xfeed;
+  p.sequence = 9;
+  p.nranks = kUnionRanks;
+  p.self = 2;
+  std::vector<uint64_t> ranges(2 * kUnionRanks);
+  for (size_t r = 0; r < kUnionRanks; ++r) ranges[2 * r + 1] = kUnionCount;
+  const auto plan_of = [&](const std::vector<uint64_t>& slots, std::vector<int64_t>* global) {
+    std::vector<uint64_t> plan(gatherPlanWords(kUnionRanks));
+    global->assign(kUnionRanks * kUnionCapacity, -7);
+    REQUIRE(cpuKernels().planUnion(slots.data(), p, kUnionCapacity, ranges.data(), global->data(),
+                                   plan.data(), nullptr) == scclSuccess);
+    return plan;
+  };
+  const std::vector<uint64_t> valid = unionSlots(p.fingerprint, p.sequence);
+  std::vector<int64_t> global;
+  const std::vector<uint64_t> plan = plan_of(valid, &global);
+  REQUIRE(plan[kPlanStatus] == kPlanOk);
+  std::vector<int64_t> want;
+  for (size_t r = 0; r < kUnionRanks; ++r) {
+    const uint64_t* slot = valid.data() + r * unionSlotWords(kUnionCapacity);
+    for (uint64_t j = 0; j < slot[kUnionSlotCount]; ++j)
+      want.push_back(int64_t(slot[kUnionSlotHeaderWords + j]));
+  }
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  REQUIRE(plan[kPlanKGlobal] == want.size());
+  CHECK(std::equal(want.begin(), want.end(), global.begin()));
+  CHECK(plan[kPlanEdge] == 0x3f000002u);  // this rank's k-th pattern
+  CHECK(plan[kPlanMaxK] == kUnionCapacity);
+  struct Case {
+    const char* what;
+    std::function<void(uint64_t*)> edit;
+    uint64_t status;
+  };
+  const std::vector<Case> cases = {
+      {"another call", [](uint64_t* s) { s[kRecordSequence] += 1; }, kPlanMismatch},
+      {"a count above the slot", [](uint64_t* s) { s[kUnionSlotCount] = kUnionCapacity + 1; },
+       kPlanTooMany},
+      {"non-finite values", [](uint64_t* s) { s[kRecordNonFinite] = 3; }, kPlanNonFinite},
+      {"indices out of order",
+       [](uint64_t* s) { std::swap(s[kUnionSlotHeaderWords + 10], s[kUnionSlotHeaderWords + 11]); },
+       kPlanBadIndex},
+      {"an index one past the vector",
+       [](uint64_t* s) { s[kUnionSlotHeaderWords + s[kUnionSlotCount] - 1] = kUnionCount; },
+       kPlanBadIndex},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    std::vector<uint64_t> slots = valid;
+    c.edit(slots.data() + unionSlotWords(kUnionCapacity));  // rank 1's slot
+    const std::vector<uint64_t> refused = plan_of(slots, &global);
+    CHECK(refused[kPlanStatus] == c.status);
+    CHECK(refused[kPlanRank] == 1);
   }
 }
