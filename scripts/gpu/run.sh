@@ -303,7 +303,7 @@ if [[ -f $B/lib/libsccl_cuda_call_count.so ]]; then
   run_step counts "cuda_call_count sparse_allreduce_perf -g 1" 120 -- env \
     LD_PRELOAD="$B/lib/libsccl_cuda_call_count.so" SCCL_CALL_COUNT_OUT="$outdir/call_counts.jsonl" \
     "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 26000000 -e 26000000 -D 0.01 \
-    -a micro,exdyna,topk,cltk,hard_threshold,s2,micro_sync_free -n 5 -w 1 -W 1 -L 1 -c 0 -T 100
+    -a micro,exdyna,topk,cltk,hard_threshold,sidco,s2,micro_sync_free -n 5 -w 1 -W 1 -L 1 -c 0 -T 100
 else
   skip_step counts "cuda_call_count" "not in the bundle"
 fi
