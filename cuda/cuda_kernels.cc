@@ -247,8 +247,8 @@ scclResult_t CudaKernels::selectTopK(const void* x, scclDataType_t dtype, size_t
   const cuda_dispatch::SlotHeader header{0, words + 3};
   SCCL_CHECK(withTemp("selectTopK", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::syncFreeSelect(temp, bytes, x, dtype, words, end - begin,
-                                         reinterpret_cast<const double*>(words + 2), k, nullptr,
-                                         header, slot, asStream(stream));
+                                         reinterpret_cast<const double*>(words + 2), k, k,
+                                         nullptr, header, slot, asStream(stream));
   }));
   SCCL_CUDA_CHECK(cuda_dispatch::topKEmit(x, dataTypeSize(dtype), slot + kSlotHeaderWords, k, idx,
                                           kth_bits, asStream(stream)),
@@ -462,18 +462,19 @@ scclResult_t CudaKernels::updateMarkedBlocks(void* x, scclDataType_t dtype, size
 
 scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
                                          const uint64_t* bounds, size_t items,
-                                         const double* threshold, size_t capacity,
+                                         const double* threshold, size_t keep, size_t capacity,
                                          const uint64_t* nonfinite, uint64_t fingerprint,
                                          const uint64_t* sequence, int64_t* slot,
                                          void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
-  SCCL_REQUIRE_ARG(capacity >= 1 && bounds != nullptr && sequence != nullptr,
-                   "syncFreeSelect: capacity %zu, bounds %p, sequence %p", capacity,
-                   static_cast<const void*>(bounds), static_cast<const void*>(sequence));
+  SCCL_REQUIRE_ARG(keep >= 1 && keep <= capacity && bounds != nullptr && sequence != nullptr,
+                   "syncFreeSelect: keep %zu, capacity %zu, bounds %p, sequence %p", keep,
+                   capacity, static_cast<const void*>(bounds), static_cast<const void*>(sequence));
   const cuda_dispatch::SlotHeader header{fingerprint, sequence};
   return withTemp("syncFreeSelect", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, bounds, items, threshold,
-                                         capacity, nonfinite, header, slot, asStream(stream));
+                                         keep, capacity, nonfinite, header, slot,
+                                         asStream(stream));
   });
 }
 

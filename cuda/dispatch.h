@@ -147,12 +147,12 @@ struct SlotHeader {
   const uint64_t* sequence;  // the call number, device memory
 };
 // Selects |acc| >= *threshold in [bounds[0], bounds[1]) (device memory, at most `items` long),
-// keeps the `capacity` largest (ties: lowest indices), writes them ascending into slot (padding
-// -1) with the header; nonfinite may be null.
+// keeps the `keep` largest (ties: lowest indices), writes them ascending into slot (padding -1 up
+// to `capacity` indices) with the header; nonfinite may be null.
 cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, scclDataType_t dtype,
                            const uint64_t* bounds, size_t items, const double* threshold,
-                           size_t capacity, const uint64_t* nonfinite, SlotHeader header,
-                           int64_t* slot, cudaStream_t stream);
+                           size_t keep, size_t capacity, const uint64_t* nonfinite,
+                           SlotHeader header, int64_t* slot, cudaStream_t stream);
 
 // --- The device-resident sync_free call's steps (kernels/kernels.h, "The device-resident
 // sync_free call"; SyncFreeWords: kernels/shared/sync_free_call.h) ---

@@ -61,10 +61,10 @@ struct SlotEmit {
   }
 };
 
-// The slot's padding (-1 past the kept count) and header.
-__global__ void cutFinish(const CutState* state, size_t capacity, const uint64_t* nonfinite,
-                          SlotHeader header, int64_t* slot) {
-  const size_t n = state->take_all ? size_t(state->total) : capacity;
+// The slot's padding (-1 past the kept count, up to the capacity) and header.
+__global__ void cutFinish(const CutState* state, size_t keep, size_t capacity,
+                          const uint64_t* nonfinite, SlotHeader header, int64_t* slot) {
+  const size_t n = state->take_all ? size_t(state->total) : keep;
   for (size_t j = n + globalThread(); j < capacity; j += gridThreads()) slot[kHeaderWords + j] = -1;
   if (globalThread() == 0) {
     slot[0] = int64_t(n);
@@ -76,7 +76,7 @@ __global__ void cutFinish(const CutState* state, size_t capacity, const uint64_t
 
 template <typename Bits>
 cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, const uint64_t* bounds,
-                        size_t items, const double* threshold, scclDataType_t dtype,
+                        size_t items, const double* threshold, scclDataType_t dtype, size_t keep,
                         size_t capacity, const uint64_t* nonfinite, SlotHeader header,
                         int64_t* slot, cudaStream_t stream) {
   capped::Carver carve{static_cast<char*>(temp)};
@@ -91,11 +91,11 @@ cudaError_t selectTyped(void* temp, size_t* temp_bytes, const Bits* x, const uin
   thresholdToBits<<<1, 1, 0, stream>>>(threshold, dtype, bits);
   // The magnitude pattern has every bit but the sign.
   status = capped::cappedSelect(buffers, RangeKeys<Bits>{x, bounds, bits}, items,
-                                unsigned(sizeof(Bits) * 8 - 1), capacity, false,
+                                unsigned(sizeof(Bits) * 8 - 1), keep, false,
                                 SlotEmit{slot + kHeaderWords, bounds}, stream);
   if (status != cudaSuccess) return status;
-  cutFinish<<<gridFor(capacity), kThreads, 0, stream>>>(buffers.state, capacity, nonfinite, header,
-                                                        slot);
+  cutFinish<<<gridFor(capacity), kThreads, 0, stream>>>(buffers.state, keep, capacity, nonfinite,
+                                                        header, slot);
   return cudaGetLastError();
 }
 
@@ -191,14 +191,14 @@ cudaError_t fillOutputFor(void* recv, scclDataType_t dtype, size_t count, const 
 
 cudaError_t syncFreeSelect(void* temp, size_t* temp_bytes, const void* acc, scclDataType_t dtype,
                            const uint64_t* bounds, size_t items, const double* threshold,
-                           size_t capacity, const uint64_t* nonfinite, SlotHeader header,
-                           int64_t* slot, cudaStream_t stream) {
+                           size_t keep, size_t capacity, const uint64_t* nonfinite,
+                           SlotHeader header, int64_t* slot, cudaStream_t stream) {
   if (dtype == scclFloat64) {
     return selectTyped(temp, temp_bytes, static_cast<const uint64_t*>(acc), bounds, items,
-                       threshold, dtype, capacity, nonfinite, header, slot, stream);
+                       threshold, dtype, keep, capacity, nonfinite, header, slot, stream);
   }
   return selectTyped(temp, temp_bytes, static_cast<const uint32_t*>(acc), bounds, items, threshold,
-                     dtype, capacity, nonfinite, header, slot, stream);
+                     dtype, keep, capacity, nonfinite, header, slot, stream);
 }
 
 cudaError_t syncFreeGatherSlots(const void* acc, scclDataType_t dtype, const int64_t* gathered,

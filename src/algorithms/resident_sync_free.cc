@@ -13,9 +13,10 @@
 //  1. syncFreeBeginCall: every rank's range at call *d_sequence from d_partitions; non-finite
 //     count and check flag cleared;
 //  2. d_acc = d_residual + gradient with the non-finite count (accumulate);
-//  3. syncFreeSelect: |acc| >= *d_threshold in r's range, the capacity largest kept (ties: the
-//     lowest indices), ascending into r's slot with the header (k_r, non-finite count, config
-//     fingerprint, call number);
+//  3. syncFreeSelect: |acc| >= *d_threshold in r's range, the largest kept up to the host
+//     reduction's capacity for the density in effect (ties: the lowest indices), ascending into
+//     r's slot of the fixed capacity with the header (k_r, non-finite count, config fingerprint,
+//     call number);
 //  4. all-gather the slots (8 (4 + capacity) bytes each);
 //  5. syncFreeCheck: every header checked (same call and config, k_r within the capacity and the
 //     range), the non-finite policy: the call's status word, a fault into the sticky fault word;
@@ -35,10 +36,10 @@
 // Differs from the host reduction in three ways: faults (a peer at another call, a bad slot,
 // non-finite values under scclNonFiniteError) surface asynchronously (recvbuf = NaN, nothing else
 // changes, scclSparsifierGetAsyncError reports the sticky fault, every later call does the same
-// until scclSparsifierReset), as NCCL's errors do; the capacity is sized once for the highest
-// density the sparsifier may use (the host's follows the density in effect, so under a density
-// warm-up the device may keep more entries per rank than the host); the threshold, partitions and
-// statistics live on the device (read when asked). The selections, values, outputs and
+// until scclSparsifierReset), as NCCL's errors do; the slots are sized once for the highest
+// density the sparsifier may use (the host's follow the density in effect: the same entries,
+// more padding on the wire under a density warm-up); the threshold, partitions and statistics
+// live on the device (read when asked). The selections, values, outputs and
 // residuals are otherwise the host run's bit for bit.
 #include "algorithms/resident_sync_free.h"
 
@@ -181,8 +182,13 @@ scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
   SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
                                 sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, w.nonfinite,
                                 stream));
+  // The host's capacity for the density in effect (a warm-up or scclSparsifierSetDensity moves
+  // it); the slot keeps its size, fixed for the highest density.
+  const size_t keep = std::min<size_t>(
+      capacity,
+      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count));
   SCCL_CHECK(kernels.syncFreeSelect(vectors.acc, sp.acc_dtype, w.ranges + 2 * size_t(rank),
-                                    state.select_items, w.threshold, capacity, w.nonfinite,
+                                    state.select_items, w.threshold, keep, capacity, w.nonfinite,
                                     sp.fingerprint, w.sequence, state.slot, stream));
 
   // Steps 4-7.

@@ -296,12 +296,13 @@ class KernelBackend {
   virtual scclResult_t syncFreeBeginCall(const SyncFreeWords& w, void* stream) const = 0;
 
   // The capped selection into `slot`: the entries of [bounds[0], bounds[1]) (kernels' memory, at
-  // most `items` long) with !(|acc| < *threshold), the `capacity` largest kept (ties at the
-  // cut-off: lowest indices; the host's trimSelection), ascending, padded with -1, and the
-  // header (k, *nonfinite or 0 when null, fingerprint, *sequence). Accumulator types.
+  // most `items` long) with !(|acc| < *threshold), the `keep` largest kept (1 <= keep <=
+  // capacity; ties at the cut-off: lowest indices; the host's trimSelection), ascending, padded
+  // with -1 to `capacity` indices, and the header (k, *nonfinite or 0 when null, fingerprint,
+  // *sequence). Accumulator types.
   virtual scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
                                       const uint64_t* bounds, size_t items,
-                                      const double* threshold, size_t capacity,
+                                      const double* threshold, size_t keep, size_t capacity,
                                       const uint64_t* nonfinite, uint64_t fingerprint,
                                       const uint64_t* sequence, int64_t* slot,
                                       void* stream) const = 0;

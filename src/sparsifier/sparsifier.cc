@@ -70,23 +70,6 @@ scclResult_t resolveDensityCorrection(scclSparsifier& sp) {
   return scclSuccess;
 }
 
-// The density of this call (the target, or the warm-up's step; sparse_config.h densityForCall),
-// a pure function of the config and the agreed call number: k, the estimator's parameters, the
-// statistics' target and the call fingerprint follow. Every rank computes the same, and the
-// fingerprint makes a rank that set another density fail the call's agreement.
-void applyCallDensity(scclSparsifier& sp) {
-  const double density = densityForCall(sp.config, sp.iteration);
-  if (density == sp.density) return;
-  sp.density = density;
-  sp.k_target = targetSelectionCount(density, sp.count);
-  sp.estimator->setDensity(density, sp.count);
-  sp.stats.kTarget = sp.k_target;
-  uint64_t hash = sp.config_fingerprint;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&density);
-  for (size_t i = 0; i < sizeof(density); ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
-  sp.fingerprint = hash;
-}
-
 scclResult_t buildAxes(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   EstimatorParams estimator;
@@ -184,6 +167,23 @@ void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
 }
 
 }  // namespace
+
+// The density of this call (the target, or the warm-up's step; sparse_config.h densityForCall),
+// a pure function of the config and the agreed call number: k, the estimator's parameters, the
+// statistics' target and the call fingerprint follow. Every rank computes the same, and the
+// fingerprint makes a rank that set another density fail the call's agreement.
+void applyCallDensity(scclSparsifier& sp) {
+  const double density = densityForCall(sp.config, sp.iteration);
+  if (density == sp.density) return;
+  sp.density = density;
+  sp.k_target = targetSelectionCount(density, sp.count);
+  sp.estimator->setDensity(density, sp.count);
+  sp.stats.kTarget = sp.k_target;
+  uint64_t hash = sp.config_fingerprint;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&density);
+  for (size_t i = 0; i < sizeof(density); ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  sp.fingerprint = hash;
+}
 
 scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
                               const scclSparseConfig_t& config, scclSparsifier** out) {

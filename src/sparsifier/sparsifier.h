@@ -103,6 +103,9 @@ scclResult_t sparsifierReset(scclSparsifier* sp);
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device = false, void* stream = nullptr);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
+// The density of the next call (the target, or the warm-up's step at sp.iteration) with its k,
+// the estimator's parameters and the call fingerprint; what sparseAllreduce applies first.
+void applyCallDensity(scclSparsifier& sp);
 // scclSparsifierSetDensity: checks (nothing changes on an error), sets the config's target and
 // ends its warm-up; the next call applies it.
 scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density);

@@ -120,6 +120,7 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
       call.kernels = &kernels;
       call.device = &staging;
       call.stream = nullptr;
+      sccl::applyCallDensity(*sp);  // as scclSparseAllreduce does first (a warm-up's step)
       if (options.capture_after_first && t > 0) device.beginCapture();
       const DeviceCounters before = device.counters;
       TypedRankCall& record = run.calls[size_t(t)][size_t(rank)];
@@ -213,6 +214,31 @@ TEST_CASE("resident sync free equals the host run for every gradient type",
     requireSameAsHost("micro_sync_free", 3, 9001, options, 4, skewed(53));
     options.how = Collectives::Staged;
     requireSameAsHost("exdyna_sync_free", 2, 9001, options, 4, skewed(59));
+  }
+}
+
+TEST_CASE("resident sync free equals the host run through a density warm-up",
+          "[resident_sync_free]") {
+  // The slots are sized for the warm-up's start; every call keeps what the host keeps at the
+  // density in effect (more padding on the wire, the same entries).
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    config.densityWarmupStart = 0.05;
+    config.densityWarmupCalls = 4;
+    const scclDataType_t dtype = scclFloat32;
+    TypedSparseRun host = runTypedSparse(3, 20011, dtype, config, 7, skewed(89), scclSum);
+    FakeSyncFreeRun fake = runOnFake(3, 20011, config, 7, skewed(89), FakeOptions{});
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    REQUIRE_NO_RANK_FAILURES(fake.failures);
+    for (size_t t = 0; t < 7; ++t) {
+      for (size_t r = 0; r < 3; ++r) {
+        INFO(preset << " call " << t << " rank " << r);
+        REQUIRE(fake.calls[t][r].result == scclSuccess);
+        CHECK(fake.calls[t][r].output == host.calls[t][r].output);
+        CHECK(std::memcmp(fake.calls[t][r].residual.data(), host.calls[t][r].residual.data(),
+                          20011 * sizeof(double)) == 0);
+      }
+    }
   }
 }
 
@@ -389,10 +415,11 @@ TEST_CASE("the CPU capped selection keeps the largest, ties to the lowest indice
       std::sort(want.begin(), want.end());
       const std::vector<uint64_t> bounds{begin, end};
       const uint64_t sequence = 7, nonfinite = 3;
-      std::vector<int64_t> slot(sccl::kSlotHeaderWords + capacity, 99);
-      REQUIRE(sccl::cpuKernels().syncFreeSelect(x.data(), scclFloat32, bounds.data(), end - begin,
-                                                &threshold, capacity, &nonfinite, 0xabc, &sequence,
-                                                slot.data(), nullptr) == scclSuccess);
+      // Kept up to `capacity`, padded to 3 more (a slot sized for a higher density).
+      std::vector<int64_t> slot(sccl::kSlotHeaderWords + capacity + 3, 99);
+      REQUIRE(sccl::cpuKernels().syncFreeSelect(
+                  x.data(), scclFloat32, bounds.data(), end - begin, &threshold, capacity,
+                  capacity + 3, &nonfinite, 0xabc, &sequence, slot.data(), nullptr) == scclSuccess);
       REQUIRE(slot[0] == int64_t(want.size()));
       CHECK(slot[1] == 3);
       CHECK(uint64_t(slot[2]) == 0xabc);

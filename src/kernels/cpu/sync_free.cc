@@ -80,15 +80,18 @@ scclResult_t syncFreeBeginCall(const SyncFreeWords& w) {
 }
 
 scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
-                            const double* threshold, size_t capacity, const uint64_t* nonfinite,
-                            uint64_t fingerprint, const uint64_t* sequence, int64_t* slot) {
+                            const double* threshold, size_t keep, size_t capacity,
+                            const uint64_t* nonfinite, uint64_t fingerprint,
+                            const uint64_t* sequence, int64_t* slot) {
   SCCL_REQUIRE_ARG(acc_dtype == scclFloat32 || acc_dtype == scclFloat64,
                    "syncFreeSelect: %s is not an accumulator type", dataTypeName(acc_dtype));
+  SCCL_REQUIRE_ARG(keep >= 1 && keep <= capacity, "syncFreeSelect: keep %zu of capacity %zu", keep,
+                   capacity);
   const size_t begin = size_t(bounds[0]), end = size_t(bounds[1]);
   std::vector<int64_t> found;
   size_t n = 0;
   if (end > begin) {
-    found.resize(std::min(end - begin, std::max<size_t>(4096, 2 * capacity)));
+    found.resize(std::min(end - begin, std::max<size_t>(4096, 2 * keep)));
     SCCL_CHECK(selectAbove(acc, acc_dtype, begin, end, *threshold, found.data(), nullptr,
                            found.size(), &n));
     if (n > found.size()) {
@@ -98,20 +101,20 @@ scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uin
   }
   int64_t* out = slot + kSlotHeaderWords;
   size_t kept = 0;
-  if (n <= capacity) {
+  if (n <= keep) {
     std::copy_n(found.data(), n, out);
     kept = n;
   } else {
     std::vector<uint64_t> bits(n);
     for (size_t j = 0; j < n; ++j) bits[j] = magnitudeOf(acc, acc_dtype, size_t(found[j]));
     std::vector<uint64_t> order(bits);
-    std::nth_element(order.begin(), order.begin() + (capacity - 1), order.end(),
+    std::nth_element(order.begin(), order.begin() + (keep - 1), order.end(),
                      std::greater<uint64_t>());
-    const uint64_t cut = order[capacity - 1];  // the capacity-th largest magnitude
+    const uint64_t cut = order[keep - 1];  // the keep-th largest magnitude
     size_t above = 0;
     for (uint64_t b : bits) above += b > cut;
-    size_t ties = capacity - above;
-    for (size_t j = 0; j < n && kept < capacity; ++j) {
+    size_t ties = keep - above;
+    for (size_t j = 0; j < n && kept < keep; ++j) {
       if (bits[j] > cut || (bits[j] == cut && ties > 0)) {
         if (bits[j] == cut) --ties;
         out[kept++] = found[j];
