@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI's reliability step, run by .ci/run after the README's test command (docs/reliability.md):
-#  1. every libFuzzer harness for FUZZ_SECONDS (default 60, as issue 4 asks) on its committed corpus (clang,
+#  1. every libFuzzer harness for FUZZ_SECONDS (default 60) on its committed corpus (clang,
 #     ASan + UBSan; build-fuzz/);
 #  2. ASan + UBSan over the reliability tests ([peerfault], [threads]), built in the same
 #     instrumented build-fuzz/ (one instrumented library build serves both);

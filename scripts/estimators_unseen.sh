@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The SIDCo estimators on language-model gradients the project's defaults were not tuned on
-# (issue 24, item 3): writes two trace sets with scripts/lm_gradient_traces.py, then runs
+# The SIDCo estimators on language-model gradients the project's defaults were not tuned on:
+# writes two trace sets with scripts/lm_gradient_traces.py, then runs
 # perf/estimator_perf's quality study on them, with error feedback over gradients 10 steps apart
 # (-E 1) and on the raw gradients (-E 0), and prints the tables (scripts/plot_estimators.py).
 #

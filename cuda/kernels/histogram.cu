@@ -5,7 +5,7 @@
 // global 64-bit counts once at its end. The first version made one global atomic per counted
 // element: the window reaches a few octaves below the threshold, so most elements of a Laplace-
 // like gradient fall into a few dozen bins, and those atomics serialised (172-538 us for 26M
-// float32 on an H100, against 115 us for the accumulation itself; issue 22). Counts are integer
+// float32 on an H100, against 115 us for the accumulation itself). Counts are integer
 // sums, the same in any order: bitwise the CPU's histogram.
 //
 // The fused kernel does accumulate()'s element operation (accumulate_element.cuh) and counts the

@@ -11,7 +11,7 @@
 // ascending, and (4) lets one thread per bucket run add its elements in that order to the
 // bucket's existing value. The first version keyed and sorted all `count` elements per row
 // (unmarked ones past every bucket): 19.8 ms of a 20.8 ms S2 call at 26M float32, d = 0.001, on
-// an H100 (issue 22); the list is about k long. Temporary storage: 28 bytes per element plus the
+// an H100; the list is about k long. Temporary storage: 28 bytes per element plus the
 // compaction's mask (sized for the worst case, every element listed).
 // Computed values that are NaN are canonical (kernels/shared/canonical_nan.h), as on the CPU.
 #include <cub/device/device_radix_sort.cuh>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Dense against sparse (micro, exdyna at density 0.01) for five optimizers on the Fashion-MNIST
-# CNN, 4 ranks (issue 24, item 2), then the table and plot of docs/results/adaptive_optimizers.md.
+# CNN, 4 ranks, then the table and plot of docs/results/adaptive_optimizers.md.
 #
 #   examples/python/run_optimizer_study.sh OUT_DIR [--seeds "1 2 3"] [--epochs 4]
 #

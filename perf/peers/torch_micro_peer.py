@@ -7,8 +7,8 @@
 
 One rank needs no launcher and runs no collective (the reference skips them at one worker).
 
-Each call is kljp/micro's MicroReducer.reduce (cnn-lstm/gradient_reducers.py; described in
-/work/shared/reference/seed-implementations.md, section 2) on one flat float32 gradient:
+Each call is kljp/micro's MicroReducer.reduce (cnn-lstm/gradient_reducers.py of that
+repository) on one flat float32 gradient:
   1. acc = grad + residual (the harness's send_buffer = grad + memory);
   2. the threshold, from the previous call's k' (k = int(density * count)): delta_0 = 1/(2 sqrt(k)),
      then with exam = k'/k: x1.005 above 1.1, x1.00125 above 0.909 (the reference's in-band

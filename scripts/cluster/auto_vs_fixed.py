@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""algorithm "auto" against the fixed choices, per cell of a sparse_allreduce_perf run (issue 25).
+"""algorithm "auto" against the fixed choices, per cell of a sparse_allreduce_perf run.
 
     scripts/cluster/auto_vs_fixed.py DIR [--markdown OUT.md] [--json OUT.json]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25's targets in one command: "auto" against every fixed choice on the emulated cluster
+# The cost model's targets in one command: "auto" against every fixed choice on the emulated cluster
 # (4 and 8 ranks; 1 and 10 Gbit/s; 1M float32 at density 0.1, 0.01, 0.001 and 25M at 0.01, 0.001),
 # then the cost model's 4-rank fit checked at 8 ranks.
 #

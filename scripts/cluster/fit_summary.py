@@ -3,7 +3,7 @@
 
     scripts/cluster/fit_summary.py CHECK_N8.json... [--bound 0.25]
 
-Per file and in total: rows whose fitted error is within the bound (issue 25's target: every row
+Per file and in total: rows whose fitted error is within the bound (the target: every row
 within 25 %), the same for the presets "auto" chooses among, and the range of the errors.
 """
 

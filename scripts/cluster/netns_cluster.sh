@@ -10,8 +10,7 @@
 #   netns_cluster.sh status        list the namespaces of this script
 #
 # Only 10.77.0.0/24 inside the namespaces and loopback are used. Needs root (ip netns, tc).
-# The recipe, and why each piece is there, is ../shared/reference/netem.md of the project
-# (docs/results/performance.md summarises it): mpirun cannot reach its PMIx server from inside a
+# Why each piece is there (docs/results/performance.md summarises the recipe): mpirun cannot reach its PMIx server from inside a
 # namespace, so it runs in the hub and starts each orted through a fake ssh
 # (netns_rsh.sh) inside its node and its own UTS namespace; busy polling starves the veth
 # softirq on small machines, so MPI yields when idle. Every orted sees one slot on a whole

@@ -1,8 +1,8 @@
 // sketch: the data path of the S2 Reducer (preset s2).
 //
-// Paper: Ge, Lu, Fu et al., "S2 Reducer: High-Performance Sparse Communication to Accelerate
+// Paper: K. Ge, Y. Fu, Y. Zhang, Z. Lai, X. Deng, D. Li, "S2 Reducer: High-Performance Sparse Communication to Accelerate
 // Distributed Deep Learning" (Algorithm 1). Reference code: GeKeShi/Sparse_Sketch_Reducer,
-// Sketch_Embed_Reducer + CSVec (see shared/reference/seed-implementations.md section 5).
+// Sketch_Embed_Reducer + CSVec (LSTM/gradient_reducers.py, LSTM/codings/cs_embedding/csvec.py).
 //
 // Steps of one call on every rank (acc = residual + gradient is already computed):
 //  1. blocks of B = sketchBlockSize elements (the last one may be shorter). Selection into a

@@ -1,8 +1,9 @@
 // EventGraD: event-triggered decentralised averaging over one-sided puts.
 //
 // Paper: S. Ghosh, V. Gupta, "EventGraD: Event-Triggered Communication in Parallel Stochastic
-// Gradient Descent" (../shared/papers/003), on top of D-PSGD (Lian et al. 2017). Reference code:
-// dmnist/event/ event.cpp (../shared/reference/seed-implementations.md, section 4).
+// Gradient Descent" (Workshop on Machine Learning in HPC Environments, SC20, 2020), on top of
+// D-PSGD (Lian et al., NeurIPS 2017). Reference code: soumyadipghosh/eventgrad,
+// dmnist/event/event.cpp.
 //
 // One pass (eventCommStep), for a flat parameter buffer cut into tensors:
 //  1. per tensor: L2 norm; the trigger (event_trigger.h) decides the event;

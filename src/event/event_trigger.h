@@ -2,7 +2,7 @@
 // from how far its L2 norm moved since it was last sent.
 //
 // Paper: S. Ghosh, V. Gupta, "EventGraD: Event-Triggered Communication in Parallel Stochastic
-// Gradient Descent" (../shared/papers/003), section IV. Rule, per tensor i at pass p:
+// Gradient Descent" (Workshop on Machine Learning in HPC Environments, SC20, 2020), section IV. Rule, per tensor i at pass p:
 //   change = | ||theta_i|| - norm at the last event |
 //   event  = p < initialPasses  or  change >= threshold        (NaN change: event)
 //   on an event: slope = change / (p - pass of the last event) enters a history of the last

@@ -1,4 +1,4 @@
-// "algorithm": "auto" (issue 25): at sparsifier creation the cost model (tuning/cost_model.h)
+// "algorithm": "auto": at sparsifier creation the cost model (tuning/cost_model.h)
 // predicts every candidate preset for this count, dtype, density, rank count and the measured link,
 // and the sparsifier is created with the fastest.
 //

@@ -1,4 +1,4 @@
-// "algorithm": "auto" on device buffers (issue 25): the sparsifier's first call on GPU memory
+// "algorithm": "auto" on device buffers: the sparsifier's first call on GPU memory
 // narrows the creation's choice to the presets that have a device path.
 //
 // The creation (tuning/auto_choice.h) does not know where the calls' buffers will live. With

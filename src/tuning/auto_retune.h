@@ -1,4 +1,4 @@
-// "algorithm": "auto" after creation (issue 25): the choice made from the cost model
+// "algorithm": "auto" after creation: the choice made from the cost model
 // (tuning/auto_choice.h) is checked against the measured time of real calls, and changed where
 // those say another candidate may be faster.
 //

@@ -1,4 +1,4 @@
-// The link a communicator runs on, measured (issue 25): a few small all-reduces for the latency
+// The link a communicator runs on, measured: a few small all-reduces for the latency
 // and one bulk all-reduce for the bandwidth, through the communicator's own transport, so that the
 // cost model (tuning/link_model.h) prices collectives as this transport moves them.
 //

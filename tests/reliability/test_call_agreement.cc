@@ -1,6 +1,6 @@
 // Call agreement (comm/call_agreement.h): ranks that call different things all get
 // scclInvalidUsage with the same message naming the field, and the communicator stays usable.
-// Every case here crashed, hung or succeeded silently before the agreement (issue 21).
+// Every case here crashed, hung or succeeded silently before the agreement.
 #include <catch2/catch.hpp>
 
 #include <cstring>

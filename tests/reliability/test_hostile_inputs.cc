@@ -1,4 +1,4 @@
-// Hostile inputs of the caller (issue 21, docs/reliability.md "Hostile-input round"): each case
+// Hostile inputs of the caller (docs/reliability.md, "Hostile-input round"): each case
 // is one finding of an independent bad-input corpus. Every refusal must be a documented code with
 // a message in scclGetLastError, and a communicator must stay usable after an invalid argument
 // (checked by a correct all-reduce on it afterwards).

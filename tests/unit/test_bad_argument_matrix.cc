@@ -1,4 +1,4 @@
-// The bad-argument matrix (issue 4, item 1): for every function the public header exports, a
+// The bad-argument matrix: for every function the public header exports, a
 // table of invalid calls, each with the code docs/api.md documents for it. Every case runs on
 // both ranks of a 2-rank in-process communicator (an argument rejected on every rank returns at
 // once, so no rank waits for a peer), must return its documented code with a non-empty

@@ -1,4 +1,4 @@
-// Density schedules (issue 24, item 1): scclSparsifierSetDensity and the config's density warm-up
+// Density schedules: scclSparsifierSetDensity and the config's density warm-up
 // (densityWarmupStart / densityWarmupCalls / densityWarmupForm). The density of a call is a pure
 // function of the agreed call number, so every rank has the same k; a rank that sets another
 // density makes the next call fail its agreement on every rank, and an agreed density resumes.
