@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "cuda/cuda_status.h"
 #include "cuda/dispatch.h"
+#include "kernels/dtype_checks.h"
 #include "kernels/shared/magnitude_bits.h"
 #include "kernels/shared/sync_free_slot_check.h"
 
@@ -23,16 +24,6 @@ cudaStream_t asStream(void* stream) {
 bool isFloating(scclDataType_t dtype) {
   return dtype == scclFloat32 || dtype == scclFloat64 || dtype == scclFloat16 ||
          dtype == scclBfloat16;
-}
-
-bool isAccType(scclDataType_t dtype) {
-  return dtype == scclFloat32 || dtype == scclFloat64;
-}
-
-scclResult_t requireAccType(scclDataType_t dtype, const char* kernel) {
-  if (isAccType(dtype)) return scclSuccess;
-  return fail(scclInvalidArgument, "%s: %s data is not supported (float32 or float64)", kernel,
-              dataTypeName(dtype));
 }
 
 scclResult_t requireFloating(scclDataType_t dtype, const char* kernel) {
@@ -52,12 +43,6 @@ scclResult_t rowKeys(const SketchShape& shape, const char* kernel, cuda_dispatch
 
 // The pairs of an accumulator type and a data type the kernels convert between exactly (a
 // float64 accumulator holds float64 data; a float32 one float32, float16 and bfloat16).
-bool accumulatorHolds(scclDataType_t acc_dtype, scclDataType_t data_dtype) {
-  return (acc_dtype == scclFloat64 && data_dtype == scclFloat64) ||
-         (acc_dtype == scclFloat32 && (data_dtype == scclFloat32 || data_dtype == scclFloat16 ||
-                                       data_dtype == scclBfloat16));
-}
-
 scclResult_t requireAccumulatePair(scclDataType_t acc_dtype, scclDataType_t grad_dtype) {
   SCCL_REQUIRE_ARG(accumulatorHolds(acc_dtype, grad_dtype),
                    "accumulate: %s gradients into a %s residual are not supported",

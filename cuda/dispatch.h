@@ -130,7 +130,7 @@ cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, 
 cudaError_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                const uint8_t* bitmap, const void* sub, cudaStream_t stream);
 
-// x[i] = x[i] / nranks for i < count, as core/average.cc divides (float32 arithmetic for float32,
+// x[i] = x[i] / nranks for i < count, as core/divide_by_ranks.cc divides (float32 arithmetic for float32,
 // float16 and bfloat16, rounded to nearest even; double for float64).
 cudaError_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
                           cudaStream_t stream);

@@ -7,7 +7,7 @@
 
 #include "comm/comm_compatibility.h"
 #include "core/memory_space.h"
-#include "core/param.h"
+#include "core/setting.h"
 #include "kernels/kernels.h"
 #include "sccl_build_config.h"
 #include "sparsecoll/sparsecoll.h"

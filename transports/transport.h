@@ -4,7 +4,7 @@
 // Contract shared by every operation:
 //  - Collective operations are called by every rank of the communicator in the same order with
 //    matching sizes. Every public collective first agrees on a call record (agree, or
-//    carryAgreement folded into the next collective; transports/call_record.h), so mismatched
+//    carryAgreement folded into the next collective; transports/agreement_record.h), so mismatched
 //    public calls never reach the data operations; a transport still bounds-checks what it
 //    reads from peers.
 //  - Blocking: an operation returns when this rank's output is complete and its input may be
@@ -25,7 +25,7 @@
 #include <memory>
 
 #include "sparsecoll/sparsecoll.h"
-#include "transports/call_record.h"
+#include "transports/agreement_record.h"
 #include "transports/stream_collectives.h"
 #include "transports/window.h"
 

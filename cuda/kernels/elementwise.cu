@@ -61,7 +61,7 @@ __global__ void scatterDoubleKernel(double* dst, const int64_t* idx, const doubl
     dst[idx[j]] = canonicalizeNaN(vals[j] * scale);
 }
 
-// The average's division, as the CPU's divideByRanks (core/average.cc): IEEE division (nvcc's
+// The average's division, as the CPU's divideByRanks (core/divide_by_ranks.cc): IEEE division (nvcc's
 // default -prec-div=true), half types widened to float32 and rounded back to nearest even, a NaN
 // quotient canonical.
 __global__ void divideFloatKernel(void* x, scclDataType_t dtype, size_t count, float divisor) {

@@ -23,7 +23,7 @@
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/kernels.h"

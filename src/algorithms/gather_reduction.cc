@@ -42,7 +42,7 @@
 #include "algorithms/index_exchange.h"
 #include "algorithms/reductions.h"
 #include "algorithms/threshold_query.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/shared/half.h"

@@ -40,7 +40,7 @@
 #include "algorithms/sync_free_capacity.h"
 #include "algorithms/sync_free_slots.h"
 #include "algorithms/threshold_query.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"

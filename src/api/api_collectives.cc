@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "api/api_validate.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "comm/call_agreement.h"
 
 namespace {

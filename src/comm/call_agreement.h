@@ -4,7 +4,7 @@
 // mismatch returns scclInvalidUsage on every rank, the message naming the field, its values and
 // the ranks, and the communicator stays usable (docs/reliability.md, "Call agreement").
 //
-// The records are 64 bytes (transports/call_record.h). The in-process transport folds them into
+// The records are 64 bytes (transports/agreement_record.h). The in-process transport folds them into
 // the first barrier of the call's own collective (no extra round trip); the others all-gather
 // them first (one small exchange; docs/results/call_agreement.md has the cost).
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
-#include "transports/call_record.h"
+#include "transports/agreement_record.h"
 #include "transports/transport.h"
 
 namespace sccl {

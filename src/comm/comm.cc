@@ -10,7 +10,7 @@
 #include "core/config_header.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
-#include "core/params.h"
+#include "core/settings.h"
 #include "transports/transport_registry.h"
 
 namespace sccl {

@@ -10,7 +10,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
-#include "core/params.h"
+#include "core/settings.h"
 #include "transports/bootstrap/bootstrap.h"
 #include "transports/mpi/mpi_support.h"
 

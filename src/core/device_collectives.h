@@ -23,7 +23,7 @@ scclResult_t prepareDeviceTransport(scclComm* comm);
 // scclInvalidUsage, no side effect); then waits for the caller's stream.
 scclResult_t prepareDeviceCollective(scclComm* comm, void* stream);
 
-// buffer = buffer / nranks on the caller's stream, bitwise the host division (core/average.h).
+// buffer = buffer / nranks on the caller's stream, bitwise the host division (core/divide_by_ranks.h).
 scclResult_t deviceDivideByRanks(void* buffer, size_t count, scclDataType_t dtype, int nranks,
                                  void* stream);
 

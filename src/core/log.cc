@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace sccl {
 namespace {

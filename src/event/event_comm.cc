@@ -38,7 +38,7 @@
 #include <numeric>
 #include <type_traits>
 
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "comm/call_agreement.h"
 #include "kernels/shared/canonical_nan.h"
 #include "comm/comm.h"

@@ -74,7 +74,7 @@ class DeviceStaging {
   virtual scclResult_t synchronize() = 0;
   // recvbuf = NaN of dtype (the host reduction's pattern).
   virtual scclResult_t fillNaN(void* recvbuf, size_t count, scclDataType_t dtype) = 0;
-  // x = x / nranks, bitwise the host's divideByRanks (core/average.h).
+  // x = x / nranks, bitwise the host's divideByRanks (core/divide_by_ranks.h).
   virtual scclResult_t divideByRanks(void* x, size_t count, scclDataType_t dtype, int nranks) = 0;
 };
 

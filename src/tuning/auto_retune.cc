@@ -9,7 +9,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {

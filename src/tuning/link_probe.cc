@@ -11,7 +11,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace sccl {
 namespace {

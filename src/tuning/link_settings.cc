@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace sccl {
 namespace {

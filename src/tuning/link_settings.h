@@ -1,5 +1,5 @@
 // The link given by settings instead of measured (the probe skipped, or its result overridden):
-// SCCL_LINK_LATENCY_NS and SCCL_LINK_RATE_MBITS (core/params.cc). Each one
+// SCCL_LINK_LATENCY_NS and SCCL_LINK_RATE_MBITS (core/settings.cc). Each one
 // given replaces what the link probe (tuning/link_probe.h) would measure of it, and the probe
 // skips that measurement; with both given it measures nothing. Every rank must give the same
 // values: they are part of what an "auto" creation agrees on (tuning/auto_choice.cc), so ranks

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "core/param.h"
+#include "core/setting.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string all(reinterpret_cast<const char*>(data), size);

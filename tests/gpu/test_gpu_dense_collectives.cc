@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "bit_mismatch.h"
 #include "kernels/shared/half.h"
 #include "device_buffer.h"

@@ -11,7 +11,7 @@
 
 #include "kernels/shared/count_sketch.h"
 #include "bit_mismatch.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/dispatch.h"

@@ -104,7 +104,7 @@ std::vector<PeerFaultCase> peerFaultCases() {
   const int64_t count = int64_t(kCount);
   auto always = [](Fault f) { return [f](scclSparsifier_t) { return f; }; };
   return {
-      // The 64-byte call record every collective starts with (transports/call_record.h).
+      // The 64-byte call record every collective starts with (transports/agreement_record.h).
       {"garbage call record", "topk", always(fault(FaultOp::Agreement, 0, 1, garbage(19))),
        scclRemoteError},
       {"call record claiming to come from another rank", "topk",

@@ -11,7 +11,7 @@
 
 #include "algorithms/call_header.h"
 #include "comm/comm.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/collective_bytes.h"
 #include "core/dtype.h"
 #include "sparsifier/sparsifier.h"

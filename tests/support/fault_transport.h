@@ -24,7 +24,7 @@
 
 namespace sccl_test {
 
-// Agreement: the call records gathered at a collective's start (transports/call_record.h).
+// Agreement: the call records gathered at a collective's start (transports/agreement_record.h).
 enum class FaultOp { AllGather, AllReduce, Broadcast, Agreement };
 
 struct Fault {

@@ -10,7 +10,7 @@
 
 #include "kernels/shared/half.h"
 #include "core/log.h"
-#include "core/param.h"
+#include "core/setting.h"
 #include "transports/reduce_ops.h"
 
 TEST_CASE("float16 and bfloat16 round-trip every bit pattern", "[core][half]") {

@@ -1,5 +1,5 @@
 // The NaN rule in the transports' rank-order all-reduce (kernels/shared/rank_order_combine.h,
-// which the NCCL transport's kernel shares) and scclAvg's division (core/average.cc): with NaNs of
+// which the NCCL transport's kernel shares) and scclAvg's division (core/divide_by_ranks.cc): with NaNs of
 // different payloads and signs on different ranks, every rank receives the canonical NaN of the
 // dtype wherever the result is NaN, and the exact value elsewhere, bit for bit. Sum and average
 // through scclAllReduce on in-process ranks (the local, MPI and UCX transports all reduce with

@@ -16,7 +16,7 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/staged_call.h"
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "sparsifier/sparsifier.h"
 #include "support/local_ranks.h"
 #include "support/sparse_runs.h"

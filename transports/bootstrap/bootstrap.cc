@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 #include "transports/bootstrap/bootstrap_root.h"
 #include "transports/bootstrap/byte_order.h"
 #include "transports/bootstrap/socket.h"

@@ -24,7 +24,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 #include "transports/bootstrap/root_service.h"
 #include "transports/bootstrap/unique_id.h"
 

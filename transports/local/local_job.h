@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
-#include "transports/call_record.h"
+#include "transports/agreement_record.h"
 
 namespace sccl {
 
@@ -39,7 +39,7 @@ class LocalJob {
 
   // What a rank entered, posted before an operation's first barrier and checked by every rank
   // after it before any data is read (LocalTransport::arrive): the operation with its sizes, and
-  // the call record when a public collective carried one (transports/call_record.h).
+  // the call record when a public collective carried one (transports/agreement_record.h).
   struct Operation {
     uint32_t kind = 0;   // LocalTransport's operation kinds
     uint64_t bytes = 0;  // allReduce: count; others: bytes this rank sends

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace sccl {
 namespace {

@@ -16,6 +16,7 @@
 #include "kernels/shared/half.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/dtype_checks.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/sketch_element.h"
 
@@ -24,16 +25,6 @@ namespace {
 
 constexpr size_t kMinPartElements = size_t{1} << 15;
 constexpr uint32_t kMaxRows = kMaxSketchRows;
-
-bool isAccType(scclDataType_t dtype) {
-  return dtype == scclFloat32 || dtype == scclFloat64;
-}
-
-scclResult_t requireAccType(scclDataType_t dtype, const char* kernel) {
-  if (isAccType(dtype)) return scclSuccess;
-  return fail(scclInvalidArgument, "%s: %s data is not supported (float32 or float64)", kernel,
-              dataTypeName(dtype));
-}
 
 // Runs fn(first_block, end_block) over contiguous parts of the blocks.
 template <typename Fn>

@@ -8,10 +8,11 @@
 #include <functional>
 #include <vector>
 
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/dtype_checks.h"
 #include "kernels/shared/canonical_nan.h"
 #include "kernels/shared/half.h"
 #include "kernels/shared/magnitude_bits.h"
@@ -83,8 +84,7 @@ scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uin
                             const double* threshold, size_t keep, size_t capacity,
                             const uint64_t* nonfinite, uint64_t fingerprint,
                             const uint64_t* sequence, int64_t* slot) {
-  SCCL_REQUIRE_ARG(acc_dtype == scclFloat32 || acc_dtype == scclFloat64,
-                   "syncFreeSelect: %s is not an accumulator type", dataTypeName(acc_dtype));
+  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
   SCCL_REQUIRE_ARG(keep >= 1 && keep <= capacity, "syncFreeSelect: keep %zu of capacity %zu", keep,
                    capacity);
   const size_t begin = size_t(bounds[0]), end = size_t(bounds[1]);

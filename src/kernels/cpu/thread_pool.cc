@@ -9,7 +9,7 @@
 #include <atomic>
 
 #include "core/log.h"
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace sccl {
 

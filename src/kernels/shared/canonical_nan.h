@@ -10,7 +10,7 @@
 // narrows to the canonical 16-bit one through kernels/shared/half.h (floatToFp16 -> 0x7e00,
 // floatToBf16 -> 0x7fc0), so 16-bit results computed in float32 follow the rule too.
 //
-// One definition compiled by g++ (CPU kernels, transports, core/average.cc) and nvcc
+// One definition compiled by g++ (CPU kernels, transports, core/divide_by_ranks.cc) and nvcc
 // (cuda/kernels/); the CPU's vector paths apply the same rule with a compare-unordered and a blend
 // against these constants (kernels/cpu/accumulate.cc).
 #pragma once

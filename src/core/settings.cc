@@ -1,7 +1,7 @@
 // Every environment variable sparsecoll reads, with its default and help text.
-#include "core/params.h"
+#include "core/settings.h"
 
-#include "core/param.h"
+#include "core/setting.h"
 
 SCCL_PARAM_STRING(Debug, "DEBUG", "", "Log level: VERSION, WARN, INFO or TRACE (empty: off)")
 SCCL_PARAM_STRING(DebugSubsys, "DEBUG_SUBSYS", "ALL",

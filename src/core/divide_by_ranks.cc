@@ -1,4 +1,4 @@
-#include "core/average.h"
+#include "core/divide_by_ranks.h"
 
 #include <cstdint>
 

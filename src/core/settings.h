@@ -1,4 +1,4 @@
-// Accessors of the settings declared in src/core/params.cc (one place lists them all).
+// Accessors of the settings declared in src/core/settings.cc (one place lists them all).
 #pragma once
 
 #include <cstdint>

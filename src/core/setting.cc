@@ -1,4 +1,4 @@
-#include "core/param.h"
+#include "core/setting.h"
 
 #include <algorithm>
 #include <cerrno>
