@@ -32,6 +32,9 @@ void DeviceSparsifierStateDeleter::operator()(DeviceSparsifierState* state) cons
 }
 
 DeviceSparsifierState::~DeviceSparsifierState() {
+  // Calls enqueued on the caller's streams may still write these buffers and words: let them
+  // finish before anything is freed (a captured graph of this sparsifier is invalid from here).
+  (void)cudaDeviceSynchronize();
   if (fault_host != nullptr) (void)cudaFreeHost(fault_host);
   if (index_fault_host != nullptr) (void)cudaFreeHost(index_fault_host);
 }
@@ -56,7 +59,8 @@ scclResult_t mappedWord(Word** host, Word** device, Word initial, const char* wh
 std::unique_ptr<StreamExchange> exchangeFor(const scclSparsifier& sp, DeviceSparsifierState& d,
                                             void* stream) {
   StreamCollectives* on_stream = sp.comm->transport->streamCollectives();
-  if (on_stream != nullptr) return std::make_unique<OnStreamExchange>(*on_stream, d.staging, stream);
+  if (on_stream != nullptr)
+    return std::make_unique<OnStreamExchange>(*on_stream, d.staging, stream);
   return std::make_unique<StagedExchange>(d.staging);
 }
 
@@ -202,8 +206,9 @@ scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {
   // The last call's writes to the residual may be pending on the caller's stream, which may be
   // non-blocking (unordered with the legacy stream) or destroyed by now: wait for the device.
   SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "residual norm: the last call's work");
-  SCCL_CHECK(sp.device->kernels.absMoments(sp.device->residual, sp.acc_dtype, 0, sp.count, 0.0,
-                                           false, &moments, nullptr));
+  // Its own kernels: the calls' workspace must not grow here (a captured call holds its address).
+  SCCL_CHECK(sp.device->statistics_kernels.absMoments(sp.device->residual, sp.acc_dtype, 0,
+                                                      sp.count, 0.0, false, &moments, nullptr));
   *norm = std::sqrt(moments.sum_sq);
   return scclSuccess;
 }

@@ -24,6 +24,10 @@ struct DeviceSparsifierState {
 
   CudaKernels kernels;
   CudaDeviceStaging staging{kernels};  // the reductions' device arrays and page-locked buffers
+  // The statistics' kernels (the residual's norm), with a workspace of their own: a CUDA graph
+  // captured from a call holds the addresses of `kernels`' workspace, which must not grow or
+  // move between its replays.
+  CudaKernels statistics_kernels;
   // Two buffers for residual and accumulator: they trade roles after each call, except in a
   // stream-ordered sync_free sparsifier (a graph holds fixed pointers), which copies instead.
   CudaWorkspace buffer_a, buffer_b;

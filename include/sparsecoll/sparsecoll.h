@@ -326,7 +326,9 @@ typedef struct {
    * (scclSparsifierGetAsyncError); its statistics are read from the device when asked.
    * 1: every step is also enqueued on `stream` with fixed buffers, so the call can be captured in
    * a CUDA graph (docs/gpu.md); needs a transport that orders collectives on a stream (nccl).
-   * The first device call allocates and must not be captured. 0 (default): residual and
+   * The first device call allocates and must not be captured; a captured graph replays the
+   * density of its capture (recapture after scclSparsifierSetDensity or a warm-up step).
+   * 0 (default): residual and
    * accumulator trade roles after each call (no copy of the vector); over local, mpi and ucx each
    * of the two collectives waits for the stream once. Host buffers ignore it. */
   int streamOrdered;

@@ -40,7 +40,8 @@
 // density the sparsifier may use (the host's follow the density in effect: the same entries,
 // more padding on the wire under a density warm-up); the threshold, partitions and statistics
 // live on the device (read when asked). The selections, values, outputs and
-// residuals are otherwise the host run's bit for bit.
+// residuals are otherwise the host run's bit for bit (with the proportional scaling rule the
+// device's pow may round the threshold differently from the host's: kernels/shared/scaling_rule.h).
 #include "algorithms/resident_sync_free.h"
 
 #include <algorithm>
