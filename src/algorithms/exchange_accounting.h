@@ -13,6 +13,12 @@
 
 namespace sccl {
 
+// The time since `start`, for the calls' select / communicate / other split.
+inline double microsecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 template <typename Operation>
 scclResult_t timedCollective(SparseCall& call, Operation&& operation) {
   auto start = std::chrono::steady_clock::now();
@@ -21,8 +27,7 @@ scclResult_t timedCollective(SparseCall& call, Operation&& operation) {
   // them; its host arrays (headers, indices) pass through that transport untouched.
   Transport& transport = call.device != nullptr ? deviceTransportOf(comm) : *comm->transport;
   scclResult_t result = commRecordFailure(comm, operation(transport));
-  call.time_comm_us +=
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  call.time_comm_us += microsecondsSince(start);
   return result;
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algorithms/exchange_accounting.h"
 #include "algorithms/density_correction.h"
 #include "kernels/device_staging.h"
 #include "algorithms/selection_trim.h"
@@ -39,10 +40,6 @@ namespace sccl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double microsecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
 
 // Room for a selection over `range`: what is likely, not the whole range (which would cost 8
 // bytes per element); the kernels report the exact count on overflow, so one retry suffices.

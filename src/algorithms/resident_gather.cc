@@ -59,7 +59,9 @@
 #include <vector>
 
 #include "algorithms/call_header.h"
+#include "algorithms/exchange_accounting.h"
 #include "algorithms/density_correction.h"
+#include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
 #include "core/error.h"
@@ -68,38 +70,6 @@
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
-namespace {
-
-double microsecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-// Step 5's failed checks, with the host reduction's texts and codes.
-scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
-  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  switch (plan[kPlanStatus]) {
-    case kPlanMismatch:
-      return fail(scclInvalidUsage,
-                  "sparse all-reduce: rank %llu is at call %llu of a sparsifier with fingerprint "
-                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
-                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), sp.comm->rank,
-                  u(sp.iteration), u(sp.fingerprint));
-    case kPlanTooMany:
-      return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
-                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
-    case kPlanPeerFault:
-      return fail(scclRemoteError,
-                  "rank %llu sent an index outside its range or out of order at an earlier call "
-                  "(that call left recvbuf untouched and kept the residual)",
-                  u(plan[kPlanRank]));
-    default:
-      return fail(scclInternalError, "resident gather: plan status %llu", u(plan[kPlanStatus]));
-  }
-}
-
-}  // namespace
-
 bool residentGatherApplies(const scclSparsifier& sp) {
   const bool threshold_known =
       sp.config.density_correction == "histogram" || sp.estimator->thresholdBeforeData();
@@ -266,20 +236,12 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
                                   static_cast<const uint64_t*>(ranges), vectors.fault,
                                   static_cast<uint64_t*>(plan), stream));
   }
-  void* plan_host = nullptr;
-  const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
-  SCCL_CHECK(device.readBack(plan_host, plan, plan_bytes));
-  SCCL_CHECK(device.synchronize());
-  const uint64_t* p = static_cast<const uint64_t*>(plan_host);
+  const uint64_t* p = nullptr;
+  SCCL_CHECK(readPlan(call, plan, n, &p));
   call.time_select_us += microsecondsSince(start);
-  if (p[kPlanStatus] == kPlanNonFinite) {
-    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
-    headers[p[kPlanRank]].nonfinite = p[kPlanDetailA];
-    call.nonfinite_local = p[kPlanOwnNonFinite];
-    return applyNonFinitePolicy(call, headers);
-  }
-  if (p[kPlanStatus] != kPlanOk) return planFailure(sp, p);
+  bool handled = false;
+  SCCL_CHECK(applyPlanStatus(call, p, &handled));
+  if (handled) return scclSuccess;  // discarded for non-finite values
   // A leader claiming another count than its top-k would size the index broadcast past the
   // receivers' buffers (sized for leader_count): refused on every rank alike.
   if (sole >= 0 && p[kGatherPlanHeaderWords + 2 * size_t(sole)] != leader_count) {

@@ -41,6 +41,8 @@
 #include <vector>
 
 #include "algorithms/call_header.h"
+#include "algorithms/exchange_accounting.h"
+#include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
 #include "core/error.h"
@@ -50,38 +52,6 @@
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
-namespace {
-
-double microsecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-// Step 6's failed checks, with the host reduction's codes.
-scclResult_t unionFailure(const scclSparsifier& sp, const uint64_t* plan) {
-  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  switch (plan[kPlanStatus]) {
-    case kPlanMismatch:
-      return fail(scclInvalidUsage,
-                  "sparse all-reduce: rank %llu is at call %llu of a sparsifier with fingerprint "
-                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
-                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), sp.comm->rank,
-                  u(sp.iteration), u(sp.fingerprint));
-    case kPlanTooMany:
-      return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
-                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
-    case kPlanBadIndex:
-      return fail(scclRemoteError,
-                  "rank %llu sent an index outside its range or out of order; nothing was "
-                  "written",
-                  u(plan[kPlanRank]));
-    default:
-      return fail(scclInternalError, "resident union: plan status %llu", u(plan[kPlanStatus]));
-  }
-}
-
-}  // namespace
-
 bool residentUnionApplies(const scclSparsifier& sp) {
   const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
   return std::strcmp(sp.reduction->name, "gather") == 0 && (topk || !sp.estimator->mayTrim()) &&
@@ -165,20 +135,11 @@ scclResult_t countAtThreshold(SparseCall& call, StreamExchange& exchange, Staged
   params.nearest_edge = 0;  // edge 0: every counted entry is selected
   SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params, ranges,
                                 vectors.fault, static_cast<uint64_t*>(plan), stream));
-  void* plan_host = nullptr;
-  const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
-  SCCL_CHECK(device.readBack(plan_host, plan, plan_bytes));
-  SCCL_CHECK(device.synchronize());
-  const uint64_t* p = static_cast<const uint64_t*>(plan_host);
-  if (p[kPlanStatus] == kPlanNonFinite) {
-    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
-    headers[p[kPlanRank]].nonfinite = p[kPlanDetailA];
-    call.nonfinite_local = p[kPlanOwnNonFinite];
-    SCCL_CHECK(applyNonFinitePolicy(call, headers));
-    return scclSuccess;  // discarded: the caller sees call.step_discarded
-  }
-  if (p[kPlanStatus] != kPlanOk) return unionFailure(sp, p);
+  const uint64_t* p = nullptr;
+  SCCL_CHECK(readPlan(call, plan, n, &p));
+  bool handled = false;
+  SCCL_CHECK(applyPlanStatus(call, p, &handled));
+  if (handled) return scclSuccess;  // discarded: the caller sees call.step_discarded
   counts->own = p[kGatherPlanHeaderWords + 2 * size_t(sp.comm->rank)];
   counts->capacity = std::max<uint64_t>(1, p[kPlanMaxK]);
   counts->threshold = threshold;
@@ -279,20 +240,12 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   SCCL_CHECK(kernels.planUnion(static_cast<const uint64_t*>(slots), params, size_t(capacity),
                                ranges, static_cast<int64_t*>(global), static_cast<uint64_t*>(plan),
                                stream));
-  void* plan_host = nullptr;
-  const size_t plan_bytes = gatherPlanWords(n) * sizeof(uint64_t);
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, plan_bytes, &plan_host));
-  SCCL_CHECK(device.readBack(plan_host, plan, plan_bytes));
-  SCCL_CHECK(device.synchronize());
-  const uint64_t* p = static_cast<const uint64_t*>(plan_host);
+  const uint64_t* p = nullptr;
+  SCCL_CHECK(readPlan(call, plan, n, &p));
   call.time_select_us += microsecondsSince(start);
-  if (p[kPlanStatus] == kPlanNonFinite) {
-    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
-    headers[p[kPlanRank]].nonfinite = p[kPlanDetailA];
-    call.nonfinite_local = p[kPlanOwnNonFinite];
-    return applyNonFinitePolicy(call, headers);
-  }
-  if (p[kPlanStatus] != kPlanOk) return unionFailure(sp, p);
+  bool handled = false;
+  SCCL_CHECK(applyPlanStatus(call, p, &handled));
+  if (handled) return scclSuccess;  // discarded for non-finite values
   if (topk) {
     // The host reduction's threshold: the k-th value (0 for the whole range, +inf for none).
     call.threshold = own_count == 0              ? std::numeric_limits<double>::infinity()

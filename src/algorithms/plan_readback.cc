@@ -1,0 +1,71 @@
+// readPlan and applyPlanStatus: see plan_readback.h.
+#include "algorithms/plan_readback.h"
+
+#include <vector>
+
+#include "algorithms/call_header.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "kernels/device_staging.h"
+#include "kernels/shared/gather_plan.h"
+#include "sparsifier/sparsifier.h"
+
+namespace sccl {
+namespace {
+
+scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
+  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  switch (plan[kPlanStatus]) {
+    case kPlanMismatch:
+      return fail(scclInvalidUsage,
+                  "sparse all-reduce: rank %llu is at call %llu of a sparsifier with fingerprint "
+                  "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), sp.comm->rank,
+                  u(sp.iteration), u(sp.fingerprint));
+    case kPlanTooMany:
+      return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
+    case kPlanPeerFault:
+      return fail(scclRemoteError,
+                  "rank %llu sent an index outside its range or out of order at an earlier call "
+                  "(that call left recvbuf untouched and kept the residual)",
+                  u(plan[kPlanRank]));
+    case kPlanBadIndex:
+      return fail(scclRemoteError,
+                  "rank %llu sent an index outside its range or out of order; nothing was "
+                  "written",
+                  u(plan[kPlanRank]));
+    default:
+      return fail(scclInternalError, "resident call: plan status %llu", u(plan[kPlanStatus]));
+  }
+}
+
+}  // namespace
+
+scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
+                      const uint64_t** host_plan) {
+  DeviceStaging& device = *call.device;
+  void* host = nullptr;
+  const size_t bytes = gatherPlanWords(nranks) * sizeof(uint64_t);
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, bytes, &host));
+  SCCL_CHECK(device.readBack(host, plan, bytes));
+  SCCL_CHECK(device.synchronize());
+  *host_plan = static_cast<const uint64_t*>(host);
+  return scclSuccess;
+}
+
+scclResult_t applyPlanStatus(SparseCall& call, const uint64_t* plan, bool* handled) {
+  scclSparsifier& sp = *call.sp;
+  *handled = plan[kPlanStatus] != kPlanOk;
+  if (plan[kPlanStatus] == kPlanNonFinite) {
+    const size_t n = size_t(sp.comm->nranks);
+    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
+    headers[plan[kPlanRank]].nonfinite = plan[kPlanDetailA];
+    call.nonfinite_local = plan[kPlanOwnNonFinite];
+    return applyNonFinitePolicy(call, headers);
+  }
+  if (plan[kPlanStatus] != kPlanOk) return planFailure(sp, plan);
+  return scclSuccess;
+}
+
+}  // namespace sccl
