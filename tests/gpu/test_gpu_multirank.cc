@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/shared/sync_free_slot_check.h"
+#include "kernels/shared/union_plan.h"
 #include "bit_mismatch.h"
 #include "comm/comm.h"
 #include "multirank_runs.h"
@@ -187,6 +188,47 @@ TEST_CASE("a hostile peer's out-of-range index in the resident micro call is ref
     check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
     if (result != scclRemoteError)
       return std::string("the call after the fault gave ") + scclGetErrorString(result);
+    return "";
+  });
+  CHECK_NO_RANK_FAILURES(failures);
+}
+
+TEST_CASE("a hostile peer's out-of-range index in the resident top-k call is refused at the call",
+          "[gpu][multirank_device]") {
+  // The union call (src/algorithms/resident_union.cc) checks every slice on the device before
+  // its plan is read back: the call returns scclRemoteError on every rank, recvbuf untouched.
+  constexpr int kRanks = 3;
+  const scclSparseConfig_t config = sccl_test::sparseConfig("topk", 0.01);
+  auto failures = onRanks(kRanks, transportConfig("local"), true,
+                          [&](int r, scclComm_t comm) -> std::string {
+    scclSparsifier_t raw = nullptr;
+    if (scclSparsifierCreate(&raw, comm, kCount, scclFloat32, &config) != scclSuccess)
+      return std::string("create: ") + scclGetLastError(comm);
+    Sparsifier sp{raw, &scclSparsifierDestroy};
+    const Stream stream;
+    DeviceBuffer<float> grad(kGradient.vector(r, 0));
+    DeviceBuffer<float> out(std::vector<float>(kCount, 7.0f));
+    // The call's first all-gather is the slot exchange; rank 1's first index becomes kCount.
+    sccl_test::Fault fault;
+    fault.op = sccl_test::FaultOp::AllGather;
+    fault.hostile_rank = 1;
+    fault.mutate = [](std::byte* data, size_t) {
+      reinterpret_cast<int64_t*>(data)[sccl::kUnionSlotHeaderWords] = kCount;
+    };
+    sccl_test::installFault(comm, fault);
+    const scclResult_t result = scclSparseAllreduce(grad.get(), out.get(), kCount, scclFloat32,
+                                                    scclSum, sp.get(), comm, stream.get());
+    check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+    if (result != scclRemoteError)
+      return std::string("the hostile slot gave ") + scclGetErrorString(result) + ": " +
+             scclGetLastError(comm);
+    const std::string text = scclGetLastError(comm);
+    if (text.find("rank 1") == std::string::npos || text.find("range") == std::string::npos)
+      return "the error does not say who and why: " + text;
+    std::vector<float> after(kCount);
+    check(cudaMemcpy(after.data(), out.get(), kCount * 4, cudaMemcpyDeviceToHost), "read output");
+    for (size_t i = 0; i < kCount; ++i)
+      if (after[i] != 7.0f) return "recvbuf was written by the refused call at " + std::to_string(i);
     return "";
   });
   CHECK_NO_RANK_FAILURES(failures);
