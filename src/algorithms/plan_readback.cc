@@ -42,6 +42,24 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
 
 }  // namespace
 
+void writeCallRanges(const scclSparsifier& sp, uint64_t* words) {
+  for (size_t r = 0; r < size_t(sp.comm->nranks); ++r) {
+    const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
+    words[2 * r] = allowed.begin;
+    words[2 * r + 1] = allowed.end;
+  }
+}
+
+GatherPlanParams callPlanParams(const scclSparsifier& sp) {
+  GatherPlanParams params;
+  params.fingerprint = sp.fingerprint;
+  params.sequence = sp.iteration;
+  params.k_target = sp.k_target;
+  params.nranks = uint64_t(sp.comm->nranks);
+  params.self = uint64_t(sp.comm->rank);
+  return params;
+}
+
 scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
                       const uint64_t** host_plan) {
   DeviceStaging& device = *call.device;

@@ -1,15 +1,23 @@
-// The one read-back of a device-resident call's plan (kernels/shared/gather_plan.h's layout),
-// shared by the resident gather (resident_gather.cc) and union (resident_union.cc) calls: the
-// plan copied into page-locked memory, the one wait, and the host's answer to a plan whose
-// checks failed, with the host reduction's codes and texts.
+// The plan of a device-resident call (kernels/shared/gather_plan.h's layout), shared by the
+// resident gather (resident_gather.cc) and union (resident_union.cc) calls: its inputs (every
+// rank's range, the call's identity), its read-back into page-locked memory with the one wait,
+// and the host's answer to a plan whose checks failed, with the host reduction's codes and texts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "algorithms/algorithm.h"
+#include "kernels/shared/gather_plan.h"
 
 namespace sccl {
+
+// words[2r], words[2r + 1] = begin and end of rank r's range at this call (2 n words).
+void writeCallRanges(const scclSparsifier& sp, uint64_t* words);
+
+// The plan parameters every resident call shares: this rank's fingerprint, call number, k, the
+// rank count and its rank (the window and selector fields left at their defaults).
+GatherPlanParams callPlanParams(const scclSparsifier& sp);
 
 // *host_plan = the plan (gatherPlanWords(nranks) words of the kernels' memory at `plan`) in the
 // staging's page-locked plan buffer, after the call's stream has run up to it.

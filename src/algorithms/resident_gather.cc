@@ -148,11 +148,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
       device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   std::fill(words, words + upload_words, uint64_t{0});
-  for (size_t r = 0; r < n; ++r) {
-    const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
-    words[2 * r] = allowed.begin;
-    words[2 * r + 1] = allowed.end;
-  }
+  writeCallRanges(sp, words);
   words[2 * n + kRecordFingerprint] = sp.fingerprint;
   words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
   if (count_in_record) words[2 * n + kGatherRecordHeaderWords] = sole_count;
@@ -204,14 +200,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
 
   // Steps 3-5.
   if (!two_step) SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
-  GatherPlanParams params;
-  params.fingerprint = sp.fingerprint;
-  params.sequence = sp.iteration;
-  params.k_target = sp.k_target;
+  GatherPlanParams params = callPlanParams(sp);
   params.bins = window.bins;
   params.centre_edge = edgeAtOrBelow(window, sp.estimator->currentThreshold(), sp.acc_dtype);
-  params.nranks = n;
-  params.self = uint64_t(rank);
   params.nearest_edge = corrected ? 1 : 0;
   if (sole >= 0) params.sole = uint64_t(sole);
   if (two_step) {

@@ -125,13 +125,8 @@ scclResult_t countAtThreshold(SparseCall& call, StreamExchange& exchange, Staged
     SCCL_CHECK(kernels.fillZero(r + kGatherRecordHeaderWords, (kBins + 1) * 8, stream));
   }
   SCCL_CHECK(exchange.allGather(call, record, records, record_words * sizeof(uint64_t)));
-  GatherPlanParams params;
-  params.fingerprint = sp.fingerprint;
-  params.sequence = sp.iteration;
-  params.k_target = sp.k_target;
+  GatherPlanParams params = callPlanParams(sp);
   params.bins = kBins;
-  params.nranks = n;
-  params.self = uint64_t(sp.comm->rank);
   params.nearest_edge = 0;  // edge 0: every counted entry is selected
   SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params, ranges,
                                 vectors.fault, static_cast<uint64_t*>(plan), stream));
@@ -171,11 +166,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost,
                                (2 * n + kUnionSlotHeaderWords) * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
-  for (size_t r = 0; r < n; ++r) {
-    const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
-    words[2 * r] = allowed.begin;
-    words[2 * r + 1] = allowed.end;
-  }
+  writeCallRanges(sp, words);
   SCCL_CHECK(device.toDevice(upload, words, 2 * n * sizeof(uint64_t)));
   UnionCounts counts;
   if (topk) {
@@ -231,12 +222,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
 
   // Steps 4-6.
   SCCL_CHECK(exchange.allGather(call, slot, slots, slot_words * sizeof(uint64_t)));
-  GatherPlanParams params;
-  params.fingerprint = sp.fingerprint;
-  params.sequence = sp.iteration;
-  params.k_target = sp.k_target;
-  params.nranks = n;
-  params.self = uint64_t(rank);
+  const GatherPlanParams params = callPlanParams(sp);
   SCCL_CHECK(kernels.planUnion(static_cast<const uint64_t*>(slots), params, size_t(capacity),
                                ranges, static_cast<int64_t*>(global), static_cast<uint64_t*>(plan),
                                stream));

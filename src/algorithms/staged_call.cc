@@ -13,23 +13,18 @@ namespace sccl {
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   scclSparsifier& sp = *call.sp;
-  if (exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp)) {
+  const bool gather = exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp);
+  if (gather || (exchange != nullptr && residentUnionApplies(sp))) {
     call.kernels = &kernels;
     call.device = &staging;
     call.stream = stream;
-    SCCL_CHECK(runResidentGather(call, *exchange, vectors));
+    SCCL_CHECK(gather ? runResidentGather(call, *exchange, vectors)
+                      : runResidentUnion(call, *exchange, vectors));
     if (call.step_discarded) return scclSuccess;
     if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
-    return restoreAfterFault(call, vectors);
-  }
-  if (exchange != nullptr && residentUnionApplies(sp)) {
-    call.kernels = &kernels;
-    call.device = &staging;
-    call.stream = stream;
-    SCCL_CHECK(runResidentUnion(call, *exchange, vectors));
-    if (call.step_discarded) return scclSuccess;
-    if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
-    return scclSuccess;
+    // The union call's checks all ran before anything was written; the gather's slice check
+    // runs after its read-back and may have to put the residual back.
+    return gather ? restoreAfterFault(call, vectors) : scclSuccess;
   }
   const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
   if (sp.reduction->fused_accumulate) {

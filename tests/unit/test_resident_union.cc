@@ -1,0 +1,262 @@
+// The device-resident union call (algorithms/resident_union.cc: topk, hard_threshold, sidco and
+// the other threshold estimators over a search space the ranks share) on the fake device
+// (harness support/fake_gather_runs.h): the host run's outputs and residuals bit for bit at 1-4
+// ranks and every gradient type, one plan read back per call for top-k and two for a threshold,
+// the non-finite policies, hostile slots and records refused at the call on every rank with
+// recvbuf untouched, and the plan's refusals on their own.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "support/fake_gather_runs.h"
+#include "support/union_slots.h"
+
+using namespace sccl_test;
+
+TEST_CASE("resident top-k (the union call) equals the host run bit for bit", "[resident_union]") {
+  // Every rank's exact top-k over the whole vector, the sorted union as the global list.
+  const size_t count = 20011;
+  const scclSparseConfig_t config = sparseConfig("topk", 0.01);
+  for (int nranks : {1, 2, 3, 4}) {
+    requireSameAsHost("topk", nranks, count, config, 5, skewed(), scclSum, Collectives::OnStream);
+    requireSameAsHost("topk", nranks, count, config, 4, skewed(), scclAvg, Collectives::Staged);
+  }
+  const TypedGradientFn gradient = [](int r, uint64_t t, size_t i) {
+    // Coarse values: many ties at the k-th magnitude, broken by index on every rank alike.
+    return std::round(double(gradientValue(31, r, t, i)) * 4.0) / 4.0;
+  };
+  for (scclDataType_t dtype : {scclFloat32, scclFloat16, scclBfloat16, scclFloat64}) {
+    requireTypedSameAsHost("topk", 3, 12007, dtype, config, 4, gradient, scclAvg,
+                           Collectives::OnStream);
+  }
+  // A density that selects the whole vector: every rank sends every index.
+  requireSameAsHost("topk, density 1", 2, 3001, sparseConfig("topk", 1.0), 3, skewed(), scclSum,
+                    Collectives::OnStream);
+}
+
+TEST_CASE("resident top-k reads back one plan and waits once per call", "[resident_union]") {
+  const size_t count = 20011;
+  for (int nranks : {1, 4}) {
+    for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
+      INFO(nranks << " ranks, " << (how == Collectives::OnStream ? "on the stream" : "staged"));
+      FakeRun run = runOnFake(nranks, count, sparseConfig("topk", 0.01), 4, skewed(), scclSum, how);
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      REQUIRE(run.resident);
+      CHECK(run.violations.empty());
+      for (size_t t = 0; t < 4; ++t) {
+        for (size_t r = 0; r < size_t(nranks); ++r) {
+          INFO("call " << t << " rank " << r);
+          const CallCounts& c = run.counts[t][r];
+          // The plan; staged, each of the two collectives' send bytes too (one wait each).
+          const uint64_t plan_bytes = 64 + 16 * uint64_t(nranks);
+          if (how == Collectives::OnStream) {
+            CHECK(c.to_host == 1);
+            CHECK(c.to_host_bytes == plan_bytes);
+            CHECK(c.waits == 1);
+          } else {
+            CHECK(c.to_host == 3);
+            CHECK(c.waits == 3);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("resident top-k applies the non-finite policies and refuses hostile peers at the call",
+          "[resident_union]") {
+  const size_t count = 20011;
+  const int nranks = 3;
+  SECTION("non-finite values: the host's policies, decided before anything is written") {
+    const GradientFn poisoned = [](int r, uint64_t t, size_t i) {
+      if (r == 2 && t == 1 && i == 99) return std::numeric_limits<float>::infinity();
+      return gradientValue(37, r, t, i);
+    };
+    requireSameAsHost("topk, propagate", nranks, count, sparseConfig("topk", 0.01), 3, poisoned,
+                      scclSum, Collectives::OnStream);
+    scclSparseConfig_t error = sparseConfig("topk", 0.01);
+    error.nonFinite = scclNonFiniteError;
+    requireSameAsHost("topk, error", nranks, count, error, 3, poisoned, scclSum,
+                      Collectives::OnStream);
+  }
+  struct Case {
+    const char* what;
+    std::function<void(uint64_t* words, size_t slot)> edit;  // rank 1's slot at words + slot
+    scclResult_t result;
+    const char* says;  // what the error text names
+  };
+  const std::vector<Case> cases = {
+      {"an index outside the vector",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotHeaderWords] = uint64_t(-3); },
+       scclRemoteError, "index"},
+      {"indices out of order",
+       [](uint64_t* w, size_t slot) {
+         std::swap(w[slot + sccl::kUnionSlotHeaderWords],
+                   w[slot + sccl::kUnionSlotHeaderWords + 1]);
+       },
+       scclRemoteError, "out of order"},
+      {"a count above its slot",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotCount] += 1; }, scclRemoteError,
+       "claims"},
+      {"a count of 2^64 - 1",
+       [](uint64_t* w, size_t slot) { w[slot + sccl::kUnionSlotCount] = ~uint64_t{0}; },
+       scclRemoteError, "claims"},
+      {"another call", [](uint64_t* w, size_t slot) { w[slot + sccl::kRecordSequence] += 1; },
+       scclInvalidUsage, "mismatched"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    FakeRun run = runOnFake(nranks, count, sparseConfig("topk", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream,
+                            [&](int call, size_t collective, int, void* data, size_t bytes) {
+                              if (call != 1 || collective != 0) return;
+                              const size_t slot = bytes / sizeof(uint64_t) / nranks;
+                              c.edit(static_cast<uint64_t*>(data), slot);
+                            });
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    CHECK(run.violations.empty());
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[0][r].result == scclSuccess);
+      CHECK(run.calls[1][r].result == c.result);
+      CHECK(run.counts[1][r].error.find(c.says) != std::string::npos);
+      CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
+      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
+    }
+  }
+}
+
+TEST_CASE("resident hard threshold and SIDCo (the union call with counts from the data)",
+          "[resident_union]") {
+  // The counts come from the data: a record exchange and plan first (one read-back), then the
+  // union (the second); SIDCo's estimator reads its fits back as on the staged path.
+  const size_t count = 20011;
+  for (const char* preset : {"hard_threshold", "sidco"}) {
+    for (int nranks : {1, 2, 3, 4}) {
+      requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 4, skewed(), scclSum,
+                        Collectives::OnStream);
+      requireSameAsHost(preset, nranks, count, sparseConfig(preset, 0.01), 3, skewed(), scclAvg,
+                        Collectives::Staged);
+    }
+  }
+  for (scclDataType_t dtype : {scclFloat16, scclBfloat16, scclFloat64}) {
+    const TypedGradientFn gradient = [](int r, uint64_t t, size_t i) {
+      return double(gradientValue(43, r, t, i)) * (i < 2000 ? 5.0 : 1.0);
+    };
+    requireTypedSameAsHost("hard_threshold", 3, 12007, dtype, sparseConfig("hard_threshold", 0.01),
+                           3, gradient, scclAvg, Collectives::OnStream);
+  }
+  // The other threshold estimators over the whole vector take the same call; DGC, whose count
+  // is trimmed at the calls its sample says so (a choice per call and rank), keeps the staged
+  // reduction, where the ranks cannot take different collectives.
+  for (const char* estimator : {"dgc", "redsync", "gaussiank"}) {
+    scclSparseConfig_t config = sparseConfig("topk", 0.01);
+    config.estimator = estimator;
+    requireSameAsHost(estimator, 3, count, config, 5, skewed(), scclSum, Collectives::OnStream);
+  }
+  SECTION("two read-backs and two waits per call with the collectives on the stream") {
+    FakeRun run = runOnFake(4, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
+                            Collectives::OnStream);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    REQUIRE(run.resident);
+    for (size_t r = 0; r < 4; ++r) {
+      CHECK(run.counts[2][r].to_host == 2);
+      CHECK(run.counts[2][r].to_host_bytes == 2 * (64 + 16 * 4));
+      CHECK(run.counts[2][r].waits == 2);
+    }
+  }
+  SECTION("a record claiming more than the vector, and a slot index out of range") {
+    const int nranks = 3;
+    for (size_t collective : {size_t(0), size_t(1)}) {
+      INFO("collective " << collective);
+      FakeRun run =
+          runOnFake(nranks, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
+                    Collectives::OnStream, [&](int call, size_t c, int, void* data, size_t bytes) {
+                      if (call != 1 || c != collective) return;
+                      auto* w = static_cast<uint64_t*>(data);
+                      const size_t each = bytes / sizeof(uint64_t) / nranks;  // rank 1's at each
+                      if (collective == 0) {
+                        w[each + sccl::kGatherRecordHeaderWords + 1] = count + 1;  // its bins
+                      } else {
+                        w[each + sccl::kUnionSlotHeaderWords] = count;  // one past the end
+                      }
+                    });
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      for (size_t r = 0; r < size_t(nranks); ++r) {
+        INFO("rank " << r);
+        CHECK(run.calls[1][r].result == scclRemoteError);
+        CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
+        CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
+        CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+      }
+    }
+  }
+}
+
+TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_union]") {
+  // The CPU plan the GPU test (tests/gpu/test_gpu_resident_union.cc) compares the CUDA one with.
+  using namespace sccl;
+  GatherPlanParams p;
+  p.fingerprint = 0xfeed;
+  p.sequence = 9;
+  p.nranks = kUnionRanks;
+  p.self = 2;
+  std::vector<uint64_t> ranges(2 * kUnionRanks);
+  for (size_t r = 0; r < kUnionRanks; ++r) ranges[2 * r + 1] = kUnionCount;
+  const auto plan_of = [&](const std::vector<uint64_t>& slots, std::vector<int64_t>* global) {
+    std::vector<uint64_t> plan(gatherPlanWords(kUnionRanks));
+    global->assign(kUnionRanks * kUnionCapacity, -7);
+    REQUIRE(cpuKernels().planUnion(slots.data(), p, kUnionCapacity, ranges.data(), global->data(),
+                                   plan.data(), nullptr) == scclSuccess);
+    return plan;
+  };
+  const std::vector<uint64_t> valid = unionSlots(p.fingerprint, p.sequence);
+  std::vector<int64_t> global;
+  const std::vector<uint64_t> plan = plan_of(valid, &global);
+  REQUIRE(plan[kPlanStatus] == kPlanOk);
+  std::vector<int64_t> want;
+  for (size_t r = 0; r < kUnionRanks; ++r) {
+    const uint64_t* slot = valid.data() + r * unionSlotWords(kUnionCapacity);
+    for (uint64_t j = 0; j < slot[kUnionSlotCount]; ++j)
+      want.push_back(int64_t(slot[kUnionSlotHeaderWords + j]));
+  }
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  REQUIRE(plan[kPlanKGlobal] == want.size());
+  CHECK(std::equal(want.begin(), want.end(), global.begin()));
+  CHECK(plan[kPlanEdge] == 0x3f000002u);  // this rank's k-th pattern
+  CHECK(plan[kPlanMaxK] == kUnionCapacity);
+  struct Case {
+    const char* what;
+    std::function<void(uint64_t*)> edit;
+    uint64_t status;
+  };
+  const std::vector<Case> cases = {
+      {"another call", [](uint64_t* s) { s[kRecordSequence] += 1; }, kPlanMismatch},
+      {"a count above the slot", [](uint64_t* s) { s[kUnionSlotCount] = kUnionCapacity + 1; },
+       kPlanTooMany},
+      {"non-finite values", [](uint64_t* s) { s[kRecordNonFinite] = 3; }, kPlanNonFinite},
+      {"indices out of order",
+       [](uint64_t* s) { std::swap(s[kUnionSlotHeaderWords + 10], s[kUnionSlotHeaderWords + 11]); },
+       kPlanBadIndex},
+      {"an index one past the vector",
+       [](uint64_t* s) { s[kUnionSlotHeaderWords + s[kUnionSlotCount] - 1] = kUnionCount; },
+       kPlanBadIndex},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    std::vector<uint64_t> slots = valid;
+    c.edit(slots.data() + unionSlotWords(kUnionCapacity));  // rank 1's slot
+    const std::vector<uint64_t> refused = plan_of(slots, &global);
+    CHECK(refused[kPlanStatus] == c.status);
+    CHECK(refused[kPlanRank] == 1);
+  }
+}
