@@ -36,6 +36,10 @@ scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {
   return scclSuccess;
 }
 
+scclResult_t deviceExportResidual(scclSparsifier&, void*) {
+  return fail(scclInternalError, "device residual read in a build without CUDA kernels");
+}
+
 scclResult_t prepareDeviceTransport(scclComm*) {
   return fail(scclInvalidUsage,
               "buffers are GPU memory, but this build has no CUDA kernels (build with nvcc: "

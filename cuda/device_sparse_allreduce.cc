@@ -106,8 +106,15 @@ scclResult_t createDeviceState(scclSparsifier& sp, void* stream, DeviceSparsifie
                   "device sparsifier: the index-check word");
   SCCL_CHECK(mappedWord(&state->index_fault_host, &state->index_fault_published, kNoIndexFault,
                         "device sparsifier: the published index-check word"));
+  // The residual starts as the host's: zero after creation or reset, or what the host calls or
+  // a loaded checkpoint left there (nothing accumulated is lost when the buffers move).
   SCCL_CHECK(state->kernels.fillZero(state->residual, vector_bytes, nullptr));
   SCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr), "device sparsifier: zeroing the residual");
+  if (sp.count > 0) {
+    SCCL_CUDA_CHECK(cudaMemcpy(state->residual, sp.residual.data(), sp.count * accElementSize(sp),
+                               cudaMemcpyHostToDevice),
+                    "device sparsifier: uploading the residual");
+  }
   if (sp.config.reduction == "sync_free") {
     SCCL_CHECK(mappedWord(&state->fault_host, &state->fault_device, uint64_t{0},
                           "device sparsifier: fault word"));
@@ -210,6 +217,25 @@ scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {
   SCCL_CHECK(sp.device->statistics_kernels.absMoments(sp.device->residual, sp.acc_dtype, 0,
                                                       sp.count, 0.0, false, &moments, nullptr));
   *norm = std::sqrt(moments.sum_sq);
+  return scclSuccess;
+}
+
+scclResult_t deviceExportResidual(scclSparsifier& sp, void* host) {
+  DeviceSparsifierState* d = sp.device.get();
+  if (d == nullptr) return fail(scclInternalError, "checkpoint: no device residual to read");
+  if (d->sync_free.ready) {
+    return fail(scclInvalidUsage,
+                "checkpoint: a %s sparsifier on device buffers keeps its threshold, partitions "
+                "and call number on the GPU, which scclSparsifierExportState does not read yet; "
+                "checkpoint it on host buffers, or use micro or exdyna (docs/api.md)",
+                sp.config.algorithm.c_str());
+  }
+  if (sp.count == 0) return scclSuccess;
+  // As for the norm: the last call's writes may be pending on a stream the caller owns.
+  SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "checkpoint: the last call's work");
+  SCCL_CUDA_CHECK(cudaMemcpy(host, d->residual, sp.count * accElementSize(sp),
+                             cudaMemcpyDeviceToHost),
+                  "checkpoint: reading the device residual");
   return scclSuccess;
 }
 

@@ -466,6 +466,34 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
  * above the one their capacity was sized for at creation (max(density, densityWarmupStart)). */
 SCCL_API scclResult_t scclSparsifierSetDensity(scclSparsifier_t sparsifier, double density);
 
+/* Checkpoints: everything a sparsifier carries between calls (the error-feedback residual, the
+ * threshold and every estimator's state, the partitions, the call number, the density in effect
+ * and its warm-up position, the last call's rank counts, the statistics), so that a job restarted
+ * from its checkpoint continues bit for bit instead of dropping up to 1/density steps of unsent
+ * gradient. One blob per rank (residuals differ), host memory, versioned, with a CRC-32 and the
+ * configuration fingerprint, rank and rank count it was written for (docs/api.md, "Checkpoints").
+ *
+ * scclSparsifierGetStateSize: *bytes = the size ExportState needs now. Local.
+ * scclSparsifierExportState: writes the blob into buffer[0, bytes) (scclInvalidArgument if bytes
+ * is smaller than the size), *written (may be NULL) = its size. Local; on device buffers it waits
+ * for the GPU and copies the residual to the host (the sync_free presets on device buffers:
+ * scclInvalidUsage, their state lives in device words).
+ * scclSparsifierImportState: loads a blob into a sparsifier created with the same count, dtype and
+ * config (scclSparsifierSetDensity before or after the save is fine) on a communicator of the same
+ * size, on the rank that wrote it. Collective: every rank calls it at the same point. A blob that
+ * is truncated, corrupted, of another format version, configuration, count, dtype, rank or rank
+ * count, or holds a value out of its range: scclInvalidArgument on that rank, scclInvalidUsage on
+ * the others. Ranks whose blobs disagree on what every rank shares (call number, density,
+ * threshold, partitions; blobs of different saves): scclInvalidUsage on every rank. On any error
+ * the sparsifier is exactly as before and the communicator stays usable. The loaded residual is
+ * in host memory; a sparsifier on device buffers uploads it at its next call (recapture a CUDA
+ * graph after loading). */
+SCCL_API scclResult_t scclSparsifierGetStateSize(scclSparsifier_t sparsifier, size_t* bytes);
+SCCL_API scclResult_t scclSparsifierExportState(scclSparsifier_t sparsifier, void* buffer,
+                                                size_t bytes, size_t* written);
+SCCL_API scclResult_t scclSparsifierImportState(scclSparsifier_t sparsifier, const void* buffer,
+                                                size_t bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "core/log.h"
 #include "sparsifier/sparsifier.h"
+#include "sparsifier/sparsifier_state.h"
 #include "tuning/auto_choice.h"
 #include "tuning/auto_device.h"
 #include "tuning/auto_retune.h"
@@ -192,6 +193,35 @@ SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
       sparsifier->comm->last_error = sccl::threadLastError();
     }
     return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierGetStateSize(scclSparsifier_t sparsifier, size_t* bytes) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(bytes != nullptr, "state size output pointer is NULL");
+    return sccl::sparsifierStateSize(*sparsifier, bytes);
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierExportState(scclSparsifier_t sparsifier, void* buffer,
+                                                size_t bytes, size_t* written) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(buffer != nullptr, "checkpoint buffer is NULL");
+    return sccl::sparsifierExportState(*sparsifier, buffer, bytes, written);
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierImportState(scclSparsifier_t sparsifier, const void* buffer,
+                                                size_t bytes) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_CHECK(sccl::requireHealthyComm(sparsifier->comm));
+    SCCL_REQUIRE_ARG(buffer != nullptr || bytes == 0, "checkpoint buffer is NULL");
+    // An empty buffer is a blob too short for its header: refused by every rank's checks.
+    static const unsigned char kNothing = 0;
+    return sccl::sparsifierImportState(*sparsifier, buffer != nullptr ? buffer : &kNothing, bytes);
   });
 }
 

@@ -156,6 +156,9 @@ const char* callOperationName(uint32_t operation) {
     case CallOperation::EventCommCreate: return "scclEventCommCreate";
     case CallOperation::EventCommStep: return "scclEventCommStep";
     case CallOperation::EventCommAverageModel: return "scclEventCommAverageModel";
+    case CallOperation::SparsifierImportState: return "scclSparsifierImportState";
+    case CallOperation::SparsifierImportRefused:
+      return "scclSparsifierImportState with a checkpoint its own checks refused";
   }
   return "an unknown call";
 }

@@ -28,6 +28,10 @@ enum class CallOperation : uint32_t {
   EventCommCreate,
   EventCommStep,
   EventCommAverageModel,
+  SparsifierImportState,
+  // A rank whose checkpoint failed its own checks still takes part in the agreement under this
+  // operation, so that every rank returns an error instead of waiting for it.
+  SparsifierImportRefused,
 };
 
 const char* callOperationName(uint32_t operation);

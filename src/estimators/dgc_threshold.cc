@@ -66,6 +66,11 @@ class DgcEstimator final : public ThresholdEstimator {
     last_ = 0;
     trimmed_ = false;
   }
+  // This rank's threshold of the last call (each call decides its trim anew).
+  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
+  scclResult_t loadState(StateReader&, StateReader& own) override {
+    return loadLastThreshold("dgc", own, &last_);
+  }
 
  private:
   scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {

@@ -37,6 +37,15 @@ uint64_t targetSelectionCount(double density, size_t count) {
   return static_cast<uint64_t>(k);
 }
 
+scclResult_t loadLastThreshold(const char* estimator, StateReader& own, double* last) {
+  double value = 0;
+  SCCL_CHECK(own.f64("last threshold", &value));
+  SCCL_REQUIRE_ARG(value >= 0, "sparsifier checkpoint: estimator '%s''s last threshold is %g",
+                   estimator, value);
+  *last = value;
+  return scclSuccess;
+}
+
 double defaultThreshold(double density, size_t count) {
   return 1.0 / (2.0 * std::sqrt(static_cast<double>(targetSelectionCount(density, count))));
 }

@@ -41,6 +41,11 @@ class GaussiankEstimator final : public ThresholdEstimator {
   void observe(uint64_t, uint64_t) override {}
   double currentThreshold() const override { return last_; }
   void reset() override { last_ = 0; }
+  // This rank's fitted threshold of the last call, for the statistics.
+  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
+  scclResult_t loadState(StateReader&, StateReader& own) override {
+    return loadLastThreshold("gaussiank", own, &last_);
+  }
 
  private:
   static scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {

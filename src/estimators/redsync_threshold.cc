@@ -42,6 +42,11 @@ class RedsyncEstimator final : public ThresholdEstimator {
   void observe(uint64_t, uint64_t) override {}
   double currentThreshold() const override { return last_; }
   void reset() override { last_ = 0; }
+  // This rank's fitted threshold of the last call, for the statistics.
+  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
+  scclResult_t loadState(StateReader&, StateReader& own) override {
+    return loadLastThreshold("redsync", own, &last_);
+  }
 
  private:
   static scclResult_t countAtLeast(const ThresholdQuery& q, double t, uint64_t* count) {

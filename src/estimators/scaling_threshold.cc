@@ -74,6 +74,18 @@ class ScalingEstimator final : public ThresholdEstimator {
   void setDensity(double density, size_t) override {
     rule_.exponent = kProportionalGain / std::max(1.0, std::log(1.0 / density));
   }
+  // delta is the same on every rank: it moves only by the all-gathered counts.
+  void saveState(StateWriter& shared, StateWriter&) const override { shared.f64(delta_); }
+  scclResult_t loadState(StateReader& shared, StateReader&) override {
+    double delta = 0;
+    SCCL_CHECK(shared.finite("scaling threshold", &delta));
+    SCCL_REQUIRE_ARG(delta >= DBL_MIN,
+                     "sparsifier checkpoint: the scaling threshold %g is not a normal positive "
+                     "number",
+                     delta);
+    delta_ = delta;
+    return scclSuccess;
+  }
 
  private:
   // Half a Newton step for an exponential tail (see the file header).

@@ -81,6 +81,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -198,6 +199,66 @@ class SidcoEstimator final : public ThresholdEstimator {
     correction_ = 1;
     last_ = 0;
     trace_ = SidcoTrace{};
+  }
+
+  // The stage search and the count correction move by the all-gathered k'/k alone: the same on
+  // every rank. The fitted threshold is this rank's. The trace describes one call and is not kept.
+  void saveState(StateWriter& shared, StateWriter& own) const override {
+    shared.u64(uint64_t(stages_));
+    shared.f64(ratio_sum_);
+    shared.u64(uint64_t(calls_in_window_));
+    shared.i64(last_move_);
+    shared.f64(last_error_);
+    shared.u8(returning_ ? 1 : 0);
+    shared.u64(uint64_t(returns_));
+    shared.u8(holding_ ? 1 : 0);
+    shared.f64(held_error_);
+    shared.f64(correction_);
+    own.f64(last_);
+  }
+
+  scclResult_t loadState(StateReader& shared, StateReader& own) override {
+    uint64_t stages = 0, calls = 0, returns = 0;
+    int64_t move = 0;
+    double ratio_sum = 0, last_error = 0, held_error = 0, correction = 1, last = 0;
+    bool returning = false, holding = false;
+    SCCL_CHECK(shared.u64("sidco stages", &stages));
+    SCCL_CHECK(shared.finite("sidco window ratio sum", &ratio_sum));
+    SCCL_CHECK(shared.u64("sidco calls in window", &calls));
+    SCCL_CHECK(shared.i64("sidco last move", &move));
+    SCCL_CHECK(shared.finite("sidco last error", &last_error));
+    SCCL_CHECK(shared.flag("sidco returning", &returning));
+    SCCL_CHECK(shared.u64("sidco returns", &returns));
+    SCCL_CHECK(shared.flag("sidco holding", &holding));
+    SCCL_CHECK(shared.finite("sidco held error", &held_error));
+    SCCL_CHECK(shared.finite("sidco correction", &correction));
+    SCCL_CHECK(loadLastThreshold(variant_.name, own, &last));
+    const uint64_t lowest = fixed_stages_ > 0 ? uint64_t(fixed_stages_) : 1;
+    const uint64_t highest = fixed_stages_ > 0 ? uint64_t(fixed_stages_) : uint64_t(max_stages_);
+    SCCL_REQUIRE_ARG(stages >= lowest && stages <= highest,
+                     "sparsifier checkpoint: %s's stage count %llu is outside [%llu, %llu]",
+                     variant_.name, static_cast<unsigned long long>(stages),
+                     static_cast<unsigned long long>(lowest),
+                     static_cast<unsigned long long>(highest));
+    SCCL_REQUIRE_ARG(calls < uint64_t(interval_) && ratio_sum >= 0 && move >= -1 && move <= 1 &&
+                         returns <= uint64_t(INT32_MAX) && last_error >= 0 && held_error >= 0 &&
+                         correction >= kMinCorrection && correction <= kMaxCorrection,
+                     "sparsifier checkpoint: %s's stage search state is out of its ranges (window "
+                     "calls %llu of %d, move %lld, correction %g)",
+                     variant_.name, static_cast<unsigned long long>(calls), interval_,
+                     static_cast<long long>(move), correction);
+    stages_ = int(stages);
+    ratio_sum_ = ratio_sum;
+    calls_in_window_ = int(calls);
+    last_move_ = int(move);
+    last_error_ = last_error;
+    returning_ = returning;
+    returns_ = int(returns);
+    holding_ = holding;
+    held_error_ = held_error;
+    correction_ = correction;
+    last_ = last;
+    return scclSuccess;
   }
 
   const SidcoTrace& trace() const { return trace_; }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/state_stream.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
 #include "kernels/shared/scaling_rule.h"
@@ -104,6 +105,17 @@ class ThresholdEstimator {
   // (scaling's exponent, SIDCo's stage bound and feedback, fixed's default threshold). The ones
   // that read k from the query (top-k, dgc, redsync, gaussiank) need nothing.
   virtual void setDensity(double /*density*/, size_t /*count*/) {}
+  // Checkpoints (sparsifier/sparsifier_state.h): the state carried from call to call, written to
+  // `shared` where every rank holds the same value (compared across ranks when a checkpoint is
+  // loaded) and to `own` where it is this rank's (a threshold fitted to this rank's range).
+  // loadState reads the same fields, in the same order, into an estimator built with the same
+  // parameters and given the checkpoint's density; a malformed value is scclInvalidArgument
+  // naming the field, and the caller then discards this estimator. What setDensity derives is not
+  // written: the sparsifier restores the density first.
+  virtual void saveState(StateWriter& /*shared*/, StateWriter& /*own*/) const {}
+  virtual scclResult_t loadState(StateReader& /*shared*/, StateReader& /*own*/) {
+    return scclSuccess;
+  }
 };
 
 struct EstimatorEntry {
@@ -131,6 +143,10 @@ uint64_t targetSelectionCount(double density, size_t count);
 template <typename Fit>
 scclResult_t fittedThreshold(const char* estimator, const ThresholdQuery& query, double* threshold,
                              Fit&& fit);
+
+// An estimator's last threshold as a checkpoint holds it (own state): a number >= 0, infinity
+// allowed (an empty range selects nothing); NaN and negatives are scclInvalidArgument.
+scclResult_t loadLastThreshold(const char* estimator, StateReader& own, double* last);
 
 // The reference's default threshold 1/(2 sqrt(k)) (the hard-threshold baseline, and MiCRO's and
 // ExDyna's delta_0), with k from targetSelectionCount().

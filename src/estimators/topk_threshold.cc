@@ -52,6 +52,11 @@ class TopkEstimator final : public ThresholdEstimator {
   void adoptThreshold(double used) override { last_ = used; }
   double currentThreshold() const override { return last_; }
   void reset() override { last_ = 0; }
+  // This rank's k-th magnitude of the last call (infinity when its range was empty).
+  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
+  scclResult_t loadState(StateReader&, StateReader& own) override {
+    return loadLastThreshold("topk", own, &last_);
+  }
 
  private:
   double last_ = 0;  // 0 until the first call

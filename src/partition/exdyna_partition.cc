@@ -127,6 +127,43 @@ void ExDynaSearchSpace::observeCounts(const uint64_t* counts, uint64_t iteration
   }
 }
 
+// The blocks of each partition in partition order (the first blocks follow from them) and the
+// last rebalancing's move count (statistics).
+void ExDynaSearchSpace::saveState(StateWriter& shared) const {
+  shared.u64(blocks_.size());
+  for (int64_t blocks : blocks_) shared.i64(blocks);
+  shared.i64(last_moved_);
+}
+
+scclResult_t ExDynaSearchSpace::loadState(StateReader& shared) {
+  uint64_t partitions = 0;
+  SCCL_CHECK(shared.u64("exdyna partition count", &partitions));
+  SCCL_REQUIRE_ARG(partitions == blocks_.size(),
+                   "sparsifier checkpoint: %llu exdyna partitions, this sparsifier has %zu",
+                   static_cast<unsigned long long>(partitions), blocks_.size());
+  std::vector<int64_t> blocks(blocks_.size());
+  int64_t total = 0;
+  for (int64_t& b : blocks) {
+    SCCL_CHECK(shared.i64("exdyna blocks of a partition", &b));
+    SCCL_REQUIRE_ARG(b >= 0 && b <= layout_.block_count - total,
+                     "sparsifier checkpoint: exdyna partitions claim more than the %lld blocks",
+                     static_cast<long long>(layout_.block_count));
+    total += b;
+  }
+  SCCL_REQUIRE_ARG(total == layout_.block_count,
+                   "sparsifier checkpoint: exdyna partitions hold %lld blocks, not %lld",
+                   static_cast<long long>(total), static_cast<long long>(layout_.block_count));
+  int64_t moved = 0;
+  SCCL_CHECK(shared.i64("exdyna blocks moved", &moved));
+  SCCL_REQUIRE_ARG(moved >= 0 && moved <= layout_.block_count,
+                   "sparsifier checkpoint: exdyna blocks moved %lld", static_cast<long long>(moved));
+  blocks_ = std::move(blocks);
+  for (size_t p = 0; p < blocks_.size(); ++p)
+    first_block_[p] = p == 0 ? 0 : first_block_[p - 1] + blocks_[p - 1];
+  last_moved_ = moved;
+  return scclSuccess;
+}
+
 scclResult_t createExDynaSearchSpace(const SearchSpaceParams& params,
                                      std::unique_ptr<SearchSpace>* out) {
   SCCL_CHECK(ExDynaSearchSpace::validateParams(params));

@@ -39,6 +39,8 @@ class ExDynaSearchSpace final : public SearchSpace {
   size_t partitionCount() const override { return blocks_.size(); }
   IndexRange partition(size_t p) const override;
   void reset() override;
+  void saveState(StateWriter& shared) const override;
+  scclResult_t loadState(StateReader& shared) override;
 
   const ExDynaBlockLayout& layout() const { return layout_; }
   int64_t minBlocks() const { return min_blocks_; }

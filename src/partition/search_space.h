@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/state_stream.h"
 #include "kernels/shared/cyclic_partition.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -62,6 +63,13 @@ class SearchSpace {
   virtual size_t partitionCount() const = 0;
   virtual IndexRange partition(size_t p) const = 0;
   virtual void reset() = 0;  // back to the state after construction
+  // Checkpoints (sparsifier/sparsifier_state.h): what observeCounts() has moved (ExDyna's
+  // partitions), the same on every rank. loadState reads it into a space built with the same
+  // parameters and checks that it describes partitions of [0, count); a malformed value is
+  // scclInvalidArgument naming it (the caller then discards this space). Spaces that observe
+  // nothing write nothing.
+  virtual void saveState(StateWriter& /*shared*/) const {}
+  virtual scclResult_t loadState(StateReader& /*shared*/) { return scclSuccess; }
 };
 
 struct SearchSpaceEntry {

@@ -133,12 +133,6 @@ scclResult_t checkStreamOrdered(const ResolvedSparseConfig& c) {
   return scclSuccess;
 }
 
-uint64_t mixHash(uint64_t hash, const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;  // FNV-1a
-  return hash;
-}
-
 }  // namespace
 
 scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparseConfig* out) {
@@ -208,6 +202,12 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
                    resolved.warmup_calls);
   *out = std::move(resolved);
   return scclSuccess;
+}
+
+uint64_t mixHash(uint64_t hash, const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;  // FNV-1a
+  return hash;
 }
 
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,

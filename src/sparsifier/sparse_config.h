@@ -57,6 +57,9 @@ struct ResolvedSparseConfig {
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.
 scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSparseConfig* out);
 
+// FNV-1a of `bytes` bytes continuing from `hash` (the fingerprints' digest).
+uint64_t mixHash(uint64_t hash, const void* data, size_t bytes);
+
 // A 64-bit digest of everything that must be equal on every rank.
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& config, size_t count,
                                  scclDataType_t dtype);

@@ -70,7 +70,9 @@ scclResult_t resolveDensityCorrection(scclSparsifier& sp) {
   return scclSuccess;
 }
 
-scclResult_t buildAxes(scclSparsifier& sp) {
+}  // namespace
+
+scclResult_t buildSparsifierAxes(scclSparsifier& sp) {
   const ResolvedSparseConfig& c = sp.config;
   EstimatorParams estimator;
   estimator.density = densityForCall(c, 0);
@@ -101,6 +103,8 @@ scclResult_t buildAxes(scclSparsifier& sp) {
   sp.reduction = findReduction(c.reduction.c_str());
   return resolveDensityCorrection(sp);
 }
+
+namespace {
 
 // Logged with a refused call: the density is the likely culprit after scclSparsifierSetDensity.
 std::string describeCallDensity(const scclSparsifier& sp) {
@@ -201,8 +205,9 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
   SCCL_CHECK(resolveSparseConfig(config, &sp->config));
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
-  SCCL_CHECK(buildAxes(*sp));
+  SCCL_CHECK(buildSparsifierAxes(*sp));
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
+  sp->creation_fingerprint = sp->config_fingerprint;
   applyCallDensity(*sp);  // the first call's density (the estimator was built for it)
   SCCL_CHECK(agreeOnCreation(*sp));
   if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
@@ -332,7 +337,7 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   next.dtype = sp->dtype;
   next.acc_dtype = sp->acc_dtype;
   next.config = config;
-  SCCL_CHECK(buildAxes(next));
+  SCCL_CHECK(buildSparsifierAxes(next));
   if (next.reduction->prepare != nullptr) SCCL_CHECK(next.reduction->prepare(next));
   const bool unsent = sp->reduction->needs_selection || sp->residual_to_flush;
   sp->residual_to_flush = unsent && !next.reduction->needs_selection && config.error_feedback;

@@ -45,6 +45,9 @@ struct scclSparsifier {
   uint64_t identity = 0;
   uint64_t fingerprint = 0;
   uint64_t config_fingerprint = 0;  // of count, dtype and config alone (the creation's record)
+  // config_fingerprint as created, before any scclSparsifierSetDensity: what a checkpoint records
+  // and a sparsifier loading it must match (sparsifier/sparsifier_state.h).
+  uint64_t creation_fingerprint = 0;
 
   const sccl::ReductionEntry* reduction = nullptr;
   std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)
@@ -115,6 +118,10 @@ scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density);
 // before the same call, or the next call's agreement fails. Host buffers only. On an error nothing
 // changes.
 scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConfig& config);
+
+// Builds sp.estimator, sp.search and sp.reduction for sp.config (count, dtype and comm set) and
+// resolves its density correction; the estimator is built for the first call's density.
+scclResult_t buildSparsifierAxes(scclSparsifier& sp);
 
 // Element size of the residual.
 inline size_t accElementSize(const scclSparsifier& sp) {

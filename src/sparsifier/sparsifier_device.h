@@ -36,6 +36,13 @@ scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result);
 // totals into sp.stats and sp.rank_counts. Nothing for other sparsifiers.
 scclResult_t deviceRefreshStats(scclSparsifier& sp);
 
+// Checkpoints (sparsifier/sparsifier_state.h): waits for the device and copies the device residual
+// (count elements of the residual type) into `host`. scclInvalidUsage for the resident sync_free
+// call, whose threshold, partitions and call number live in device words that a checkpoint does
+// not read yet. The residual a checkpoint loads goes to the host buffer, and the next call on
+// device buffers starts its device half from it (createDeviceState uploads the host residual).
+scclResult_t deviceExportResidual(scclSparsifier& sp, void* host);
+
 // L2 norm of the device residual (0 when the sparsifier has never run on the device).
 scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm);
 

@@ -1,0 +1,385 @@
+#include "sparsifier/sparsifier_state.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/state_stream.h"
+
+namespace sccl {
+namespace {
+
+constexpr uint64_t kStateMagic = 0x54504b434c434353ull;  // "SCCLCKPT" in memory order
+constexpr size_t kChecksumOffset = 12;                    // the CRC covers what follows byte 16
+constexpr size_t kChecksumFrom = 16;
+constexpr size_t kMaxNameBytes = 64;
+
+// The header's fields after magic, version and checksum.
+struct StateHeader {
+  uint64_t total_bytes = 0;
+  uint32_t rank = 0, nranks = 0;
+  uint64_t count = 0;
+  uint32_t dtype = 0, acc_dtype = 0;
+  uint64_t config_fingerprint = 0;
+  uint64_t shared_bytes = 0, own_bytes = 0, residual_bytes = 0;
+};
+
+struct StateSections {
+  StateWriter shared, own;
+};
+
+size_t residualBytes(const scclSparsifier& sp) {
+  return sp.count * accElementSize(sp);
+}
+
+uint32_t checksumOf(const unsigned char* blob, size_t total) {
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  return static_cast<uint32_t>(crc32_z(crc, blob + kChecksumFrom, total - kChecksumFrom));
+}
+
+// The shared section, then this rank's: the order loadSections reads them in.
+scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
+  // A device sparsifier's statistics and counts of stream-ordered calls are on the device.
+  if (sp.device != nullptr) SCCL_CHECK(deviceRefreshStats(sp));
+  StateWriter& shared = out->shared;
+  StateWriter& own = out->own;
+  const ResolvedSparseConfig& c = sp.config;
+  shared.text(c.algorithm);
+  shared.u64(sp.iteration);
+  shared.f64(c.density);
+  shared.u64(static_cast<uint64_t>(c.warmup_calls));
+  shared.f64(c.warmup_start);
+  shared.text(c.warmup_form);
+  shared.u8(sp.residual_to_flush ? 1 : 0);
+  shared.u64(sp.rank_counts.size());
+  for (uint64_t k : sp.rank_counts) shared.u64(k);
+  shared.u64(sp.auto_switches);
+  shared.u8(sp.auto_settled ? 1 : 0);
+  own.u64(sizeof(scclSparseStats_t));
+  own.bytes(&sp.stats, sizeof(scclSparseStats_t));
+  sp.estimator->saveState(shared, own);
+  sp.search->saveState(shared);
+  return scclSuccess;
+}
+
+void writeHeader(const StateHeader& h, StateWriter& w) {
+  w.u64(kStateMagic);
+  w.u32(kStateVersion);
+  w.u32(0);  // the checksum, set once the blob is complete
+  w.u64(h.total_bytes);
+  w.u32(h.rank);
+  w.u32(h.nranks);
+  w.u64(h.count);
+  w.u32(h.dtype);
+  w.u32(h.acc_dtype);
+  w.u64(h.config_fingerprint);
+  w.u64(h.shared_bytes);
+  w.u64(h.own_bytes);
+  w.u64(h.residual_bytes);
+}
+
+StateHeader headerOf(const scclSparsifier& sp, const StateSections& sections) {
+  StateHeader h;
+  h.rank = static_cast<uint32_t>(sp.comm->rank);
+  h.nranks = static_cast<uint32_t>(sp.comm->nranks);
+  h.count = sp.count;
+  h.dtype = static_cast<uint32_t>(sp.dtype);
+  h.acc_dtype = static_cast<uint32_t>(sp.acc_dtype);
+  h.config_fingerprint = sp.creation_fingerprint;
+  h.shared_bytes = sections.shared.size();
+  h.own_bytes = sections.own.size();
+  h.residual_bytes = residualBytes(sp);
+  h.total_bytes = kStateHeaderBytes + h.shared_bytes + h.own_bytes + h.residual_bytes;
+  return h;
+}
+
+// --- import ---
+
+// What a blob holds, checked and built aside: applied only once every rank agreed.
+struct LoadedState {
+  scclSparsifier next;  // config (density fields), estimator, search space: never a handle
+  uint64_t iteration = 0;
+  bool residual_to_flush = false;
+  std::vector<uint64_t> rank_counts;
+  uint64_t auto_switches = 0;
+  bool auto_settled = true;
+  scclSparseStats_t stats{};
+  AlignedBuffer residual;
+  uint64_t shared_digest = 0;
+
+  LoadedState() { next.magic = 0; }
+};
+
+// The fixed header: every field that says which sparsifier wrote it, against this one.
+scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
+                        StateHeader* out) {
+  SCCL_REQUIRE_ARG(bytes >= kStateHeaderBytes,
+                   "sparsifier checkpoint: %zu bytes, shorter than its %zu-byte header", bytes,
+                   kStateHeaderBytes);
+  StateReader r(blob, kStateHeaderBytes, "header");
+  uint64_t magic = 0;
+  uint32_t version = 0, checksum = 0;
+  SCCL_CHECK(r.u64("magic", &magic));
+  SCCL_REQUIRE_ARG(magic == kStateMagic,
+                   "sparsifier checkpoint: no sparsecoll checkpoint (magic %016llx)",
+                   static_cast<unsigned long long>(magic));
+  SCCL_CHECK(r.u32("version", &version));
+  SCCL_REQUIRE_ARG(version == kStateVersion,
+                   "sparsifier checkpoint: format version %u, this library reads version %u",
+                   version, kStateVersion);
+  SCCL_CHECK(r.u32("checksum", &checksum));
+  StateHeader& h = *out;
+  SCCL_CHECK(r.u64("total bytes", &h.total_bytes));
+  SCCL_REQUIRE_ARG(h.total_bytes == bytes,
+                   "sparsifier checkpoint: the header says %llu bytes, the buffer holds %zu "
+                   "(truncated or padded)",
+                   static_cast<unsigned long long>(h.total_bytes), bytes);
+  const uint32_t computed = checksumOf(blob, bytes);
+  SCCL_REQUIRE_ARG(computed == checksum,
+                   "sparsifier checkpoint: checksum %08x, the bytes give %08x (corrupted)",
+                   checksum, computed);
+  SCCL_CHECK(r.u32("rank", &h.rank));
+  SCCL_CHECK(r.u32("rank count", &h.nranks));
+  SCCL_CHECK(r.u64("count", &h.count));
+  SCCL_CHECK(r.u32("dtype", &h.dtype));
+  SCCL_CHECK(r.u32("residual dtype", &h.acc_dtype));
+  SCCL_CHECK(r.u64("configuration fingerprint", &h.config_fingerprint));
+  SCCL_CHECK(r.u64("shared section bytes", &h.shared_bytes));
+  SCCL_CHECK(r.u64("own section bytes", &h.own_bytes));
+  SCCL_CHECK(r.u64("residual bytes", &h.residual_bytes));
+  SCCL_REQUIRE_ARG(h.nranks == uint32_t(sp.comm->nranks) && h.rank == uint32_t(sp.comm->rank),
+                   "sparsifier checkpoint: written by rank %u of %u, loaded on rank %d of %d "
+                   "(each rank loads its own checkpoint, on a communicator of the same size)",
+                   h.rank, h.nranks, sp.comm->rank, sp.comm->nranks);
+  SCCL_REQUIRE_ARG(h.count == sp.count && h.dtype == uint32_t(sp.dtype) &&
+                       h.acc_dtype == uint32_t(sp.acc_dtype),
+                   "sparsifier checkpoint: of %llu elements of dtype %u, this sparsifier has %zu "
+                   "of %s",
+                   static_cast<unsigned long long>(h.count), h.dtype, sp.count,
+                   dataTypeName(sp.dtype));
+  SCCL_REQUIRE_ARG(h.config_fingerprint == sp.creation_fingerprint,
+                   "sparsifier checkpoint: written by a sparsifier of another configuration "
+                   "(fingerprint %016llx, this one's %016llx); create it with the same config",
+                   static_cast<unsigned long long>(h.config_fingerprint),
+                   static_cast<unsigned long long>(sp.creation_fingerprint));
+  SCCL_REQUIRE_ARG(h.residual_bytes == residualBytes(sp),
+                   "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
+                   static_cast<unsigned long long>(h.residual_bytes), residualBytes(sp));
+  const uint64_t body = bytes - kStateHeaderBytes;
+  SCCL_REQUIRE_ARG(h.shared_bytes <= body && h.own_bytes <= body - h.shared_bytes &&
+                       h.residual_bytes == body - h.shared_bytes - h.own_bytes,
+                   "sparsifier checkpoint: its sections (%llu + %llu + %llu bytes) do not fill "
+                   "its %llu bytes after the header",
+                   static_cast<unsigned long long>(h.shared_bytes),
+                   static_cast<unsigned long long>(h.own_bytes),
+                   static_cast<unsigned long long>(h.residual_bytes),
+                   static_cast<unsigned long long>(body));
+  return r.finish();
+}
+
+// The density in effect: the config's own, or one scclSparsifierSetDensity set (which ends the
+// warm-up), under the same rules as that call.
+scclResult_t readDensity(const scclSparsifier& sp, StateReader& r, ResolvedSparseConfig* c) {
+  double density = 0, warmup_start = 0;
+  uint64_t warmup_calls = 0;
+  std::string warmup_form;
+  SCCL_CHECK(r.finite("density", &density));
+  SCCL_CHECK(r.u64("warm-up calls", &warmup_calls));
+  SCCL_CHECK(r.finite("warm-up start", &warmup_start));
+  SCCL_CHECK(r.text("warm-up form", kMaxNameBytes, &warmup_form));
+  const bool as_configured = density == c->density && warmup_calls == uint64_t(c->warmup_calls) &&
+                             warmup_start == c->warmup_start && warmup_form == c->warmup_form;
+  if (as_configured) return scclSuccess;
+  SCCL_REQUIRE_ARG(warmup_calls == 0 && warmup_start == 0 && warmup_form == "exponential",
+                   "sparsifier checkpoint: a density warm-up (%llu calls from %g, %s) other than "
+                   "this sparsifier's config (%d calls from %g, %s)",
+                   static_cast<unsigned long long>(warmup_calls), warmup_start,
+                   warmup_form.c_str(), c->warmup_calls, c->warmup_start,
+                   c->warmup_form.c_str());
+  SCCL_REQUIRE_ARG(density > 0 && density <= 1, "sparsifier checkpoint: density %g", density);
+  SCCL_REQUIRE_ARG(c->reduction != "sketch" || density == c->density,
+                   "sparsifier checkpoint: density %g, but the sketch reduction keeps its "
+                   "creation's %g",
+                   density, c->density);
+  SCCL_REQUIRE_ARG(c->reduction != "sync_free" || density <= sp.density_ceiling,
+                   "sparsifier checkpoint: density %g is above the %g this sync_free "
+                   "sparsifier's capacity was sized for",
+                   density, sp.density_ceiling);
+  c->density = density;
+  c->warmup_calls = 0;
+  c->warmup_start = 0;
+  c->warmup_form = "exponential";
+  return scclSuccess;
+}
+
+scclResult_t readShared(const scclSparsifier& sp, StateReader& r, LoadedState* out) {
+  std::string algorithm;
+  SCCL_CHECK(r.text("preset", kMaxNameBytes, &algorithm));
+  SCCL_REQUIRE_ARG(algorithm == sp.config.algorithm,
+                   "sparsifier checkpoint: written while the sparsifier ran preset '%s', this "
+                   "one runs '%s' (an \"auto\" sparsifier resumes where its choice is the same)",
+                   algorithm.c_str(), sp.config.algorithm.c_str());
+  SCCL_CHECK(r.u64("call number", &out->iteration));
+  SCCL_REQUIRE_ARG(out->iteration < (uint64_t{1} << 62), "sparsifier checkpoint: call number %llu",
+                   static_cast<unsigned long long>(out->iteration));
+  out->next.config = sp.config;
+  SCCL_CHECK(readDensity(sp, r, &out->next.config));
+  SCCL_CHECK(r.flag("residual to flush", &out->residual_to_flush));
+  uint64_t ranks = 0;
+  SCCL_CHECK(r.u64("rank count of the counts", &ranks));
+  SCCL_REQUIRE_ARG(ranks == uint64_t(sp.comm->nranks),
+                   "sparsifier checkpoint: %llu rank counts for %d ranks",
+                   static_cast<unsigned long long>(ranks), sp.comm->nranks);
+  out->rank_counts.resize(ranks);
+  for (uint64_t& k : out->rank_counts) {
+    SCCL_CHECK(r.u64("a rank's count", &k));
+    SCCL_REQUIRE_ARG(k <= sp.count, "sparsifier checkpoint: a rank count %llu above the count %zu",
+                     static_cast<unsigned long long>(k), sp.count);
+  }
+  SCCL_CHECK(r.u64("auto switches", &out->auto_switches));
+  SCCL_CHECK(r.flag("auto settled", &out->auto_settled));
+  return scclSuccess;
+}
+
+scclResult_t readStats(StateReader& r, scclSparseStats_t* stats) {
+  uint64_t size = 0;
+  SCCL_CHECK(r.u64("statistics size", &size));
+  SCCL_REQUIRE_ARG(size == sizeof(scclSparseStats_t),
+                   "sparsifier checkpoint: statistics of %llu bytes, this library's are %zu",
+                   static_cast<unsigned long long>(size), sizeof(scclSparseStats_t));
+  SCCL_CHECK(r.bytes("statistics", stats, sizeof(scclSparseStats_t)));
+  SCCL_REQUIRE_ARG(stats->size == sizeof(scclSparseStats_t),
+                   "sparsifier checkpoint: the statistics' size field is %zu", stats->size);
+  return scclSuccess;
+}
+
+// Everything a blob holds, checked field by field, into *out; this sparsifier is not touched.
+scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
+                        LoadedState* out) {
+  StateHeader h;
+  SCCL_CHECK(readHeader(sp, blob, bytes, &h));
+  const unsigned char* shared_bytes = blob + kStateHeaderBytes;
+  const unsigned char* own_bytes = shared_bytes + h.shared_bytes;
+  StateReader shared(shared_bytes, h.shared_bytes, "shared section");
+  StateReader own(own_bytes, h.own_bytes, "own section");
+  SCCL_CHECK(readShared(sp, shared, out));
+  SCCL_CHECK(readStats(own, &out->stats));
+  // The axes as this sparsifier's config builds them, at the checkpoint's density.
+  scclSparsifier& next = out->next;
+  next.comm = sp.comm;
+  next.count = sp.count;
+  next.dtype = sp.dtype;
+  next.acc_dtype = sp.acc_dtype;
+  SCCL_CHECK(buildSparsifierAxes(next));
+  next.estimator->setDensity(densityForCall(next.config, out->iteration), sp.count);
+  SCCL_CHECK(next.estimator->loadState(shared, own));
+  SCCL_CHECK(next.search->loadState(shared));
+  SCCL_CHECK(shared.finish());
+  SCCL_CHECK(own.finish());
+  out->residual.resize(h.residual_bytes);
+  if (h.residual_bytes > 0) std::memcpy(out->residual.data(), own_bytes + h.own_bytes, h.residual_bytes);
+  out->shared_digest = mixHash(sp.creation_fingerprint, shared_bytes, h.shared_bytes);
+  return scclSuccess;
+}
+
+void applyState(scclSparsifier& sp, LoadedState& loaded) {
+  ResolvedSparseConfig& c = sp.config;
+  const ResolvedSparseConfig& n = loaded.next.config;
+  c.density = n.density;
+  c.warmup_calls = n.warmup_calls;
+  c.warmup_start = n.warmup_start;
+  c.warmup_form = n.warmup_form;
+  sp.config_fingerprint = sparseConfigFingerprint(c, sp.count, sp.dtype);
+  sp.density = 0;  // the next call applies the density in effect and the call fingerprint
+  sp.estimator = std::move(loaded.next.estimator);
+  sp.search = std::move(loaded.next.search);
+  sp.iteration = loaded.iteration;
+  sp.residual_to_flush = loaded.residual_to_flush;
+  sp.rank_counts = std::move(loaded.rank_counts);
+  sp.auto_switches = loaded.auto_switches;
+  sp.auto_settled = loaded.auto_settled;
+  sp.stats = loaded.stats;
+  sp.residual.swap(loaded.residual);
+  // The residual is on the host now; the next call on device buffers uploads it.
+  sp.device.reset();
+}
+
+}  // namespace
+
+scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes) {
+  StateSections sections;
+  SCCL_CHECK(writeSections(sp, &sections));
+  *bytes = headerOf(sp, sections).total_bytes;
+  return scclSuccess;
+}
+
+scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t bytes,
+                                   size_t* written) {
+  StateSections sections;
+  SCCL_CHECK(writeSections(sp, &sections));
+  const StateHeader h = headerOf(sp, sections);
+  SCCL_REQUIRE_ARG(bytes >= h.total_bytes,
+                   "checkpoint buffer of %zu bytes; this sparsifier's state needs %llu "
+                   "(scclSparsifierGetStateSize)",
+                   bytes, static_cast<unsigned long long>(h.total_bytes));
+  auto* out = static_cast<unsigned char*>(buffer);
+  unsigned char* residual = out + kStateHeaderBytes + h.shared_bytes + h.own_bytes;
+  if (sp.device != nullptr) {
+    SCCL_CHECK(deviceExportResidual(sp, residual));
+  } else if (h.residual_bytes > 0) {
+    std::memcpy(residual, sp.residual.data(), h.residual_bytes);
+  }
+  StateWriter header;
+  writeHeader(h, header);
+  std::memcpy(out, header.data().data(), kStateHeaderBytes);
+  std::memcpy(out + kStateHeaderBytes, sections.shared.data().data(), h.shared_bytes);
+  std::memcpy(out + kStateHeaderBytes + h.shared_bytes, sections.own.data().data(), h.own_bytes);
+  const uint32_t checksum = checksumOf(out, h.total_bytes);
+  std::memcpy(out + kChecksumOffset, &checksum, sizeof(checksum));
+  if (written != nullptr) *written = h.total_bytes;
+  return scclSuccess;
+}
+
+scclResult_t sparsifierImportState(scclSparsifier& sp, const void* buffer, size_t bytes) {
+  LoadedState loaded;
+  const scclResult_t parsed =
+      parseState(sp, static_cast<const unsigned char*>(buffer), bytes, &loaded);
+  const std::string refusal = parsed == scclSuccess ? std::string() : threadLastError();
+  // Every rank takes part, the refused ones too, so that no rank waits for one that gave up.
+  CallRecord record = callRecord(parsed == scclSuccess ? CallOperation::SparsifierImportState
+                                                       : CallOperation::SparsifierImportRefused);
+  record.count = sp.count;
+  record.dtype = static_cast<int16_t>(sp.dtype);
+  record.object = sp.identity;
+  record.config = parsed == scclSuccess ? loaded.shared_digest : 0;
+  record.object_call = parsed == scclSuccess ? loaded.iteration : 0;
+  const scclResult_t agreed = agreeOnCall(
+      sp.comm, record, nullptr,
+      "the checkpoints' shared state (preset, call number, density, threshold, partitions) "
+      "differs between the ranks: load the checkpoints of one save");
+  if (parsed != scclSuccess) return fail(parsed, "%s", refusal.c_str());
+  if (agreed != scclSuccess) {
+    // The agreement's text names the first field that differs: the operation when a peer's blob
+    // was refused, the shared state's digest or the call number when the blobs are of different
+    // saves.
+    const std::string why = threadLastError();
+    return fail(agreed,
+                "sparsifier checkpoint not loaded on any rank (a peer refused its blob, or the "
+                "ranks' blobs are not of one save: their call number, density, threshold or "
+                "partitions differ): %s",
+                why.c_str());
+  }
+  applyState(sp, loaded);
+  SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: checkpoint of call %llu loaded (%zu bytes)",
+            static_cast<void*>(&sp), sp.comm->rank,
+            static_cast<unsigned long long>(sp.iteration), bytes);
+  return scclSuccess;
+}
+
+}  // namespace sccl
