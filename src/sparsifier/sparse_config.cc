@@ -245,6 +245,16 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
   return mixHash(hash, integers, sizeof(integers));
 }
 
+uint64_t checkpointFingerprint(const ResolvedSparseConfig& config, size_t count,
+                               scclDataType_t dtype) {
+  ResolvedSparseConfig schedule_free = config;
+  schedule_free.density = 0;
+  schedule_free.warmup_calls = 0;
+  schedule_free.warmup_start = 0;
+  schedule_free.warmup_form.clear();
+  return sparseConfigFingerprint(schedule_free, count, dtype);
+}
+
 double densityForCall(const ResolvedSparseConfig& c, uint64_t call) {
   if (c.warmup_calls <= 0 || call >= uint64_t(c.warmup_calls)) return c.density;
   const double s = c.warmup_start;

@@ -64,6 +64,11 @@ uint64_t mixHash(uint64_t hash, const void* data, size_t bytes);
 uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& config, size_t count,
                                  scclDataType_t dtype);
 
+// sparseConfigFingerprint of the config without its density schedule (density and warm-up), which
+// a sparsifier checkpoint carries itself.
+uint64_t checkpointFingerprint(const ResolvedSparseConfig& config, size_t count,
+                               scclDataType_t dtype);
+
 // The density of the call numbered `call` (0 = the first since creation or reset): the warm-up's
 // s * (d/s)^(t/N) ("exponential") or s + (d - s) t/N ("linear") for t < N, else d = density.
 double densityForCall(const ResolvedSparseConfig& config, uint64_t call);

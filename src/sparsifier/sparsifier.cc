@@ -207,7 +207,7 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
   SCCL_CHECK(buildSparsifierAxes(*sp));
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
-  sp->creation_fingerprint = sp->config_fingerprint;
+  sp->checkpoint_fingerprint = checkpointFingerprint(sp->config, count, dtype);
   applyCallDensity(*sp);  // the first call's density (the estimator was built for it)
   SCCL_CHECK(agreeOnCreation(*sp));
   if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));

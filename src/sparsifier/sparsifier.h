@@ -45,9 +45,10 @@ struct scclSparsifier {
   uint64_t identity = 0;
   uint64_t fingerprint = 0;
   uint64_t config_fingerprint = 0;  // of count, dtype and config alone (the creation's record)
-  // config_fingerprint as created, before any scclSparsifierSetDensity: what a checkpoint records
-  // and a sparsifier loading it must match (sparsifier/sparsifier_state.h).
-  uint64_t creation_fingerprint = 0;
+  // The fingerprint of count, dtype and config without the density schedule (target and warm-up):
+  // what a checkpoint records and a sparsifier loading it must match; the checkpoint carries the
+  // density in effect itself (sparsifier/sparsifier_state.h).
+  uint64_t checkpoint_fingerprint = 0;
 
   const sccl::ReductionEntry* reduction = nullptr;
   std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)

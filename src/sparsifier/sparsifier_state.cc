@@ -91,7 +91,7 @@ StateHeader headerOf(const scclSparsifier& sp, const StateSections& sections) {
   h.count = sp.count;
   h.dtype = static_cast<uint32_t>(sp.dtype);
   h.acc_dtype = static_cast<uint32_t>(sp.acc_dtype);
-  h.config_fingerprint = sp.creation_fingerprint;
+  h.config_fingerprint = sp.checkpoint_fingerprint;
   h.shared_bytes = sections.shared.size();
   h.own_bytes = sections.own.size();
   h.residual_bytes = residualBytes(sp);
@@ -163,11 +163,12 @@ scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, siz
                    "of %s",
                    static_cast<unsigned long long>(h.count), h.dtype, sp.count,
                    dataTypeName(sp.dtype));
-  SCCL_REQUIRE_ARG(h.config_fingerprint == sp.creation_fingerprint,
+  SCCL_REQUIRE_ARG(h.config_fingerprint == sp.checkpoint_fingerprint,
                    "sparsifier checkpoint: written by a sparsifier of another configuration "
-                   "(fingerprint %016llx, this one's %016llx); create it with the same config",
+                   "(fingerprint %016llx, this one's %016llx); create it with the same config (its "
+                   "density and warm-up may differ: the checkpoint's density in effect is loaded)",
                    static_cast<unsigned long long>(h.config_fingerprint),
-                   static_cast<unsigned long long>(sp.creation_fingerprint));
+                   static_cast<unsigned long long>(sp.checkpoint_fingerprint));
   SCCL_REQUIRE_ARG(h.residual_bytes == residualBytes(sp),
                    "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
                    static_cast<unsigned long long>(h.residual_bytes), residualBytes(sp));
@@ -284,7 +285,7 @@ scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, siz
   SCCL_CHECK(own.finish());
   out->residual.resize(h.residual_bytes);
   if (h.residual_bytes > 0) std::memcpy(out->residual.data(), own_bytes + h.own_bytes, h.residual_bytes);
-  out->shared_digest = mixHash(sp.creation_fingerprint, shared_bytes, h.shared_bytes);
+  out->shared_digest = mixHash(sp.checkpoint_fingerprint, shared_bytes, h.shared_bytes);
   return scclSuccess;
 }
 

@@ -178,6 +178,36 @@ void addSparseCases(Matrix& m) {
   });
   m.add(ae, "NULL asyncError", scclInvalidArgument,
         [](Ctx& c) { return scclSparsifierGetAsyncError(c.sp, nullptr); });
+  // Checkpoints. Every rank runs every case in the same order, so the import's refusals (each
+  // rank's blob fails its own checks) pass through its agreement together.
+  const std::string ss = "scclSparsifierGetStateSize";
+  m.handles(ss, Kind::Sparsifier, [](Ctx&, void* h) {
+    size_t bytes = 0;
+    return scclSparsifierGetStateSize(asSp(h), &bytes);
+  });
+  m.add(ss, "NULL size", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierGetStateSize(c.sp, nullptr); });
+  const std::string ex = "scclSparsifierExportState";
+  m.handles(ex, Kind::Sparsifier, [](Ctx& c, void* h) {
+    return scclSparsifierExportState(asSp(h), c.zeros, sizeof(c.zeros), nullptr);
+  });
+  m.add(ex, "NULL buffer", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierExportState(c.sp, nullptr, kMax, nullptr); });
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{79}, size_t{80}})
+    m.add(ex, "buffer of " + std::to_string(bytes) + " bytes", scclInvalidArgument,
+          [bytes](Ctx& c) { return scclSparsifierExportState(c.sp, c.zeros, bytes, nullptr); });
+  const std::string im = "scclSparsifierImportState";
+  m.handles(im, Kind::Sparsifier, [](Ctx& c, void* h) {
+    return scclSparsifierImportState(asSp(h), c.zeros, sizeof(c.zeros));
+  });
+  m.add(im, "NULL buffer of 80 bytes", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierImportState(c.sp, nullptr, 80); });
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{80}, size_t{256}})
+    m.add(im, std::to_string(bytes) + " zero bytes", scclInvalidArgument,
+          [bytes](Ctx& c) { return scclSparsifierImportState(c.sp, c.zeros, bytes); });
+  m.add(im, "a forged block", scclInvalidArgument, [](Ctx& c) {
+    return scclSparsifierImportState(c.sp, c.forged, sizeof(c.forged));
+  });
   // Invalid densities change nothing (the matrix's later valid calls run at the old density).
   const std::string sd = "scclSparsifierSetDensity";
   m.handles(sd, Kind::Sparsifier,

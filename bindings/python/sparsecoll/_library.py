@@ -117,6 +117,9 @@ _SIGNATURES = {
     "scclSparsifierGetAsyncError": (_I, [_P, ctypes.POINTER(_I)]),
     "scclSparsifierGetAlgorithm": (_I, [_P, ctypes.POINTER(ctypes.c_char_p)]),
     "scclSparsifierSetDensity": (_I, [_P, ctypes.c_double]),
+    "scclSparsifierGetStateSize": (_I, [_P, ctypes.POINTER(_S)]),
+    "scclSparsifierExportState": (_I, [_P, _P, _S, ctypes.POINTER(_S)]),
+    "scclSparsifierImportState": (_I, [_P, _P, _S]),
 }
 
 for _name, (_restype, _argtypes) in _SIGNATURES.items():

@@ -163,6 +163,29 @@ class Sparsifier:
         check(lib.scclSparsifierGetAsyncError(self.handle, ctypes.byref(value)), self.comm._handle)
         return Result(value.value)
 
+    def state_dict(self):
+        """Everything this sparsifier carries between calls (residual, threshold and estimator
+        state, partitions, call number, density in effect, statistics) as {"version": 1,
+        "blob": bytes}: scclSparsifierExportState's versioned, checksummed blob of this rank.
+        Save it per rank (the residuals differ) with torch.save or pickle. On GPU buffers it waits
+        for the device."""
+        size = ctypes.c_size_t()
+        check(lib.scclSparsifierGetStateSize(self.handle, ctypes.byref(size)), self.comm._handle)
+        buffer = ctypes.create_string_buffer(max(1, size.value))
+        written = ctypes.c_size_t()
+        check(lib.scclSparsifierExportState(self.handle, buffer, size.value, ctypes.byref(written)),
+              self.comm._handle)
+        return {"version": _STATE_VERSION, "blob": buffer.raw[:written.value]}
+
+    def load_state_dict(self, state):
+        """Loads what state_dict() returned on this rank into a sparsifier created with the same
+        count, dtype and settings on a communicator of the same size. Collective: every rank
+        calls it at the same point. A damaged or foreign blob raises SparsecollError
+        (INVALID_ARGUMENT on its rank, INVALID_USAGE on the others) and changes nothing."""
+        blob = _state_blob(state)
+        buffer = ctypes.create_string_buffer(blob, max(1, len(blob)))
+        check(lib.scclSparsifierImportState(self.handle, buffer, len(blob)), self.comm._handle)
+
     def reset(self):
         """Clears residual, threshold and statistics (call on every rank at the same point)."""
         check(lib.scclSparsifierReset(self.handle), self.comm._handle)
@@ -182,6 +205,21 @@ class Sparsifier:
         if getattr(self, "_handle", None) is not None and self._handle.value:
             lib.scclSparsifierDestroy(self._handle)
             self._handle = ctypes.c_void_p()
+
+
+_STATE_VERSION = 1
+
+
+def _state_blob(state):
+    """The blob of a Sparsifier.state_dict() (or the bytes themselves)."""
+    if isinstance(state, (bytes, bytearray, memoryview)):
+        return bytes(state)
+    if not isinstance(state, dict) or state.get("version") != _STATE_VERSION or \
+            not isinstance(state.get("blob"), (bytes, bytearray)):
+        raise SparsecollError(Result.INVALID_ARGUMENT,
+                              "not a Sparsifier.state_dict() of version %d: %r" %
+                              (_STATE_VERSION, type(state)))
+    return bytes(state["blob"])
 
 
 def sparse_allreduce(tensor, sparsifier, out=None, op="avg"):

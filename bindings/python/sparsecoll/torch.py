@@ -19,13 +19,21 @@ value moves to another parameter). A bucket whose parameters changed (another gr
 gets a new sparsifier and canonical layout: the unsent values of the old one are dropped, on
 every rank alike. The sparse all-reduce is synchronous, so the hook returns an already
 completed torch.futures.Future.
+
+Checkpoints: HookState.state_dict() / load_state_dict() (and pickling, following PyTorch's
+convention for communication hook states: the communicator is left out) carry every bucket's
+sparsifier state, velocity, optimizer moments and warm-up steps, so that a job restarted from its
+checkpoint continues bit for bit; one state per rank (docs/python.md, "Checkpoints").
 """
 
 import numbers
 
 import torch as _torch
 
+from .errors import Result, SparsecollError
 from .sparsifier import Sparsifier
+
+_HOOK_STATE_VERSION = 1
 
 
 def _bucket_parameters(bucket):
@@ -62,6 +70,19 @@ class _Traffic:
             self.total_elements += step["elements"]
             self.total_selected += step["selected"]
             self._step = {"bytes_sent": 0, "elements": 0, "selected": 0}
+
+    def state_dict(self):
+        return {"steps": self.steps, "total_bytes_sent": self.total_bytes_sent,
+                "total_elements": self.total_elements, "total_selected": self.total_selected,
+                "last_step": dict(self.last_step), "step": dict(self._step)}
+
+    def load_state_dict(self, state):
+        self.steps = int(state["steps"])
+        self.total_bytes_sent = int(state["total_bytes_sent"])
+        self.total_elements = int(state["total_elements"])
+        self.total_selected = int(state["total_selected"])
+        self.last_step = dict(state["last_step"])
+        self._step = dict(state["step"])
 
     def summary(self):
         """Per-step means since creation: bytes sent by this rank, elements, actual density."""
@@ -211,6 +232,11 @@ class HookState:
     def __init__(self, comm, op="avg", config_file=None, momentum=0.0, momentum_masking=True,
                  nesterov=False, preconditioner=None, betas=(0.0, 0.999), eps=None, rho=0.9,
                  momentum_warmup=None, **sparsifier_kwargs):
+        # What __getstate__ pickles besides the state: the constructor's arguments.
+        self._settings = dict(op=op, config_file=config_file, momentum=momentum,
+                              momentum_masking=momentum_masking, nesterov=nesterov,
+                              preconditioner=preconditioner, betas=tuple(betas), eps=eps, rho=rho,
+                              momentum_warmup=momentum_warmup, **sparsifier_kwargs)
         if not 0.0 <= float(momentum) < 1.0:
             raise ValueError("momentum must be in [0, 1), not %r" % (momentum,))
         if preconditioner not in (None, "adam", "adadelta"):
@@ -244,19 +270,100 @@ class HookState:
         self.velocities = {}
         self.layouts = {}
         self.traffic = _Traffic()
+        self._pending = {}  # per bucket: a loaded checkpoint, applied when the bucket is created
+        self._density_set = None  # set_density's, kept by checkpoints
 
-    def sparsifier_for(self, key, tensor):
+    def sparsifier_for(self, key, tensor, layout=None):
         sparsifier = self.sparsifiers.get(key)
         if sparsifier is None or sparsifier.count != tensor.numel():
             if sparsifier is not None:
                 sparsifier.destroy()
+            if self.comm is None:
+                raise SparsecollError(Result.INVALID_USAGE,
+                                      "this HookState has no communicator (a pickled state "
+                                      "leaves it out): set state.comm before training")
             sparsifier = Sparsifier(self.comm, tensor.numel(), tensor.dtype,
                                     config_file=self.config_file, **self.sparsifier_kwargs)
             self.sparsifiers[key] = sparsifier
             self.velocities.pop(key, None)  # a new (resized) bucket: no residual, no velocity
             self.momentum_steps.pop(key, None)  # and its momentum warm-up starts again
             self.moments.pop(key, None)
+            self._restore_bucket(key, sparsifier, tensor, layout)
         return sparsifier
+
+    def _restore_bucket(self, key, sparsifier, tensor, layout):
+        """A new bucket that a loaded checkpoint describes (same size, dtype and parameter shapes
+        in its canonical order) takes the checkpoint's sparsifier state, velocity, moments and
+        warm-up steps. Collective (the sparsifier's load): every rank creates its buckets in the
+        same order. A bucket that does not match stays pending (DDP's first iteration may use
+        another grouping than the rebuilt buckets the checkpoint was saved from)."""
+        pending = self._pending.get(key)
+        if pending is None or pending["count"] != sparsifier.count or \
+                pending["dtype"] != sparsifier.dtype:
+            return
+        if pending["layout"] is not None and layout is not None and \
+                pending["layout"] != _layout_signature(layout):
+            return
+        del self._pending[key]
+        sparsifier.load_state_dict(pending["sparsifier"])
+        place = {"device": tensor.device, "dtype": tensor.dtype}
+        if pending["velocity"] is not None:
+            self.velocities[key] = pending["velocity"].to(**place).clone()
+        if pending["momentum_steps"] is not None:
+            self.momentum_steps[key] = int(pending["momentum_steps"])
+        if pending["moments"] is not None:
+            moments = pending["moments"]
+            self.moments[key] = {"step": int(moments["step"]), "a": moments["a"].to(**place).clone(),
+                                 "b": moments["b"].to(**place).clone()}
+
+    def state_dict(self):
+        """This rank's state: every bucket's sparsifier state (Sparsifier.state_dict: residual,
+        threshold, partitions, call number, statistics), momentum velocity, preconditioner
+        moments and momentum warm-up steps, its size, dtype and parameter shapes, the traffic
+        counters and set_density's density; tensors copied to the CPU. The communicator is not
+        part of it. Save one per rank (torch.save(state.state_dict(), f"hook.{rank}.pt"))."""
+        buckets = dict(self._pending)  # loaded buckets not re-created yet keep their state
+        for key, sparsifier in self.sparsifiers.items():
+            velocity = self.velocities.get(key)
+            moments = self.moments.get(key)
+            buckets[key] = {
+                "count": sparsifier.count,
+                "dtype": sparsifier.dtype,
+                "layout": _layout_signature(self.layouts.get(key)),
+                "sparsifier": sparsifier.state_dict(),
+                "velocity": None if velocity is None else velocity.detach().cpu().clone(),
+                "momentum_steps": self.momentum_steps.get(key),
+                "moments": None if moments is None else {
+                    "step": moments["step"], "a": moments["a"].detach().cpu().clone(),
+                    "b": moments["b"].detach().cpu().clone()},
+            }
+        return {"version": _HOOK_STATE_VERSION, "buckets": buckets,
+                "traffic": self.traffic.state_dict(), "density": self._density_set}
+
+    def load_state_dict(self, state):
+        """Takes a state_dict() of this rank, saved by a HookState with the same settings: the
+        buckets made so far are dropped, and each bucket takes its saved state when the hook
+        creates it again (at the next step, on every rank alike). A damaged sparsifier state
+        raises SparsecollError there."""
+        if not isinstance(state, dict) or state.get("version") != _HOOK_STATE_VERSION:
+            raise SparsecollError(Result.INVALID_ARGUMENT,
+                                  "not a HookState.state_dict() of version %d" %
+                                  _HOOK_STATE_VERSION)
+        self.close()
+        self._pending = dict(state["buckets"])
+        self.traffic.load_state_dict(state["traffic"])
+        if state["density"] is not None:
+            self._set_density_setting(float(state["density"]))
+
+    def __getstate__(self):
+        """PyTorch's convention for hook states: everything but the communicator."""
+        return {"settings": dict(self._settings), "state": self.state_dict()}
+
+    def __setstate__(self, pickled):
+        """The communicator is None until the caller sets state.comm."""
+        settings = dict(pickled["settings"])
+        self.__init__(None, **settings)
+        self.load_state_dict(pickled["state"])
 
     def _velocity_update(self, key, tensor):
         """u = momentum * u + g, and the all-reduce gets u (g + momentum * u with nesterov);
@@ -332,7 +439,7 @@ class HookState:
         layout = self._layout_for(key, tensor, parameters)
         index = layout.index if layout is not None else None
         work = tensor if index is None else tensor.index_select(0, index)
-        sparsifier = self.sparsifier_for(key, work)
+        sparsifier = self.sparsifier_for(key, work, layout)
         velocity = self._velocity_update(key, work)
         self._precondition(key, work)
         sparsifier.allreduce(work, op=self.op)
@@ -349,8 +456,12 @@ class HookState:
         step (Sparsifier.set_density)."""
         for sparsifier in self.sparsifiers.values():
             sparsifier.set_density(density)
+        self._set_density_setting(float(density))
+
+    def _set_density_setting(self, density):
         self.sparsifier_kwargs.pop("density_warmup", None)
-        self.sparsifier_kwargs["density"] = float(density)
+        self.sparsifier_kwargs["density"] = density
+        self._density_set = density
 
     def close(self):
         for sparsifier in self.sparsifiers.values():
@@ -358,7 +469,15 @@ class HookState:
         self.sparsifiers.clear()
         self.velocities.clear()
         self.moments.clear()
+        self.momentum_steps.clear()
         self.layouts.clear()
+
+
+def _layout_signature(layout):
+    """A bucket layout as a checkpoint records it: its parameters' shapes in canonical order."""
+    if layout is None:
+        return None
+    return [tuple(p.shape) for p in layout.canonical]
 
 
 def hook(state, bucket):
@@ -420,6 +539,19 @@ class GradientSynchronizer:
                 else:
                     p.grad.copy_(piece)
                 offset += p.numel()
+
+    def state_dict(self):
+        """This rank's state (HookState.state_dict of its buckets); one per rank."""
+        return {"version": _HOOK_STATE_VERSION, "hook": self.state.state_dict()}
+
+    def load_state_dict(self, state):
+        """Takes a state_dict() of this rank from a synchronizer over the same parameters and
+        settings; every bucket takes its state at the next synchronize()."""
+        if not isinstance(state, dict) or state.get("version") != _HOOK_STATE_VERSION:
+            raise SparsecollError(Result.INVALID_ARGUMENT,
+                                  "not a GradientSynchronizer.state_dict() of version %d" %
+                                  _HOOK_STATE_VERSION)
+        self.state.load_state_dict(state["hook"])
 
     def close(self):
         self.state.close()

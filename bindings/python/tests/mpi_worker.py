@@ -6,6 +6,9 @@ themselves are in ddp_checks.py, shared with torchrun_worker.py).
                                for GradientSynchronizer, and ExDyna over several steps
     mpi_worker.py train PORT   a few hundred DDP steps with the ExDyna hook; the loss must fall
     mpi_worker.py momentum PORT    DGC momentum correction (momentum_checks.py)
+    mpi_worker.py checkpoint_save=DIR PORT, checkpoint_resume=DIR PORT
+                               training saved to per-rank files, and resumed from them in a new
+                               launch (checkpoint_checks.py)
     mpi_worker.py hook,train PORT   several modes in one launch
 
 gloo sets up DDP (and carries the reference data); sparsecoll carries the gradients. Exits
@@ -19,6 +22,7 @@ from mpi4py import MPI  # initialises MPI before the mpi transport is created
 import torch.distributed as dist
 
 import sparsecoll
+from checkpoint_checks import resume_phase, save_phase
 from ddp_checks import check, test_hook, test_train
 from momentum_checks import test_momentum
 
@@ -35,6 +39,11 @@ def main():
     check((via_mpi.rank, via_mpi.size, via_mpi.transport) == (world.rank, world.size, "mpi"),
           "MPI comm")
     for name in mode.split(","):  # "hook,train" runs both in one launch (saves a torch start-up)
+        name, _, directory = name.partition("=")
+        if name in ("checkpoint_save", "checkpoint_resume"):
+            phase = save_phase if name == "checkpoint_save" else resume_phase
+            phase(via_mpi, directory)
+            continue
         checks = {"hook": test_hook, "train": test_train, "momentum": test_momentum}
         checks[name](via_group if name == "hook" else via_mpi)
     via_group.destroy()

@@ -48,3 +48,10 @@ def test_ddp_hook_on_two_processes_training_lowers_the_loss_and_momentum_correct
     output = launch(2, "hook,train,momentum")
     assert "mean loss" in output
     assert "momentum checks passed" in output
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="no mpirun")
+def test_ddp_training_resumes_bit_for_bit_in_new_processes(tmp_path):
+    # Two launches: the second one's processes know the first only through the files.
+    assert "checkpoints saved" in launch(4, "checkpoint_save=%s" % tmp_path)
+    assert "resume checks passed" in launch(4, "checkpoint_resume=%s" % tmp_path)
