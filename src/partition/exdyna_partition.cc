@@ -156,7 +156,8 @@ scclResult_t ExDynaSearchSpace::loadState(StateReader& shared) {
   int64_t moved = 0;
   SCCL_CHECK(shared.i64("exdyna blocks moved", &moved));
   SCCL_REQUIRE_ARG(moved >= 0 && moved <= layout_.block_count,
-                   "sparsifier checkpoint: exdyna blocks moved %lld", static_cast<long long>(moved));
+                   "sparsifier checkpoint: exdyna blocks moved %lld",
+                   static_cast<long long>(moved));
   blocks_ = std::move(blocks);
   for (size_t p = 0; p < blocks_.size(); ++p)
     first_block_[p] = p == 0 ? 0 : first_block_[p - 1] + blocks_[p - 1];

@@ -16,7 +16,7 @@ namespace sccl {
 namespace {
 
 constexpr uint64_t kStateMagic = 0x54504b434c434353ull;  // "SCCLCKPT" in memory order
-constexpr size_t kChecksumOffset = 12;                    // the CRC covers what follows byte 16
+constexpr size_t kChecksumOffset = 12;                   // the CRC covers what follows byte 16
 constexpr size_t kChecksumFrom = 16;
 constexpr size_t kMaxNameBytes = 64;
 
@@ -157,12 +157,11 @@ scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, siz
                    "sparsifier checkpoint: written by rank %u of %u, loaded on rank %d of %d "
                    "(each rank loads its own checkpoint, on a communicator of the same size)",
                    h.rank, h.nranks, sp.comm->rank, sp.comm->nranks);
-  SCCL_REQUIRE_ARG(h.count == sp.count && h.dtype == uint32_t(sp.dtype) &&
-                       h.acc_dtype == uint32_t(sp.acc_dtype),
-                   "sparsifier checkpoint: of %llu elements of dtype %u, this sparsifier has %zu "
-                   "of %s",
-                   static_cast<unsigned long long>(h.count), h.dtype, sp.count,
-                   dataTypeName(sp.dtype));
+  SCCL_REQUIRE_ARG(
+      h.count == sp.count && h.dtype == uint32_t(sp.dtype) && h.acc_dtype == uint32_t(sp.acc_dtype),
+      "sparsifier checkpoint: of %llu elements of dtype %u, this sparsifier has %zu "
+      "of %s",
+      static_cast<unsigned long long>(h.count), h.dtype, sp.count, dataTypeName(sp.dtype));
   SCCL_REQUIRE_ARG(h.config_fingerprint == sp.checkpoint_fingerprint,
                    "sparsifier checkpoint: written by a sparsifier of another configuration "
                    "(fingerprint %016llx, this one's %016llx); create it with the same config (its "
@@ -173,14 +172,13 @@ scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, siz
                    "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
                    static_cast<unsigned long long>(h.residual_bytes), residualBytes(sp));
   const uint64_t body = bytes - kStateHeaderBytes;
-  SCCL_REQUIRE_ARG(h.shared_bytes <= body && h.own_bytes <= body - h.shared_bytes &&
-                       h.residual_bytes == body - h.shared_bytes - h.own_bytes,
-                   "sparsifier checkpoint: its sections (%llu + %llu + %llu bytes) do not fill "
-                   "its %llu bytes after the header",
-                   static_cast<unsigned long long>(h.shared_bytes),
-                   static_cast<unsigned long long>(h.own_bytes),
-                   static_cast<unsigned long long>(h.residual_bytes),
-                   static_cast<unsigned long long>(body));
+  SCCL_REQUIRE_ARG(
+      h.shared_bytes <= body && h.own_bytes <= body - h.shared_bytes &&
+          h.residual_bytes == body - h.shared_bytes - h.own_bytes,
+      "sparsifier checkpoint: its sections (%llu + %llu + %llu bytes) do not fill "
+      "its %llu bytes after the header",
+      static_cast<unsigned long long>(h.shared_bytes), static_cast<unsigned long long>(h.own_bytes),
+      static_cast<unsigned long long>(h.residual_bytes), static_cast<unsigned long long>(body));
   return r.finish();
 }
 
@@ -200,9 +198,8 @@ scclResult_t readDensity(const scclSparsifier& sp, StateReader& r, ResolvedSpars
   SCCL_REQUIRE_ARG(warmup_calls == 0 && warmup_start == 0 && warmup_form == "exponential",
                    "sparsifier checkpoint: a density warm-up (%llu calls from %g, %s) other than "
                    "this sparsifier's config (%d calls from %g, %s)",
-                   static_cast<unsigned long long>(warmup_calls), warmup_start,
-                   warmup_form.c_str(), c->warmup_calls, c->warmup_start,
-                   c->warmup_form.c_str());
+                   static_cast<unsigned long long>(warmup_calls), warmup_start, warmup_form.c_str(),
+                   c->warmup_calls, c->warmup_start, c->warmup_form.c_str());
   SCCL_REQUIRE_ARG(density > 0 && density <= 1, "sparsifier checkpoint: density %g", density);
   SCCL_REQUIRE_ARG(c->reduction != "sketch" || density == c->density,
                    "sparsifier checkpoint: density %g, but the sketch reduction keeps its "
@@ -284,7 +281,8 @@ scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, siz
   SCCL_CHECK(shared.finish());
   SCCL_CHECK(own.finish());
   out->residual.resize(h.residual_bytes);
-  if (h.residual_bytes > 0) std::memcpy(out->residual.data(), own_bytes + h.own_bytes, h.residual_bytes);
+  if (h.residual_bytes > 0)
+    std::memcpy(out->residual.data(), own_bytes + h.own_bytes, h.residual_bytes);
   out->shared_digest = mixHash(sp.checkpoint_fingerprint, shared_bytes, h.shared_bytes);
   return scclSuccess;
 }
@@ -378,8 +376,8 @@ scclResult_t sparsifierImportState(scclSparsifier& sp, const void* buffer, size_
   }
   applyState(sp, loaded);
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: checkpoint of call %llu loaded (%zu bytes)",
-            static_cast<void*>(&sp), sp.comm->rank,
-            static_cast<unsigned long long>(sp.iteration), bytes);
+            static_cast<void*>(&sp), sp.comm->rank, static_cast<unsigned long long>(sp.iteration),
+            bytes);
   return scclSuccess;
 }
 

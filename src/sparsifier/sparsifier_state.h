@@ -33,8 +33,7 @@ inline constexpr size_t kStateHeaderBytes = 80;
 scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes);
 // Writes the blob into buffer[0, bytes); *written = its size. Local (no exchange); on device
 // buffers it waits for the device.
-scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t bytes,
-                                   size_t* written);
+scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t bytes, size_t* written);
 // Collective over the sparsifier's communicator. A malformed blob: scclInvalidArgument on this
 // rank (the others: scclInvalidUsage naming it); ranks whose blobs disagree: scclInvalidUsage on
 // every rank. On any error nothing changes.

@@ -32,8 +32,8 @@ uint64_t word64(const Blob& b, size_t at) {
 }
 
 void resealChecksum(Blob& b) {
-  const uint32_t crc = static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), b.data() + 16,
-                                                     b.size() - 16));
+  const uint32_t crc =
+      static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), b.data() + 16, b.size() - 16));
   std::memcpy(b.data() + 12, &crc, 4);
 }
 
@@ -54,11 +54,21 @@ std::vector<double> statsWithoutTimes(scclSparsifier_t sp) {
   scclSparseStats_t s{};
   s.size = sizeof(s);
   scclSparsifierGetStats(sp, &s);
-  return {double(s.iteration),    double(s.kTarget),        double(s.kLocal),
-          double(s.kGlobal),      double(s.kMax),           s.density,
-          s.densityError,         s.gatherInflation,        double(s.bytesSent),
-          double(s.bytesReceived), s.threshold,             s.residualNorm,
-          double(s.nonFinite),    double(s.totalBytesSent), double(s.totalBytesReceived),
+  return {double(s.iteration),
+          double(s.kTarget),
+          double(s.kLocal),
+          double(s.kGlobal),
+          double(s.kMax),
+          s.density,
+          s.densityError,
+          s.gatherInflation,
+          double(s.bytesSent),
+          double(s.bytesReceived),
+          s.threshold,
+          s.residualNorm,
+          double(s.nonFinite),
+          double(s.totalBytesSent),
+          double(s.totalBytesReceived),
           s.meanAbsDensityError};
 }
 
@@ -81,9 +91,9 @@ void runCalls(scclSparsifier_t sp, scclComm_t comm, int rank, size_t count, uint
     for (size_t i = 0; i < count; ++i) grad[i] = gradientValue(17, rank, t, i);
     // A few non-finite-free large spikes keep the selection moving between calls.
     grad[(t * 131) % count] = 0.5f * float(rank + 1);
-    log.checkResult(
-        scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum, sp, comm, nullptr),
-        scclSuccess, "call " + std::to_string(t));
+    log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum, sp,
+                                        comm, nullptr),
+                    scclSuccess, "call " + std::to_string(t));
     if (record != nullptr) record->outputs.push_back(out);
   }
 }
@@ -95,7 +105,8 @@ using Prepare = std::function<void(scclSparsifier_t)>;
 void checkResume(const scclSparseConfig_t& config, int nranks, size_t count, int before, int after,
                  const Prepare& prepare = nullptr) {
   std::vector<Blob> saved(static_cast<size_t>(nranks));
-  std::vector<ResumeRecord> whole(static_cast<size_t>(nranks)), resumed(static_cast<size_t>(nranks));
+  std::vector<ResumeRecord> whole(static_cast<size_t>(nranks)),
+      resumed(static_cast<size_t>(nranks));
   auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
     scclSparsifier_t sp = nullptr;
     if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config), scclSuccess,
@@ -177,7 +188,9 @@ TEST_CASE("checkpoint: resumes through a density warm-up, a set density and othe
       checkResume(config, 2, 10007, 6, 6);
     }
   }
-  SECTION("one rank") { checkResume(sparseConfig("micro", 0.001), 1, 30011, 5, 5); }
+  SECTION("one rank") {
+    checkResume(sparseConfig("micro", 0.001), 1, 30011, 5, 5);
+  }
 }
 
 namespace {
@@ -212,8 +225,12 @@ struct Malformed {
   std::function<void(Blob&)> damage;
 };
 
-void patch32(Blob& b, size_t at, uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
-void patch64(Blob& b, size_t at, uint64_t v) { std::memcpy(b.data() + at, &v, 8); }
+void patch32(Blob& b, size_t at, uint32_t v) {
+  std::memcpy(b.data() + at, &v, 4);
+}
+void patch64(Blob& b, size_t at, uint64_t v) {
+  std::memcpy(b.data() + at, &v, 8);
+}
 
 // Damage with the checksum recomputed, so that the field's own check must refuse it.
 std::function<void(Blob&)> sealed(std::function<void(Blob&)> damage) {
@@ -227,19 +244,35 @@ std::vector<Malformed> malformedBlobs(const Blob& good) {
   std::vector<Malformed> cases;
   // Truncated at every header field and inside every section.
   const size_t shared = word64(good, kSharedSizeAt), own = word64(good, kOwnSizeAt);
-  for (size_t at : {size_t(0), size_t(7), size_t(8), size_t(12), size_t(16), size_t(24),
-                    size_t(28), size_t(32), size_t(40), size_t(44), size_t(48), size_t(56),
-                    size_t(64), size_t(72), size_t(79), kHeader, kHeader + shared / 2,
-                    kHeader + shared, kHeader + shared + own / 2, kHeader + shared + own,
+  for (size_t at : {size_t(0),
+                    size_t(7),
+                    size_t(8),
+                    size_t(12),
+                    size_t(16),
+                    size_t(24),
+                    size_t(28),
+                    size_t(32),
+                    size_t(40),
+                    size_t(44),
+                    size_t(48),
+                    size_t(56),
+                    size_t(64),
+                    size_t(72),
+                    size_t(79),
+                    kHeader,
+                    kHeader + shared / 2,
+                    kHeader + shared,
+                    kHeader + shared + own / 2,
+                    kHeader + shared + own,
                     good.size() - 1}) {
     cases.push_back({"truncated at byte " + std::to_string(at), [at](Blob& b) { b.resize(at); }});
   }
   cases.push_back({"one byte appended", [](Blob& b) { b.push_back(0); }});
   // Flipped bits: the checksum catches each.
-  for (size_t at : {size_t(0), size_t(9), size_t(13), size_t(30), kHeader + 3,
-                    kHeader + shared + 5, good.size() - 2}) {
-    cases.push_back({"bit flipped at byte " + std::to_string(at),
-                     [at](Blob& b) { b[at] ^= 0x10; }});
+  for (size_t at : {size_t(0), size_t(9), size_t(13), size_t(30), kHeader + 3, kHeader + shared + 5,
+                    good.size() - 2}) {
+    cases.push_back(
+        {"bit flipped at byte " + std::to_string(at), [at](Blob& b) { b[at] ^= 0x10; }});
   }
   // Fields changed with a valid checksum.
   cases.push_back({"magic", sealed([](Blob& b) { b[3] ^= 1; })});
@@ -264,9 +297,8 @@ std::vector<Malformed> malformedBlobs(const Blob& good) {
   cases.push_back({"preset name", sealed([](Blob& b) { b[kHeader + 4] = 'X'; })});
   const size_t name = 4 + good[kHeader];  // the preset name's length byte (names are short)
   const size_t call_at = kHeader + name, density_at = call_at + 8;
-  cases.push_back({"call number 2^63", sealed([call_at](Blob& b) {
-                     patch64(b, call_at, uint64_t{1} << 63);
-                   })});
+  cases.push_back(
+      {"call number 2^63", sealed([call_at](Blob& b) { patch64(b, call_at, uint64_t{1} << 63); })});
   cases.push_back({"density NaN", sealed([density_at](Blob& b) {
                      const double nan = std::nan("");
                      std::memcpy(b.data() + density_at, &nan, 8);
@@ -285,24 +317,22 @@ std::vector<Malformed> malformedBlobs(const Blob& good) {
   // The scaling threshold follows the two counts, the switch count and the settled flag.
   const size_t threshold_at = first_count_at + 2 * 8 + 8 + 1;
   for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
-    cases.push_back({"scaling threshold " + std::to_string(bad), sealed([threshold_at, bad](Blob& b) {
-                       std::memcpy(b.data() + threshold_at, &bad, 8);
-                     })});
+    cases.push_back(
+        {"scaling threshold " + std::to_string(bad),
+         sealed([threshold_at, bad](Blob& b) { std::memcpy(b.data() + threshold_at, &bad, 8); })});
   }
   // ExDyna's partitions: a partition count, then the blocks of each.
   const size_t partitions_at = threshold_at + 8;
-  cases.push_back({"exdyna partition count", sealed([partitions_at](Blob& b) {
-                     patch64(b, partitions_at, 3);
-                   })});
+  cases.push_back({"exdyna partition count",
+                   sealed([partitions_at](Blob& b) { patch64(b, partitions_at, 3); })});
   cases.push_back({"exdyna blocks beyond the layout", sealed([partitions_at](Blob& b) {
                      patch64(b, partitions_at + 8, word64(b, partitions_at + 8) + 1);
                    })});
   cases.push_back({"exdyna negative blocks", sealed([partitions_at](Blob& b) {
                      patch64(b, partitions_at + 8, ~uint64_t(0));
                    })});
-  cases.push_back({"statistics size", sealed([shared](Blob& b) {
-                     patch64(b, kHeader + shared, 8);
-                   })});
+  cases.push_back(
+      {"statistics size", sealed([shared](Blob& b) { patch64(b, kHeader + shared, 8); })});
   return cases;
 }
 
@@ -329,13 +359,13 @@ TEST_CASE("checkpoint: malformed blobs are refused on every rank and change noth
       log.check(std::string(scclGetLastError(comm)).find("checkpoint") != std::string::npos,
                 m.name + ": the error text names the checkpoint: " + scclGetLastError(comm));
       Blob after = exportBlob(sp, log);
-      log.check(after.size() == before.size() &&
-                    std::memcmp(after.data() + kHeader, before.data() + kHeader,
-                                word64(before, kSharedSizeAt)) == 0 &&
-                    std::memcmp(after.data() + after.size() - pair.count * 4,
-                                before.data() + before.size() - pair.count * 4,
-                                pair.count * 4) == 0,
-                m.name + ": the sparsifier changed");
+      log.check(
+          after.size() == before.size() &&
+              std::memcmp(after.data() + kHeader, before.data() + kHeader,
+                          word64(before, kSharedSizeAt)) == 0 &&
+              std::memcmp(after.data() + after.size() - pair.count * 4,
+                          before.data() + before.size() - pair.count * 4, pair.count * 4) == 0,
+          m.name + ": the sparsifier changed");
     }
     // Still usable: a good pair loads, and the next call succeeds.
     const Blob& good = pair.blobs[size_t(rank)];
