@@ -17,8 +17,12 @@ permuted into it before the all-reduce and back after (a gather and a scatter of
 residual, the momentum velocity and the selection all stay in the canonical layout, so no unsent
 value moves to another parameter). A bucket whose parameters changed (another grouping or size)
 gets a new sparsifier and canonical layout: the unsent values of the old one are dropped, on
-every rank alike. The sparse all-reduce is synchronous, so the hook returns an already
-completed torch.futures.Future.
+every rank alike. `hook` runs the sparse all-reduce on the autograd thread and returns an already
+completed torch.futures.Future; `async_hook` hands it to the HookState's worker thread, which runs
+the buckets in the order they were submitted (the same on every rank, since DDP calls the hook in
+bucket order), and returns a Future that completes when the bucket's all-reduce is done, so the
+backward pass goes on computing the next buckets meanwhile. An error (a peer that died, a
+refused call) is set on the Future, and DDP raises it.
 
 Checkpoints: HookState.state_dict() / load_state_dict() (and pickling, following PyTorch's
 convention for communication hook states: the communicator is left out) carry every bucket's
@@ -27,6 +31,8 @@ checkpoint continues bit for bit; one state per rank (docs/python.md, "Checkpoin
 """
 
 import numbers
+import queue
+import threading
 
 import torch as _torch
 
@@ -138,6 +144,63 @@ class _BucketLayout:
 
 def _same_order(a, b):
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+class _BucketWorker:
+    """One thread that runs a HookState's bucket all-reduces in submission order and completes
+    their futures. ctypes releases the GIL during each library call, so the exchange runs while
+    the submitting thread computes. CUDA buckets run on the stream that was current when they
+    were submitted, and their futures follow torch's CUDA-future semantics (a wait() orders the
+    caller's current stream after the work)."""
+
+    def __init__(self):
+        self._queue = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="sparsecoll-hook", daemon=True)
+        self._thread.start()
+
+    def submit(self, work, tensor):
+        """work() runs on the worker; returns a Future of its result."""
+        stream = None
+        if tensor.is_cuda:
+            stream = _torch.cuda.current_stream(tensor.device)
+            future = _torch.futures.Future(devices=[tensor.device])
+        else:
+            future = _torch.futures.Future()
+        with self._idle:
+            self._pending += 1
+        self._queue.put((work, future, stream))
+        return future
+
+    def _run(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            work, future, stream = item
+            try:
+                if stream is not None:
+                    with _torch.cuda.stream(stream):
+                        future.set_result(work())
+                else:
+                    future.set_result(work())
+            except BaseException as error:  # reaches the caller through the future
+                future.set_exception(error)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    def drain(self):
+        """Waits until every submitted bucket is done (whatever its outcome)."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._pending == 0)
+
+    def close(self):
+        self.drain()
+        self._queue.put(None)
+        self._thread.join()
 
 
 def _momentum_warmup(warmup, momentum):
@@ -272,6 +335,7 @@ class HookState:
         self.traffic = _Traffic()
         self._pending = {}  # per bucket: a loaded checkpoint, applied when the bucket is created
         self._density_set = None  # set_density's, kept by checkpoints
+        self._worker = None  # async_hook's, started at its first bucket
 
     def sparsifier_for(self, key, tensor, layout=None):
         sparsifier = self.sparsifiers.get(key)
@@ -321,7 +385,9 @@ class HookState:
         threshold, partitions, call number, statistics), momentum velocity, preconditioner
         moments and momentum warm-up steps, its size, dtype and parameter shapes, the traffic
         counters and set_density's density; tensors copied to the CPU. The communicator is not
-        part of it. Save one per rank (torch.save(state.state_dict(), f"hook.{rank}.pt"))."""
+        part of it. Save one per rank (torch.save(state.state_dict(), f"hook.{rank}.pt")).
+        Waits for the buckets async_hook submitted."""
+        self.synchronize()
         buckets = dict(self._pending)  # loaded buckets not re-created yet keep their state
         for key, sparsifier in self.sparsifiers.items():
             velocity = self.velocities.get(key)
@@ -432,6 +498,20 @@ class HookState:
         layout.follow(parameters, tensor.device)
         return layout
 
+    def submit(self, key, tensor, step_ends, parameters=None):
+        """reduce() on the state's worker thread, after every bucket submitted before it: returns
+        a torch.futures.Future of the reduced tensor (in place), or of the error."""
+        if self._worker is None:
+            self._worker = _BucketWorker()
+        parameters = list(parameters) if parameters is not None else None
+        return self._worker.submit(lambda: self.reduce(key, tensor, step_ends, parameters),
+                                   tensor)
+
+    def synchronize(self):
+        """Waits until every bucket submitted so far is done (nothing without async_hook)."""
+        if self._worker is not None:
+            self._worker.drain()
+
     def reduce(self, key, tensor, step_ends, parameters=None):
         """The sparse all-reduce of one bucket, in place. parameters: the bucket's parameters in
         its layout's order, where known (the DDP hook), so that a rebuilt bucket is permuted
@@ -454,6 +534,7 @@ class HookState:
         """The target density of every bucket's sparsifier from its next call on (and of the
         buckets created later), ending any density_warmup; call it on every rank at the same
         step (Sparsifier.set_density)."""
+        self.synchronize()
         for sparsifier in self.sparsifiers.values():
             sparsifier.set_density(density)
         self._set_density_setting(float(density))
@@ -464,6 +545,9 @@ class HookState:
         self._density_set = density
 
     def close(self):
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
         for sparsifier in self.sparsifiers.values():
             sparsifier.destroy()
         self.sparsifiers.clear()
@@ -483,10 +567,38 @@ def _layout_signature(layout):
 def hook(state, bucket):
     """DDP communication hook: model.register_comm_hook(state, sparsecoll.torch.hook)."""
     tensor = _bucket_tensor(bucket)
+    state.synchronize()  # after anything async_hook submitted to this state
     state.reduce(bucket.index(), tensor, bucket.is_last(), _bucket_parameters(bucket))
     future = _torch.futures.Future()
     future.set_result(tensor)
     return future
+
+
+def async_hook(state, bucket):
+    """DDP communication hook that does not block the backward pass:
+    model.register_comm_hook(state, sparsecoll.torch.async_hook). The bucket's sparse all-reduce
+    runs on the state's worker thread, in bucket order; the returned Future completes with the
+    reduced bucket (or the error, which DDP raises)."""
+    tensor = _bucket_tensor(bucket)
+    return state.submit(bucket.index(), tensor, bucket.is_last(), _bucket_parameters(bucket))
+
+
+def _pack(params):
+    return _torch.cat([
+        (p.grad if p.grad is not None else _torch.zeros_like(p)).reshape(-1).detach()
+        for p in params
+    ])
+
+
+def _unpack(flat, params):
+    offset = 0
+    for p in params:
+        piece = flat[offset:offset + p.numel()].view_as(p)
+        if p.grad is None:
+            p.grad = piece.clone()
+        else:
+            p.grad.copy_(piece)
+        offset += p.numel()
 
 
 class GradientSynchronizer:
@@ -497,11 +609,13 @@ class GradientSynchronizer:
     sparsifier, and the result is copied back. Missing gradients count as zeros. momentum,
     momentum_masking, nesterov and momentum_warmup: DGC momentum correction, as in HookState
     (then SGD without momentum).
+    asynchronous=True runs the buckets on the HookState's worker thread (see synchronize()).
     """
 
     def __init__(self, parameters, comm, bucket_cap_mb=25, op="avg", config_file=None,
                  momentum=0.0, momentum_masking=True, nesterov=False, momentum_warmup=None,
-                 **sparsifier_kwargs):
+                 asynchronous=False, **sparsifier_kwargs):
+        self.asynchronous = bool(asynchronous)
         self.parameters = [p for p in parameters if p.requires_grad]
         self.state = HookState(comm, op=op, config_file=config_file, momentum=momentum,
                                momentum_masking=momentum_masking, nesterov=nesterov,
@@ -525,20 +639,21 @@ class GradientSynchronizer:
         return self.state.traffic
 
     def synchronize(self):
-        for index, params in enumerate(self.buckets):
-            flat = _torch.cat([
-                (p.grad if p.grad is not None else _torch.zeros_like(p)).reshape(-1).detach()
-                for p in params
-            ])
-            self.state.reduce(index, flat, index == len(self.buckets) - 1)
-            offset = 0
-            for p in params:
-                piece = flat[offset:offset + p.numel()].view_as(p)
-                if p.grad is None:
-                    p.grad = piece.clone()
-                else:
-                    p.grad.copy_(piece)
-                offset += p.numel()
+        """The sparse all-reduce of every bucket, results copied into the gradients. With
+        asynchronous=True each bucket goes to the state's worker as soon as it is packed, so
+        packing and copying back overlap the exchange of the other buckets; the results are the
+        same bit for bit."""
+        last = len(self.buckets) - 1
+        if not self.asynchronous:
+            for index, params in enumerate(self.buckets):
+                flat = _pack(params)
+                self.state.reduce(index, flat, index == last)
+                _unpack(flat, params)
+            return
+        submitted = [(params, self.state.submit(index, _pack(params), index == last))
+                     for index, params in enumerate(self.buckets)]
+        for params, future in submitted:
+            _unpack(future.wait(), params)
 
     def state_dict(self):
         """This rank's state (HookState.state_dict of its buckets); one per rank."""

@@ -6,6 +6,7 @@ themselves are in ddp_checks.py, shared with torchrun_worker.py).
                                for GradientSynchronizer, and ExDyna over several steps
     mpi_worker.py train PORT   a few hundred DDP steps with the ExDyna hook; the loss must fall
     mpi_worker.py momentum PORT    DGC momentum correction (momentum_checks.py)
+    mpi_worker.py async PORT   the asynchronous hook against the synchronous one (async_checks.py)
     mpi_worker.py checkpoint_save=DIR PORT, checkpoint_resume=DIR PORT
                                training saved to per-rank files, and resumed from them in a new
                                launch (checkpoint_checks.py)
@@ -22,6 +23,7 @@ from mpi4py import MPI  # initialises MPI before the mpi transport is created
 import torch.distributed as dist
 
 import sparsecoll
+from async_checks import test_async
 from checkpoint_checks import resume_phase, save_phase
 from ddp_checks import check, test_hook, test_train
 from momentum_checks import test_momentum
@@ -44,7 +46,8 @@ def main():
             phase = save_phase if name == "checkpoint_save" else resume_phase
             phase(via_mpi, directory)
             continue
-        checks = {"hook": test_hook, "train": test_train, "momentum": test_momentum}
+        checks = {"hook": test_hook, "train": test_train, "momentum": test_momentum,
+                  "async": test_async}
         checks[name](via_group if name == "hook" else via_mpi)
     via_group.destroy()
     via_mpi.destroy()
