@@ -140,12 +140,18 @@ class Communicator:
 
     @classmethod
     def from_process_group(cls, group=None, **kwargs):
-        """Same ranks as a torch.distributed process group; the id is broadcast through it."""
+        """Same ranks as a torch.distributed process group; the id is broadcast through it. With
+        an NCCL process group the communicator runs over NCCL too (where this library was built
+        with it and neither transport= nor SCCL_TRANSPORT names another): its gradients are CUDA
+        tensors, which NCCL carries without staging through host memory."""
         import torch
         import torch.distributed as dist
         rank, size = dist.get_rank(group), dist.get_world_size(group)
         # An NCCL process group broadcasts device tensors only.
         device = "cuda" if dist.get_backend(group) == "nccl" else "cpu"
+        if device == "cuda" and "transport" not in kwargs and \
+                not os.environ.get("SCCL_TRANSPORT") and "nccl" in built_transports():
+            kwargs["transport"] = "nccl"
         buffer = torch.zeros(T.UNIQUE_ID_BYTES, dtype=torch.uint8, device=device)
         if rank == 0:
             buffer.copy_(torch.frombuffer(bytearray(get_unique_id()), dtype=torch.uint8))

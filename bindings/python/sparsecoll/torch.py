@@ -30,6 +30,7 @@ sparsifier state, velocity, optimizer moments and warm-up steps, so that a job r
 checkpoint continues bit for bit; one state per rank (docs/python.md, "Checkpoints").
 """
 
+import logging
 import numbers
 import queue
 import threading
@@ -40,6 +41,8 @@ from .errors import Result, SparsecollError
 from .sparsifier import Sparsifier
 
 _HOOK_STATE_VERSION = 1
+# Per-step compression statistics at DEBUG (logging.getLogger("sparsecoll.torch")); docs/python.md.
+_log = logging.getLogger(__name__)
 
 
 def _bucket_parameters(bucket):
@@ -76,6 +79,10 @@ class _Traffic:
             self.total_elements += step["elements"]
             self.total_selected += step["selected"]
             self._step = {"bytes_sent": 0, "elements": 0, "selected": 0}
+            if _log.isEnabledFor(logging.DEBUG):
+                _log.debug("step %d: %d bytes sent, %d of %d entries (density %.4g)",
+                           self.steps, step["bytes_sent"], step["selected"], step["elements"],
+                           step["density"])
 
     def state_dict(self):
         return {"steps": self.steps, "total_bytes_sent": self.total_bytes_sent,

@@ -7,6 +7,7 @@ themselves are in ddp_checks.py, shared with torchrun_worker.py).
     mpi_worker.py train PORT   a few hundred DDP steps with the ExDyna hook; the loss must fall
     mpi_worker.py momentum PORT    DGC momentum correction (momentum_checks.py)
     mpi_worker.py async PORT   the asynchronous hook against the synchronous one (async_checks.py)
+    mpi_worker.py no_sync PORT  gradient accumulation with DDP's no_sync() (accumulation_checks.py)
     mpi_worker.py checkpoint_save=DIR PORT, checkpoint_resume=DIR PORT
                                training saved to per-rank files, and resumed from them in a new
                                launch (checkpoint_checks.py)
@@ -23,6 +24,7 @@ from mpi4py import MPI  # initialises MPI before the mpi transport is created
 import torch.distributed as dist
 
 import sparsecoll
+from accumulation_checks import test_no_sync
 from async_checks import test_async
 from checkpoint_checks import resume_phase, save_phase
 from ddp_checks import check, test_hook, test_train
@@ -47,7 +49,7 @@ def main():
             phase(via_mpi, directory)
             continue
         checks = {"hook": test_hook, "train": test_train, "momentum": test_momentum,
-                  "async": test_async}
+                  "async": test_async, "no_sync": test_no_sync}
         checks[name](via_group if name == "hook" else via_mpi)
     via_group.destroy()
     via_mpi.destroy()

@@ -123,3 +123,64 @@ def test_a_dead_peer_fails_the_future_instead_of_hanging():
 
     codes = run_ranks(2, body)
     assert codes[0] is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_precision_buckets_reduce_in_float32_and_round_once(dtype):
+    """A float16 or bfloat16 bucket: the library accumulates and reduces in float32 and rounds
+    the output once, so it equals the float32 run of the same (rounded) values, rounded."""
+    def body(comm):
+        half = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.05)
+        full = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.05)
+        for step in range(4):
+            g = bucket(comm.rank, step, 0).to(dtype)
+            got = half.reduce(0, g.clone(), True)
+            want = full.reduce(0, g.to(torch.float32), True)
+            assert got.dtype == dtype
+            assert torch.equal(got, want.to(dtype)), (got.float() - want).abs().max()
+        assert 0 < half.traffic.last_step["density"] <= 0.1
+        half.close()
+        full.close()
+
+    run_ranks(2, body)
+
+
+def test_bfloat16_model_trains_with_identical_ranks():
+    def body(comm):
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                    torch.nn.Linear(32, 4))
+        init = torch.Generator().manual_seed(0)  # the ranks are threads: no global seed
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.randn(p.shape, generator=init) * 0.2)
+        model = model.to(torch.bfloat16)
+        sync = sparsecoll.torch.GradientSynchronizer(model.parameters(), comm,
+                                                     algorithm="exdyna", density=0.1,
+                                                     asynchronous=True)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(4):
+            data = torch.Generator().manual_seed(step * 10 + comm.rank)
+            x = torch.randn(8, 16, generator=data).to(torch.bfloat16)
+            y = torch.randint(0, 4, (8,), generator=data)
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x).float(), y).backward()
+            sync.synchronize()
+            optimizer.step()
+        sync.close()
+        return torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+
+    first, second = run_ranks(2, body)
+    assert torch.equal(first, second)
+
+
+def test_step_statistics_reach_python_logging(caplog):
+    def body(comm):
+        state = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.05)
+        state.reduce(0, bucket(comm.rank, 0, 0), False)
+        state.reduce(1, bucket(comm.rank, 0, 1), True)
+        state.close()
+
+    with caplog.at_level("DEBUG", logger="sparsecoll.torch"):
+        run_ranks(2, body)
+    lines = [r.getMessage() for r in caplog.records if r.name == "sparsecoll.torch"]
+    assert len(lines) == 2 and all("bytes sent" in line for line in lines), lines

@@ -45,10 +45,11 @@ def test_ddp_hook_on_four_processes_matches_reference_and_ranks_agree():
 @pytest.mark.skipif(MPIRUN is None, reason="no mpirun")
 def test_ddp_hook_on_two_processes_training_lowers_the_loss_and_momentum_correction():
     # One launch: each start-up imports torch on every rank.
-    output = launch(2, "hook,train,momentum,async")
+    output = launch(2, "hook,train,momentum,async,no_sync")
     assert "mean loss" in output
     assert "momentum checks passed" in output
     assert "async hook checks passed" in output
+    assert "no_sync checks passed" in output
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="no mpirun")
