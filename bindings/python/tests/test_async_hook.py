@@ -184,3 +184,25 @@ def test_step_statistics_reach_python_logging(caplog):
         run_ranks(2, body)
     lines = [r.getMessage() for r in caplog.records if r.name == "sparsecoll.torch"]
     assert len(lines) == 2 and all("bytes sent" in line for line in lines), lines
+
+
+def test_cuda_buckets_through_the_worker_equal_the_synchronous_reduce():
+    """Two ranks sharing GPU 0 over the local transport: CUDA buckets submitted to the worker
+    (on the submitting thread's stream) give bitwise the synchronous reduce's results."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device in this torch")
+
+    def body(comm):
+        sync = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.02)
+        asynchronous = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.02)
+        for step in range(3):
+            want = [sync.reduce(i, bucket(comm.rank, step, i).cuda(), i == 2).cpu()
+                    for i in range(3)]
+            futures = [asynchronous.submit(i, bucket(comm.rank, step, i).cuda(), i == 2)
+                       for i in range(3)]
+            for w, future in zip(want, futures):
+                assert torch.equal(future.wait().cpu(), w)
+        sync.close()
+        asynchronous.close()
+
+    run_ranks(2, body)

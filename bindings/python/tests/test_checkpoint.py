@@ -162,3 +162,88 @@ def test_hook_state_pickles_without_its_communicator():
         restored.close()
 
     run_ranks(2, body)
+
+
+def _needs_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device in this torch")
+
+
+def test_cuda_sparsifier_state_dict_resumes_bit_for_bit_and_moves_to_the_host():
+    """Ranks sharing GPU 0 over the local transport (pinned staging): a sparsifier saved after 3
+    calls on CUDA tensors continues bitwise in a new one on CUDA tensors, and in one on CPU
+    tensors (the residual is the residual, wherever it lives)."""
+    _needs_cuda()
+    count, before, after = 10007, 3, 3
+
+    def body(comm):
+        sp = Sparsifier(comm, count, algorithm="micro", density=0.01)
+        for step in range(before):
+            sp.allreduce(gradient(comm.rank, step, count).cuda())
+        saved = sp.state_dict()
+        whole = [sp.allreduce(gradient(comm.rank, before + s, count).cuda()).cpu()
+                 for s in range(after)]
+        sp.destroy()
+        resumed = {}
+        for device in ("cuda", "cpu"):
+            again = Sparsifier(comm, count, algorithm="micro", density=0.01)
+            again.load_state_dict(saved)
+            resumed[device] = [again.allreduce(gradient(comm.rank, before + s, count).to(device))
+                               .cpu() for s in range(after)]
+            again.destroy()
+        return whole, resumed
+
+    for whole, resumed in run_ranks(2, body):
+        for device in ("cuda", "cpu"):
+            for a, b in zip(whole, resumed[device]):
+                assert torch.equal(a, b), device
+
+
+def test_cuda_hook_over_an_nccl_process_group_resumes_bit_for_bit(tmp_path):
+    """One rank: an NCCL process group gives an nccl communicator, CUDA buckets go through the
+    hook (sync and async), and a HookState saved and loaded continues bitwise."""
+    _needs_cuda()
+    if "nccl" not in sparsecoll.built_transports():
+        pytest.skip("this build of sparsecoll has no NCCL transport")
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("nccl", init_method="file://%s" % (tmp_path / "store"), rank=0,
+                            world_size=1)
+    try:
+        comm = sparsecoll.Communicator.from_process_group()
+        assert comm.transport == "nccl"
+
+        def train(hook, steps, saved=None):
+            model = seeded_mlp(7).cuda()
+            if saved is not None:
+                model.load_state_dict(saved["model"])
+            ddp = DistributedDataParallel(model)
+            state = sparsecoll.torch.HookState(comm, algorithm="micro", density=0.05)
+            if saved is not None:
+                state.load_state_dict(saved["hook"])
+            ddp.register_comm_hook(state, hook)
+            optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
+            first = 0 if saved is None else 3
+            for step in range(first, first + steps):
+                data = torch.Generator().manual_seed(step)
+                x = torch.randn(16, 20, generator=data).cuda()
+                y = torch.randint(0, 5, (16,), generator=data).cuda()
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(ddp(x), y).backward()
+                optimizer.step()
+            torch.cuda.synchronize()
+            out = {"model": {k: v.clone() for k, v in model.state_dict().items()},
+                   "hook": state.state_dict()}
+            state.close()
+            return out
+
+        whole = train(sparsecoll.torch.hook, 6)
+        asynchronous = train(sparsecoll.torch.async_hook, 6)
+        half = train(sparsecoll.torch.hook, 3)
+        resumed = train(sparsecoll.torch.async_hook, 3, saved=half)
+        for name, value in whole["model"].items():
+            assert torch.equal(value, asynchronous["model"][name]), name
+            assert torch.equal(value, resumed["model"][name]), name
+        comm.destroy()
+    finally:
+        dist.destroy_process_group()
