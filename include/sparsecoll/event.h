@@ -150,6 +150,22 @@ SCCL_API scclResult_t scclEventCommGetStats(scclEventComm_t eventComm, scclEvent
 SCCL_API scclResult_t scclEventCommGetTensorStats(scclEventComm_t eventComm, uint64_t* events,
                                                   double* thresholds, int ntensors);
 
+/* Checkpoints, as for sparsifiers (sparsecoll.h; docs/api.md "Checkpoints"): the pass number,
+ * every tensor's trigger, the own copy as last sent, the copies received from each neighbour
+ * with their versions and passes, and the statistics, in one versioned, CRC-checked blob per rank.
+ * Export is local. Import is collective, into an event communicator created with the same count,
+ * dtype, tensor sizes, neighbours, weights and config on a communicator of the same size, on the
+ * rank that wrote it: a malformed or foreign blob is scclInvalidArgument on its rank and
+ * scclInvalidUsage on the others; in synchronous mode ranks whose blobs are of different passes
+ * all get scclInvalidUsage; nothing changes on an error. After a load each rank puts the copies it
+ * held back into its own window (so a synchronous run continues bit for bit) and the ranks meet
+ * in a barrier. */
+SCCL_API scclResult_t scclEventCommGetStateSize(scclEventComm_t eventComm, size_t* bytes);
+SCCL_API scclResult_t scclEventCommExportState(scclEventComm_t eventComm, void* buffer,
+                                               size_t bytes, size_t* written);
+SCCL_API scclResult_t scclEventCommImportState(scclEventComm_t eventComm, const void* buffer,
+                                               size_t bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,6 +4,7 @@
 #include "api/api_guard.h"
 #include "api/api_validate.h"
 #include "event/event_comm.h"
+#include "event/event_state.h"
 
 namespace {
 
@@ -122,6 +123,35 @@ SCCL_API scclResult_t scclEventCommGetTensorStats(scclEventComm_t eventComm, uin
       if (thresholds != nullptr) thresholds[t] = eventComm->triggers[t].threshold();
     }
     return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclEventCommGetStateSize(scclEventComm_t eventComm, size_t* bytes) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_REQUIRE_ARG(bytes != nullptr, "state size output pointer is NULL");
+    return sccl::eventCommStateSize(*eventComm, bytes);
+  });
+}
+
+SCCL_API scclResult_t scclEventCommExportState(scclEventComm_t eventComm, void* buffer,
+                                               size_t bytes, size_t* written) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_REQUIRE_ARG(buffer != nullptr, "checkpoint buffer is NULL");
+    return sccl::eventCommExportState(*eventComm, buffer, bytes, written);
+  });
+}
+
+SCCL_API scclResult_t scclEventCommImportState(scclEventComm_t eventComm, const void* buffer,
+                                               size_t bytes) {
+  return sccl::guardedCall(__func__, commOf(eventComm), [&] {
+    SCCL_CHECK(requireLiveEventComm(eventComm));
+    SCCL_CHECK(sccl::requireHealthyComm(eventComm->comm));
+    SCCL_REQUIRE_ARG(buffer != nullptr || bytes == 0, "checkpoint buffer is NULL");
+    // An empty buffer is a blob too short for its header: refused by every rank's checks.
+    static const unsigned char kNothing = 0;
+    return sccl::eventCommImportState(*eventComm, buffer != nullptr ? buffer : &kNothing, bytes);
   });
 }
 

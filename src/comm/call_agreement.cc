@@ -159,6 +159,9 @@ const char* callOperationName(uint32_t operation) {
     case CallOperation::SparsifierImportState: return "scclSparsifierImportState";
     case CallOperation::SparsifierImportRefused:
       return "scclSparsifierImportState with a checkpoint its own checks refused";
+    case CallOperation::EventCommImportState: return "scclEventCommImportState";
+    case CallOperation::EventCommImportRefused:
+      return "scclEventCommImportState with a checkpoint its own checks refused";
   }
   return "an unknown call";
 }

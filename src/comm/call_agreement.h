@@ -32,6 +32,8 @@ enum class CallOperation : uint32_t {
   // A rank whose checkpoint failed its own checks still takes part in the agreement under this
   // operation, so that every rank returns an error instead of waiting for it.
   SparsifierImportRefused,
+  EventCommImportState,
+  EventCommImportRefused,  // as SparsifierImportRefused
 };
 
 const char* callOperationName(uint32_t operation);

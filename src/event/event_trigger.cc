@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/error.h"
+
 namespace sccl {
 
 TensorTrigger::TensorTrigger(const TriggerConfig& config) : config_(config) {
@@ -37,6 +39,53 @@ bool TensorTrigger::decide(uint64_t pass, double norm) {
   last_pass_ = static_cast<int64_t>(pass);
   ++events_;
   return true;
+}
+
+void TensorTrigger::saveState(StateWriter& w) const {
+  w.f64(last_norm_);
+  w.i64(last_pass_);
+  w.f64(adaptive_threshold_);
+  w.u64(slopes_.size());
+  for (double slope : slopes_) w.f64(slope);
+  w.u64(next_slope_);
+  w.u64(events_);
+}
+
+scclResult_t TensorTrigger::loadState(StateReader& r, uint64_t pass) {
+  // Norms, slopes and thresholds may be NaN or infinite: a diverged tensor keeps firing.
+  double last_norm = 0, threshold = 0;
+  int64_t last_pass = 0;
+  uint64_t nslopes = 0, next = 0, events = 0;
+  SCCL_CHECK(r.f64("trigger's last norm", &last_norm));
+  SCCL_CHECK(r.i64("trigger's last event pass", &last_pass));
+  SCCL_CHECK(r.f64("trigger's threshold", &threshold));
+  SCCL_CHECK(r.u64("trigger's slope count", &nslopes));
+  const auto history = static_cast<uint64_t>(config_.history);
+  SCCL_REQUIRE_ARG(nslopes <= history,
+                   "event checkpoint: a trigger with %llu slopes, its history holds %llu",
+                   static_cast<unsigned long long>(nslopes),
+                   static_cast<unsigned long long>(history));
+  std::vector<double> slopes(nslopes);
+  for (double& slope : slopes) SCCL_CHECK(r.f64("trigger's slope", &slope));
+  SCCL_CHECK(r.u64("trigger's next slope", &next));
+  SCCL_CHECK(r.u64("trigger's events", &events));
+  SCCL_REQUIRE_ARG(last_pass >= -1 && (last_pass < 0 || uint64_t(last_pass) < pass) &&
+                       events <= pass && nslopes <= events &&
+                       next == (nslopes < history ? nslopes : next) && next < history,
+                   "event checkpoint: a trigger's state is inconsistent with pass %llu (last event "
+                   "at pass %lld, %llu events, %llu slopes, next slope %llu)",
+                   static_cast<unsigned long long>(pass), static_cast<long long>(last_pass),
+                   static_cast<unsigned long long>(events),
+                   static_cast<unsigned long long>(nslopes),
+                   static_cast<unsigned long long>(next));
+  last_norm_ = last_norm;
+  last_pass_ = last_pass;
+  adaptive_threshold_ = threshold;
+  slopes_ = std::move(slopes);
+  slopes_.reserve(static_cast<size_t>(config_.history));
+  next_slope_ = static_cast<size_t>(next);
+  events_ = events;
+  return scclSuccess;
 }
 
 }  // namespace sccl

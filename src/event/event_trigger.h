@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/state_stream.h"
+
 namespace sccl {
 
 struct TriggerConfig {
@@ -54,6 +56,13 @@ class TensorTrigger {
   uint64_t events() const { return events_; }
   double lastSentNorm() const { return last_norm_; }
   int64_t lastSentPass() const { return last_pass_; }
+
+  // Checkpoints (event/event_state.h): everything decide() carries to the next pass. loadState
+  // reads it into a trigger of the same config, `pass` passes in: the last event before that
+  // pass, no more events than passes, a slope history within `history`; else
+  // scclInvalidArgument and nothing changes.
+  void saveState(StateWriter& w) const;
+  scclResult_t loadState(StateReader& r, uint64_t pass);
 
  private:
   TriggerConfig config_;

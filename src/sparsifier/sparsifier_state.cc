@@ -1,7 +1,5 @@
 #include "sparsifier/sparsifier_state.h"
 
-#include <zlib.h>
-
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,25 +8,15 @@
 #include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/state_blob.h"
 #include "core/state_stream.h"
 
 namespace sccl {
 namespace {
 
 constexpr uint64_t kStateMagic = 0x54504b434c434353ull;  // "SCCLCKPT" in memory order
-constexpr size_t kChecksumOffset = 12;                   // the CRC covers what follows byte 16
-constexpr size_t kChecksumFrom = 16;
 constexpr size_t kMaxNameBytes = 64;
-
-// The header's fields after magic, version and checksum.
-struct StateHeader {
-  uint64_t total_bytes = 0;
-  uint32_t rank = 0, nranks = 0;
-  uint64_t count = 0;
-  uint32_t dtype = 0, acc_dtype = 0;
-  uint64_t config_fingerprint = 0;
-  uint64_t shared_bytes = 0, own_bytes = 0, residual_bytes = 0;
-};
+constexpr const char* kWhat = "sparsifier checkpoint";
 
 struct StateSections {
   StateWriter shared, own;
@@ -36,11 +24,6 @@ struct StateSections {
 
 size_t residualBytes(const scclSparsifier& sp) {
   return sp.count * accElementSize(sp);
-}
-
-uint32_t checksumOf(const unsigned char* blob, size_t total) {
-  uLong crc = crc32_z(0L, Z_NULL, 0);
-  return static_cast<uint32_t>(crc32_z(crc, blob + kChecksumFrom, total - kChecksumFrom));
 }
 
 // The shared section, then this rank's: the order loadSections reads them in.
@@ -68,34 +51,16 @@ scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
   return scclSuccess;
 }
 
-void writeHeader(const StateHeader& h, StateWriter& w) {
-  w.u64(kStateMagic);
-  w.u32(kStateVersion);
-  w.u32(0);  // the checksum, set once the blob is complete
-  w.u64(h.total_bytes);
-  w.u32(h.rank);
-  w.u32(h.nranks);
-  w.u64(h.count);
-  w.u32(h.dtype);
-  w.u32(h.acc_dtype);
-  w.u64(h.config_fingerprint);
-  w.u64(h.shared_bytes);
-  w.u64(h.own_bytes);
-  w.u64(h.residual_bytes);
-}
-
-StateHeader headerOf(const scclSparsifier& sp, const StateSections& sections) {
-  StateHeader h;
+StateBlobHeader headerOf(const scclSparsifier& sp, const StateSections& sections) {
+  StateBlobHeader h;
+  h.magic = kStateMagic;
   h.rank = static_cast<uint32_t>(sp.comm->rank);
   h.nranks = static_cast<uint32_t>(sp.comm->nranks);
   h.count = sp.count;
   h.dtype = static_cast<uint32_t>(sp.dtype);
-  h.acc_dtype = static_cast<uint32_t>(sp.acc_dtype);
-  h.config_fingerprint = sp.checkpoint_fingerprint;
-  h.shared_bytes = sections.shared.size();
-  h.own_bytes = sections.own.size();
-  h.residual_bytes = residualBytes(sp);
-  h.total_bytes = kStateHeaderBytes + h.shared_bytes + h.own_bytes + h.residual_bytes;
+  h.second_dtype = static_cast<uint32_t>(sp.acc_dtype);
+  h.fingerprint = sp.checkpoint_fingerprint;
+  h.setSizes(sections.shared.size(), sections.own.size(), residualBytes(sp));
   return h;
 }
 
@@ -116,70 +81,32 @@ struct LoadedState {
   LoadedState() { next.magic = 0; }
 };
 
-// The fixed header: every field that says which sparsifier wrote it, against this one.
+// The header: the framing (core/state_blob.h), then every field that says which sparsifier wrote
+// it, against this one.
 scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
-                        StateHeader* out) {
-  SCCL_REQUIRE_ARG(bytes >= kStateHeaderBytes,
-                   "sparsifier checkpoint: %zu bytes, shorter than its %zu-byte header", bytes,
-                   kStateHeaderBytes);
-  StateReader r(blob, kStateHeaderBytes, "header");
-  uint64_t magic = 0;
-  uint32_t version = 0, checksum = 0;
-  SCCL_CHECK(r.u64("magic", &magic));
-  SCCL_REQUIRE_ARG(magic == kStateMagic,
-                   "sparsifier checkpoint: no sparsecoll checkpoint (magic %016llx)",
-                   static_cast<unsigned long long>(magic));
-  SCCL_CHECK(r.u32("version", &version));
-  SCCL_REQUIRE_ARG(version == kStateVersion,
-                   "sparsifier checkpoint: format version %u, this library reads version %u",
-                   version, kStateVersion);
-  SCCL_CHECK(r.u32("checksum", &checksum));
-  StateHeader& h = *out;
-  SCCL_CHECK(r.u64("total bytes", &h.total_bytes));
-  SCCL_REQUIRE_ARG(h.total_bytes == bytes,
-                   "sparsifier checkpoint: the header says %llu bytes, the buffer holds %zu "
-                   "(truncated or padded)",
-                   static_cast<unsigned long long>(h.total_bytes), bytes);
-  const uint32_t computed = checksumOf(blob, bytes);
-  SCCL_REQUIRE_ARG(computed == checksum,
-                   "sparsifier checkpoint: checksum %08x, the bytes give %08x (corrupted)",
-                   checksum, computed);
-  SCCL_CHECK(r.u32("rank", &h.rank));
-  SCCL_CHECK(r.u32("rank count", &h.nranks));
-  SCCL_CHECK(r.u64("count", &h.count));
-  SCCL_CHECK(r.u32("dtype", &h.dtype));
-  SCCL_CHECK(r.u32("residual dtype", &h.acc_dtype));
-  SCCL_CHECK(r.u64("configuration fingerprint", &h.config_fingerprint));
-  SCCL_CHECK(r.u64("shared section bytes", &h.shared_bytes));
-  SCCL_CHECK(r.u64("own section bytes", &h.own_bytes));
-  SCCL_CHECK(r.u64("residual bytes", &h.residual_bytes));
+                        StateBlobHeader* out) {
+  StateBlobHeader& h = *out;
+  SCCL_CHECK(openStateBlob(blob, bytes, kStateMagic, kWhat, &h));
   SCCL_REQUIRE_ARG(h.nranks == uint32_t(sp.comm->nranks) && h.rank == uint32_t(sp.comm->rank),
                    "sparsifier checkpoint: written by rank %u of %u, loaded on rank %d of %d "
                    "(each rank loads its own checkpoint, on a communicator of the same size)",
                    h.rank, h.nranks, sp.comm->rank, sp.comm->nranks);
-  SCCL_REQUIRE_ARG(
-      h.count == sp.count && h.dtype == uint32_t(sp.dtype) && h.acc_dtype == uint32_t(sp.acc_dtype),
-      "sparsifier checkpoint: of %llu elements of dtype %u, this sparsifier has %zu "
-      "of %s",
-      static_cast<unsigned long long>(h.count), h.dtype, sp.count, dataTypeName(sp.dtype));
-  SCCL_REQUIRE_ARG(h.config_fingerprint == sp.checkpoint_fingerprint,
+  SCCL_REQUIRE_ARG(h.count == sp.count && h.dtype == uint32_t(sp.dtype) &&
+                       h.second_dtype == uint32_t(sp.acc_dtype),
+                   "sparsifier checkpoint: of %llu elements of dtype %u, this sparsifier has %zu "
+                   "of %s",
+                   static_cast<unsigned long long>(h.count), h.dtype, sp.count,
+                   dataTypeName(sp.dtype));
+  SCCL_REQUIRE_ARG(h.fingerprint == sp.checkpoint_fingerprint,
                    "sparsifier checkpoint: written by a sparsifier of another configuration "
                    "(fingerprint %016llx, this one's %016llx); create it with the same config (its "
                    "density and warm-up may differ: the checkpoint's density in effect is loaded)",
-                   static_cast<unsigned long long>(h.config_fingerprint),
+                   static_cast<unsigned long long>(h.fingerprint),
                    static_cast<unsigned long long>(sp.checkpoint_fingerprint));
-  SCCL_REQUIRE_ARG(h.residual_bytes == residualBytes(sp),
+  SCCL_REQUIRE_ARG(h.bulk_bytes == residualBytes(sp),
                    "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
-                   static_cast<unsigned long long>(h.residual_bytes), residualBytes(sp));
-  const uint64_t body = bytes - kStateHeaderBytes;
-  SCCL_REQUIRE_ARG(
-      h.shared_bytes <= body && h.own_bytes <= body - h.shared_bytes &&
-          h.residual_bytes == body - h.shared_bytes - h.own_bytes,
-      "sparsifier checkpoint: its sections (%llu + %llu + %llu bytes) do not fill "
-      "its %llu bytes after the header",
-      static_cast<unsigned long long>(h.shared_bytes), static_cast<unsigned long long>(h.own_bytes),
-      static_cast<unsigned long long>(h.residual_bytes), static_cast<unsigned long long>(body));
-  return r.finish();
+                   static_cast<unsigned long long>(h.bulk_bytes), residualBytes(sp));
+  return scclSuccess;
 }
 
 // The density in effect: the config's own, or one scclSparsifierSetDensity set (which ends the
@@ -260,7 +187,7 @@ scclResult_t readStats(StateReader& r, scclSparseStats_t* stats) {
 // Everything a blob holds, checked field by field, into *out; this sparsifier is not touched.
 scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
                         LoadedState* out) {
-  StateHeader h;
+  StateBlobHeader h;
   SCCL_CHECK(readHeader(sp, blob, bytes, &h));
   const unsigned char* shared_bytes = blob + kStateHeaderBytes;
   const unsigned char* own_bytes = shared_bytes + h.shared_bytes;
@@ -280,9 +207,8 @@ scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, siz
   SCCL_CHECK(next.search->loadState(shared));
   SCCL_CHECK(shared.finish());
   SCCL_CHECK(own.finish());
-  out->residual.resize(h.residual_bytes);
-  if (h.residual_bytes > 0)
-    std::memcpy(out->residual.data(), own_bytes + h.own_bytes, h.residual_bytes);
+  out->residual.resize(h.bulk_bytes);
+  if (h.bulk_bytes > 0) std::memcpy(out->residual.data(), blob + h.bulkOffset(), h.bulk_bytes);
   out->shared_digest = mixHash(sp.checkpoint_fingerprint, shared_bytes, h.shared_bytes);
   return scclSuccess;
 }
@@ -322,25 +248,19 @@ scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t byte
                                    size_t* written) {
   StateSections sections;
   SCCL_CHECK(writeSections(sp, &sections));
-  const StateHeader h = headerOf(sp, sections);
+  const StateBlobHeader h = headerOf(sp, sections);
   SCCL_REQUIRE_ARG(bytes >= h.total_bytes,
                    "checkpoint buffer of %zu bytes; this sparsifier's state needs %llu "
                    "(scclSparsifierGetStateSize)",
                    bytes, static_cast<unsigned long long>(h.total_bytes));
   auto* out = static_cast<unsigned char*>(buffer);
-  unsigned char* residual = out + kStateHeaderBytes + h.shared_bytes + h.own_bytes;
+  unsigned char* residual = out + h.bulkOffset();
   if (sp.device != nullptr) {
     SCCL_CHECK(deviceExportResidual(sp, residual));
-  } else if (h.residual_bytes > 0) {
-    std::memcpy(residual, sp.residual.data(), h.residual_bytes);
+  } else if (h.bulk_bytes > 0) {
+    std::memcpy(residual, sp.residual.data(), h.bulk_bytes);
   }
-  StateWriter header;
-  writeHeader(h, header);
-  std::memcpy(out, header.data().data(), kStateHeaderBytes);
-  std::memcpy(out + kStateHeaderBytes, sections.shared.data().data(), h.shared_bytes);
-  std::memcpy(out + kStateHeaderBytes + h.shared_bytes, sections.own.data().data(), h.own_bytes);
-  const uint32_t checksum = checksumOf(out, h.total_bytes);
-  std::memcpy(out + kChecksumOffset, &checksum, sizeof(checksum));
+  sealStateBlob(h, sections.shared, sections.own, out);
   if (written != nullptr) *written = h.total_bytes;
   return scclSuccess;
 }

@@ -2,11 +2,10 @@
 // checksummed blob, so that a training job restarted from its checkpoint continues bit for bit
 // (scclSparsifierGetStateSize / ExportState / ImportState; docs/api.md, "Checkpoints").
 //
-// The blob (little-endian, version 1):
-//   header, 80 bytes: magic "SCCLCKPT", version (u32), CRC-32 of every byte after the first 16
-//     (u32), total bytes (u64), rank and rank count (u32 each), count (u64), gradient and
-//     residual dtype (u32 each), the configuration fingerprint at creation (u64), and the sizes of
-//     the three sections (u64 each);
+// The blob (core/state_blob.h's framing, version 1):
+//   header, 80 bytes: magic "SCCLCKPT", version, CRC-32, total bytes, rank and rank count, count,
+//     gradient and residual dtype, the configuration fingerprint without the density schedule,
+//     and the sizes of the three sections;
 //   shared section: what every rank holds alike: the preset in effect, the call number, the
 //     density in effect (target and warm-up, as scclSparsifierSetDensity may have left them),
 //     whether the residual is still to be flushed ("auto" on dense), the last call's rank counts,
@@ -26,9 +25,6 @@
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
-
-inline constexpr uint32_t kStateVersion = 1;
-inline constexpr size_t kStateHeaderBytes = 80;
 
 scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes);
 // Writes the blob into buffer[0, bytes); *written = its size. Local (no exchange); on device

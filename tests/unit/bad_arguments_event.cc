@@ -186,6 +186,34 @@ void addEventCases(Matrix& m) {
     m.add(ts, "ntensors " + std::to_string(n), scclInvalidArgument, [n](Ctx& c) {
       return scclEventCommGetTensorStats(c.ec, c.counts.data(), c.thresholds.data(), n);
     });
+  // Checkpoints: every rank runs every case, so the import's refusals agree together.
+  const std::string ss = "scclEventCommGetStateSize";
+  m.handles(ss, Kind::Event, [](Ctx&, void* h) {
+    size_t bytes = 0;
+    return scclEventCommGetStateSize(asEc(h), &bytes);
+  });
+  m.add(ss, "NULL size", scclInvalidArgument,
+        [](Ctx& c) { return scclEventCommGetStateSize(c.ec, nullptr); });
+  const std::string ex = "scclEventCommExportState";
+  m.handles(ex, Kind::Event, [](Ctx& c, void* h) {
+    return scclEventCommExportState(asEc(h), c.zeros, sizeof(c.zeros), nullptr);
+  });
+  m.add(ex, "NULL buffer", scclInvalidArgument,
+        [](Ctx& c) { return scclEventCommExportState(c.ec, nullptr, kMax, nullptr); });
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{79}, size_t{80}})
+    m.add(ex, "buffer of " + std::to_string(bytes) + " bytes", scclInvalidArgument,
+          [bytes](Ctx& c) { return scclEventCommExportState(c.ec, c.zeros, bytes, nullptr); });
+  const std::string im = "scclEventCommImportState";
+  m.handles(im, Kind::Event, [](Ctx& c, void* h) {
+    return scclEventCommImportState(asEc(h), c.zeros, sizeof(c.zeros));
+  });
+  m.add(im, "NULL buffer of 80 bytes", scclInvalidArgument,
+        [](Ctx& c) { return scclEventCommImportState(c.ec, nullptr, 80); });
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{80}, size_t{256}})
+    m.add(im, std::to_string(bytes) + " zero bytes", scclInvalidArgument,
+          [bytes](Ctx& c) { return scclEventCommImportState(c.ec, c.zeros, bytes); });
+  m.add(im, "a forged block", scclInvalidArgument,
+        [](Ctx& c) { return scclEventCommImportState(c.ec, c.forged, sizeof(c.forged)); });
 }
 
 }  // namespace sccl_badargs
