@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 all=(json_config env_params sketch_decode sparse_payload bootstrap_frames bootstrap_rank
-  call_agreement)
+  call_agreement checkpoint)
 if [ $# -gt 0 ]; then harnesses=("$@"); else harnesses=("${all[@]}"); fi
 build=build-fuzz
 if [ ! -f "$build/CMakeCache.txt" ]; then
