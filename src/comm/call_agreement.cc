@@ -204,4 +204,26 @@ scclResult_t agreeOnCall(scclComm* comm, const CallRecord& mine, uint64_t* seque
   return scclSuccess;
 }
 
+scclResult_t agreeOnImport(scclComm* comm, scclResult_t parsed, const CallRecord& accepted,
+                           CallOperation refused, const char* what) {
+  const std::string refusal = parsed == scclSuccess ? std::string() : threadLastError();
+  CallRecord record = accepted;
+  if (parsed != scclSuccess) {
+    record.operation = static_cast<uint32_t>(refused);
+    record.config = 0;
+    record.object_call = 0;
+  }
+  const scclResult_t agreed = agreeOnCall(comm, record);
+  if (parsed != scclSuccess) return fail(parsed, "%s", refusal.c_str());
+  if (agreed == scclSuccess) return scclSuccess;
+  // The agreement's text names the first field that differs: the operation when a peer's blob
+  // was refused, the shared state's digest or the call number when the blobs are of different
+  // saves.
+  const std::string why = threadLastError();
+  return fail(agreed,
+              "%s not loaded on any rank (a peer refused its blob, or the ranks' blobs are not of "
+              "one save: what every rank shares differs): %s",
+              what, why.c_str());
+}
+
 }  // namespace sccl

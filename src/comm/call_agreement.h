@@ -50,6 +50,14 @@ CallRecord callRecord(CallOperation operation);
 scclResult_t agreeOnCall(scclComm* comm, const CallRecord& mine, uint64_t* sequence = nullptr,
                          const char* detail = nullptr);
 
+// A checkpoint's import (sparsifier, event communicator): every rank takes part in the agreement,
+// also one whose blob failed its own checks (`parsed`, with its text as the thread's last error),
+// which enters as `refused` so that no rank waits for it. Returns parsed's failure with its text
+// on a rank that refused, the agreement's failure on every rank (its text prefixed with `what`
+// and why a load fails) when `accepted` differs between the ranks, else scclSuccess.
+scclResult_t agreeOnImport(scclComm* comm, scclResult_t parsed, const CallRecord& accepted,
+                           CallOperation refused, const char* what);
+
 // Runs `operation(transport)` with the agreement on `mine` folded into its first collective when
 // `transport` can carry it (the in-process transport, directly or under the pinned staging
 // adapter), or agreed explicitly first otherwise. Failures are recorded on the communicator

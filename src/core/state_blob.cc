@@ -36,7 +36,8 @@ void sealStateBlob(const StateBlobHeader& h, const StateWriter& shared, const St
   w.u64(h.own_bytes);
   w.u64(h.bulk_bytes);
   std::memcpy(out, w.data().data(), kStateHeaderBytes);
-  if (h.shared_bytes > 0) std::memcpy(out + kStateHeaderBytes, shared.data().data(), h.shared_bytes);
+  if (h.shared_bytes > 0)
+    std::memcpy(out + kStateHeaderBytes, shared.data().data(), h.shared_bytes);
   if (h.own_bytes > 0)
     std::memcpy(out + kStateHeaderBytes + h.shared_bytes, own.data().data(), h.own_bytes);
   const uint32_t checksum = checksumOf(out, h.total_bytes);
@@ -55,17 +56,16 @@ scclResult_t openStateBlob(const void* blob, size_t bytes, uint64_t magic, const
   SCCL_REQUIRE_ARG(h.magic == magic, "%s: not a sparsecoll %s (magic %016llx)", what, what,
                    static_cast<unsigned long long>(h.magic));
   SCCL_CHECK(r.u32("version", &version));
-  SCCL_REQUIRE_ARG(version == kStateVersion,
-                   "%s: format version %u, this library reads version %u", what, version,
-                   kStateVersion);
+  SCCL_REQUIRE_ARG(version == kStateVersion, "%s: format version %u, this library reads version %u",
+                   what, version, kStateVersion);
   SCCL_CHECK(r.u32("checksum", &checksum));
   SCCL_CHECK(r.u64("total bytes", &h.total_bytes));
   SCCL_REQUIRE_ARG(h.total_bytes == bytes,
                    "%s: the header says %llu bytes, the buffer holds %zu (truncated or padded)",
                    what, static_cast<unsigned long long>(h.total_bytes), bytes);
   const uint32_t computed = checksumOf(data, bytes);
-  SCCL_REQUIRE_ARG(computed == checksum, "%s: checksum %08x, the bytes give %08x (corrupted)",
-                   what, checksum, computed);
+  SCCL_REQUIRE_ARG(computed == checksum, "%s: checksum %08x, the bytes give %08x (corrupted)", what,
+                   checksum, computed);
   SCCL_CHECK(r.u32("rank", &h.rank));
   SCCL_CHECK(r.u32("rank count", &h.nranks));
   SCCL_CHECK(r.u64("count", &h.count));

@@ -139,9 +139,10 @@ scclResult_t readOwn(const scclEventComm& ec, StateReader& r, LoadedEventState* 
                      static_cast<unsigned long long>(out->pass));
   }
   SCCL_CHECK(r.u64("statistics size", &stats_size));
-  SCCL_REQUIRE_ARG(stats_size == sizeof(scclEventStats_t),
-                   "event communicator checkpoint: statistics of %llu bytes, this library's are %zu",
-                   static_cast<unsigned long long>(stats_size), sizeof(scclEventStats_t));
+  SCCL_REQUIRE_ARG(
+      stats_size == sizeof(scclEventStats_t),
+      "event communicator checkpoint: statistics of %llu bytes, this library's are %zu",
+      static_cast<unsigned long long>(stats_size), sizeof(scclEventStats_t));
   SCCL_CHECK(r.bytes("statistics", &out->stats, sizeof(scclEventStats_t)));
   SCCL_REQUIRE_ARG(out->stats.size == sizeof(scclEventStats_t),
                    "event communicator checkpoint: the statistics' size field is %zu",
@@ -165,8 +166,8 @@ scclResult_t parseState(const scclEventComm& ec, const unsigned char* blob, size
   out->bulk = blob + h.bulkOffset();
   // What every rank shares: the layout and config (the neighbours are each rank's own), and in
   // synchronous mode the pass.
-  out->digest = ec.config.synchronous ? ec.fingerprint ^ (out->pass * 0x9e3779b97f4a7c15ull)
-                                      : ec.fingerprint;
+  out->digest =
+      ec.config.synchronous ? ec.fingerprint ^ (out->pass * 0x9e3779b97f4a7c15ull) : ec.fingerprint;
   return scclSuccess;
 }
 
@@ -206,9 +207,9 @@ scclResult_t republishCopies(scclEventComm& ec) {
       w.pass = held.pass;
       writes.push_back(w);
     }
-    SCCL_CHECK(commRecordFailure(ec.comm, writeSlots(*ec.window, ec.comm->rank,
-                                                     j * ec.region.bytes(), ec.region,
-                                                     writes.data(), writes.size())));
+    SCCL_CHECK(
+        commRecordFailure(ec.comm, writeSlots(*ec.window, ec.comm->rank, j * ec.region.bytes(),
+                                              ec.region, writes.data(), writes.size())));
   }
   return commRecordFailure(ec.comm, ec.comm->transport->barrier());
 }
@@ -250,23 +251,13 @@ scclResult_t eventCommImportState(scclEventComm& ec, const void* buffer, size_t 
   LoadedEventState loaded;
   const scclResult_t parsed =
       parseState(ec, static_cast<const unsigned char*>(buffer), bytes, &loaded);
-  const std::string refusal = parsed == scclSuccess ? std::string() : threadLastError();
-  CallRecord record = callRecord(parsed == scclSuccess ? CallOperation::EventCommImportState
-                                                       : CallOperation::EventCommImportRefused);
+  CallRecord record = callRecord(CallOperation::EventCommImportState);
   record.count = ec.count;
   record.dtype = static_cast<int16_t>(ec.dtype);
   record.object = ec.identity;
-  record.config = parsed == scclSuccess ? loaded.digest : 0;
-  record.object_call = parsed == scclSuccess && ec.config.synchronous ? loaded.pass : 0;
-  const scclResult_t agreed = agreeOnCall(ec.comm, record);
-  if (parsed != scclSuccess) return fail(parsed, "%s", refusal.c_str());
-  if (agreed != scclSuccess) {
-    const std::string why = threadLastError();
-    return fail(agreed,
-                "event communicator checkpoint not loaded on any rank (a peer refused its blob, "
-                "or, in synchronous mode, the ranks' blobs are of different passes): %s",
-                why.c_str());
-  }
+  record.config = loaded.digest;
+  record.object_call = ec.config.synchronous ? loaded.pass : 0;
+  SCCL_CHECK(agreeOnImport(ec.comm, parsed, record, CallOperation::EventCommImportRefused, kWhat));
   applyState(ec, loaded);
   SCCL_CHECK(republishCopies(ec));
   SCCL_INFO(LogSubsys::Coll, "event communicator %p rank %d: checkpoint of pass %llu loaded",

@@ -61,10 +61,9 @@ scclResult_t TensorTrigger::loadState(StateReader& r, uint64_t pass) {
   SCCL_CHECK(r.f64("trigger's threshold", &threshold));
   SCCL_CHECK(r.u64("trigger's slope count", &nslopes));
   const auto history = static_cast<uint64_t>(config_.history);
-  SCCL_REQUIRE_ARG(nslopes <= history,
-                   "event checkpoint: a trigger with %llu slopes, its history holds %llu",
-                   static_cast<unsigned long long>(nslopes),
-                   static_cast<unsigned long long>(history));
+  SCCL_REQUIRE_ARG(
+      nslopes <= history, "event checkpoint: a trigger with %llu slopes, its history holds %llu",
+      static_cast<unsigned long long>(nslopes), static_cast<unsigned long long>(history));
   std::vector<double> slopes(nslopes);
   for (double& slope : slopes) SCCL_CHECK(r.f64("trigger's slope", &slope));
   SCCL_CHECK(r.u64("trigger's next slope", &next));
@@ -76,8 +75,7 @@ scclResult_t TensorTrigger::loadState(StateReader& r, uint64_t pass) {
                    "at pass %lld, %llu events, %llu slopes, next slope %llu)",
                    static_cast<unsigned long long>(pass), static_cast<long long>(last_pass),
                    static_cast<unsigned long long>(events),
-                   static_cast<unsigned long long>(nslopes),
-                   static_cast<unsigned long long>(next));
+                   static_cast<unsigned long long>(nslopes), static_cast<unsigned long long>(next));
   last_norm_ = last_norm;
   last_pass_ = last_pass;
   adaptive_threshold_ = threshold;

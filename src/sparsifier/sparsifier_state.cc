@@ -269,31 +269,13 @@ scclResult_t sparsifierImportState(scclSparsifier& sp, const void* buffer, size_
   LoadedState loaded;
   const scclResult_t parsed =
       parseState(sp, static_cast<const unsigned char*>(buffer), bytes, &loaded);
-  const std::string refusal = parsed == scclSuccess ? std::string() : threadLastError();
-  // Every rank takes part, the refused ones too, so that no rank waits for one that gave up.
-  CallRecord record = callRecord(parsed == scclSuccess ? CallOperation::SparsifierImportState
-                                                       : CallOperation::SparsifierImportRefused);
+  CallRecord record = callRecord(CallOperation::SparsifierImportState);
   record.count = sp.count;
   record.dtype = static_cast<int16_t>(sp.dtype);
   record.object = sp.identity;
-  record.config = parsed == scclSuccess ? loaded.shared_digest : 0;
-  record.object_call = parsed == scclSuccess ? loaded.iteration : 0;
-  const scclResult_t agreed = agreeOnCall(
-      sp.comm, record, nullptr,
-      "the checkpoints' shared state (preset, call number, density, threshold, partitions) "
-      "differs between the ranks: load the checkpoints of one save");
-  if (parsed != scclSuccess) return fail(parsed, "%s", refusal.c_str());
-  if (agreed != scclSuccess) {
-    // The agreement's text names the first field that differs: the operation when a peer's blob
-    // was refused, the shared state's digest or the call number when the blobs are of different
-    // saves.
-    const std::string why = threadLastError();
-    return fail(agreed,
-                "sparsifier checkpoint not loaded on any rank (a peer refused its blob, or the "
-                "ranks' blobs are not of one save: their call number, density, threshold or "
-                "partitions differ): %s",
-                why.c_str());
-  }
+  record.config = loaded.shared_digest;  // preset, call number, density, threshold, partitions
+  record.object_call = loaded.iteration;
+  SCCL_CHECK(agreeOnImport(sp.comm, parsed, record, CallOperation::SparsifierImportRefused, kWhat));
   applyState(sp, loaded);
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: checkpoint of call %llu loaded (%zu bytes)",
             static_cast<void*>(&sp), sp.comm->rank, static_cast<unsigned long long>(sp.iteration),

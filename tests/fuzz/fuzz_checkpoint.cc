@@ -55,8 +55,8 @@ struct Fixture {
     }
     scclEventConfig_t config = SCCL_EVENT_CONFIG_INITIALIZER;
     config.initialPasses = 1;
-    if (scclEventCommCreate(&event, comm, kCount, scclFloat32, kTensorSizes, 3, nullptr, 0,
-                            nullptr, &config) != scclSuccess)
+    if (scclEventCommCreate(&event, comm, kCount, scclFloat32, kTensorSizes, 3, nullptr, 0, nullptr,
+                            &config) != scclSuccess)
       die("scclEventCommCreate");
     std::vector<float> x(kCount, 1.0f);
     for (int pass = 0; pass < 3; ++pass) {
@@ -83,7 +83,7 @@ std::vector<unsigned char> exportOf(int target, Fixture& f) {
 scclResult_t importInto(int target, Fixture& f, const std::vector<unsigned char>& blob) {
   const void* data = blob.empty() ? nullptr : blob.data();
   return target < 6 ? scclSparsifierImportState(f.sparsifiers[target], data, blob.size())
-                     : scclEventCommImportState(f.event, data, blob.size());
+                    : scclEventCommImportState(f.event, data, blob.size());
 }
 
 }  // namespace
@@ -99,8 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(blob.data() + 16, &total, 8);
   }
   if ((flags & 1) && blob.size() >= 16) {
-    const uint32_t crc = static_cast<uint32_t>(
-        crc32_z(crc32_z(0L, Z_NULL, 0), blob.data() + 16, blob.size() - 16));
+    const uint32_t crc =
+        static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), blob.data() + 16, blob.size() - 16));
     std::memcpy(blob.data() + 12, &crc, 4);
   }
   const std::vector<unsigned char> before = exportOf(target, fixture);
@@ -110,7 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       die("an accepted blob's export does not load again");
     return 0;
   }
-  if (result != scclInvalidArgument) die("a blob was refused with another code than invalid argument");
+  if (result != scclInvalidArgument)
+    die("a blob was refused with another code than invalid argument");
   if (exportOf(target, fixture) != before) die("a refused blob changed the object");
   return 0;
 }

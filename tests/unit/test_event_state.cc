@@ -156,7 +156,7 @@ void checkResume(const scclEventConfig_t& config, int nranks, int before, int af
   REQUIRE_NO_RANK_FAILURES(failures);
   for (int r = 0; r < nranks; ++r) {
     INFO("rank " << r);
-    REQUIRE(whole[size_t(r)].stats[1] > 0);  // events fired
+    REQUIRE(whole[size_t(r)].stats[1] > 0);                              // events fired
     REQUIRE(whole[size_t(r)].stats[1] < whole[size_t(r)].stats[4] / 2);  // and some did not
     REQUIRE(same(whole[size_t(r)], resumed[size_t(r)]));
   }
@@ -176,8 +176,8 @@ TEST_CASE("event checkpoint: a synchronous run resumes bit for bit", "[event][ch
 namespace {
 
 void reseal(Blob& b) {
-  const uint32_t crc = static_cast<uint32_t>(
-      crc32_z(crc32_z(0L, Z_NULL, 0), b.data() + 16, b.size() - 16));
+  const uint32_t crc =
+      static_cast<uint32_t>(crc32_z(crc32_z(0L, Z_NULL, 0), b.data() + 16, b.size() - 16));
   std::memcpy(b.data() + 12, &crc, 4);
 }
 
@@ -219,7 +219,11 @@ TEST_CASE("event checkpoint: malformed blobs and different passes are refused on
          std::memcpy(b.data(), &magic, 8);
          reseal(b);
        }},
-      {"another rank", [](Blob& b, size_t) { b[24] ^= 1; reseal(b); }},
+      {"another rank",
+       [](Blob& b, size_t) {
+         b[24] ^= 1;
+         reseal(b);
+       }},
       {"pass 2^63",
        [](Blob& b, size_t) {
          const uint64_t pass = uint64_t{1} << 63;
