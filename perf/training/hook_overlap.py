@@ -3,10 +3,10 @@
 (scripts/cluster/hook_overlap_bench.sh starts one per emulated node):
 
   hook_overlap.py --rank R --world N --master ADDR [--port P] [--algorithm micro]
-                  [--density 0.01] [--width 1536] [--batch 64] [--bucket-mb 2]
+                  [--density 0.01] [--width 768] [--depth 6] [--batch 64] [--bucket-mb 2.5]
                   [--rounds 4] [--steps 8] [--json FILE]
 
-Two DistributedDataParallel copies of one MLP (gloo sets DDP up; sparsecoll's communicator, over
+Two DistributedDataParallel copies of one MLP (depth equal hidden layers, one per DDP bucket) (gloo sets DDP up; sparsecoll's communicator, over
 the transport SCCL_TRANSPORT names, carries the gradients), one with sparsecoll.torch.hook and one
 with sparsecoll.torch.async_hook, train on the same data in interleaved rounds (sync steps, then
 async steps, --rounds times), each step after a barrier. A step's time is the slowest rank's
@@ -35,9 +35,10 @@ def parse():
     p.add_argument("--port", type=int, default=29581)
     p.add_argument("--algorithm", default="micro")
     p.add_argument("--density", type=float, default=0.01)
-    p.add_argument("--width", type=int, default=1536)
+    p.add_argument("--width", type=int, default=768)
+    p.add_argument("--depth", type=int, default=6)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--bucket-mb", type=float, default=2.0)
+    p.add_argument("--bucket-mb", type=float, default=2.5)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
@@ -45,11 +46,14 @@ def parse():
     return p.parse_args()
 
 
-def make_model(width):
+def make_model(width, depth):
+    """depth hidden layers of width x width: layers of equal size, so that DDP's buckets (one
+    layer each at the default bucket size) become ready one after another during backward."""
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(512, width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, width), torch.nn.ReLU(),
-                               torch.nn.Linear(width, 10))
+    layers = [torch.nn.Linear(512, width), torch.nn.ReLU()]
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
 
 
 def timed_hook():
@@ -72,7 +76,7 @@ def main():
     comm = sparsecoll.Communicator.from_process_group(timeout_ms=300000)
     runs = {}
     for mode in ("sync", "async"):
-        model = make_model(a.width)
+        model = make_model(a.width, a.depth)
         ddp = DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
         state = sparse_torch.HookState(comm, algorithm=a.algorithm, density=a.density)
         hook = timed_hook() if mode == "sync" else sparse_torch.async_hook
@@ -125,7 +129,7 @@ def main():
         async_ms = statistics.median(result["async"]) * 1e3
         comm_ms = statistics.median(exposed.tolist()) * 1e3
         row = {"algorithm": a.algorithm, "density": a.density, "world": a.world,
-               "parameters": parameters, "batch": a.batch, "bucket_mb": a.bucket_mb,
+               "parameters": parameters, "width": a.width, "depth": a.depth, "batch": a.batch, "bucket_mb": a.bucket_mb,
                "buckets": buckets,
                "steps_per_mode": len(result["sync"]),
                "sync_step_ms_median": sync_ms, "async_step_ms_median": async_ms,

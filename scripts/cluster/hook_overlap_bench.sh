@@ -4,8 +4,8 @@
 # one MLP, sync and async hook, interleaved rounds on the same data; gloo sets DDP up, sparsecoll
 # carries the gradients over UCX on the node's link).
 #
-#   scripts/cluster/hook_overlap_bench.sh [--nodes 4] [--rates "100mbit 1gbit"]
-#       [--algorithm micro] [--density 0.01] [--width 1536] [--batch 64] [--bucket-mb 2]
+#   scripts/cluster/hook_overlap_bench.sh [--nodes 4] [--rates "100mbit 250mbit 1gbit"]
+#       [--algorithm micro] [--density 0.1] [--width 768] [--depth 6] [--batch 64] [--bucket-mb 2.5]
 #       [--rounds 4] [--steps 8] [--out DIR] [--build DIR]
 #
 # Needs root (namespaces, tc), /usr/bin/python3 with torch, and a build with UCX. Writes
@@ -18,7 +18,8 @@ root=$(cd "$here/../.." && pwd)
 cluster="$here/netns_cluster.sh"
 out="$root/results/hook_overlap"
 build="${SCCL_BUILD_DIR:-$root/build}"
-nodes=4 rates="100mbit 1gbit" algorithm=micro density=0.01 width=1536 batch=64 bucket_mb=2
+nodes=4 rates="100mbit 250mbit 1gbit" algorithm=micro density=0.1 width=768 depth=6 batch=64
+bucket_mb=2.5
 rounds=4 steps=8
 
 while [ $# -gt 0 ]; do
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     --algorithm) algorithm=$2; shift 2 ;;
     --density) density=$2; shift 2 ;;
     --width) width=$2; shift 2 ;;
+    --depth) depth=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --bucket-mb) bucket_mb=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -55,7 +57,7 @@ for rate in $rates; do
       GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
       "$here/ucx_node_env.sh" timeout 1200 /usr/bin/python3 "$root/perf/training/hook_overlap.py" \
       --rank "$i" --world "$nodes" --master 10.77.0.1 --algorithm "$algorithm" \
-      --density "$density" --width "$width" --batch "$batch" --bucket-mb "$bucket_mb" \
+      --density "$density" --width "$width" --depth "$depth" --batch "$batch" --bucket-mb "$bucket_mb" \
       --rounds "$rounds" --steps "$steps" --json "$out/hook_overlap_${rate}.json" &
     pids+=($!)
   done
