@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Wall-clock time to accuracy of real DDP training on rate-limited links: DDP's own gloo
+# all-reduce against sparsecoll's hook (synchronous and asynchronous), one rank per emulated node
+# (netns_cluster.sh), each running perf/training/train_bench.py; then a table and plots
+# (perf/training/train_summary.py).
+#
+#   scripts/cluster/train_bench.sh [--nodes 4] [--rates "1gbit 10gbit off"] [--epochs 2]
+#       [--seeds "0"] [--modes "dense sparse sparse_async"] [--algorithm micro] [--density 0.01]
+#       [--target 0.85] [--max-steps N] [--out DIR] [--build DIR]
+#
+# A rate "off" runs on unshaped links. Needs root (namespaces, tc), /usr/bin/python3 with torch
+# and matplotlib, the Fashion-MNIST data (Debian dataset-fashion-mnist) and a build with UCX.
+# Writes DIR/run_{rate}_{mode}_s{seed}.json, DIR/summary.json, DIR/summary.md and DIR/*.png;
+# everything it creates in the kernel is removed on exit.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster="$here/netns_cluster.sh"
+out="$root/results/train_bench"
+build="${SCCL_BUILD_DIR:-$root/build}"
+nodes=4 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
+algorithm=micro density=0.01 target=0.85 max_steps=0
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes=$2; shift 2 ;;
+    --rates) rates=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --algorithm) algorithm=$2; shift 2 ;;
+    --density) density=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
+    --max-steps) max_steps=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    *) echo "train_bench: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "train_bench: needs root (ip netns, tc)" >&2; exit 2; }
+[ -f "$build/libsparsecoll.so" ] || { echo "train_bench: no $build/libsparsecoll.so" >&2; exit 2; }
+mkdir -p "$out"
+cleanup() { "$cluster" down "$nodes" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cleanup
+
+"$cluster" up "$nodes"
+for rate in $rates; do
+  "$cluster" rate "$rate" "$nodes"
+  for seed in $seeds; do
+    for mode in $modes; do
+      json="$out/run_${rate}_${mode}_s${seed}.json"
+      pids=()
+      for i in $(seq 0 $((nodes - 1))); do
+        ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
+          SPARSECOLL_LIBRARY="$build/libsparsecoll.so" SCCL_TRANSPORT=ucx \
+          SCCL_SOCKET_IFNAME="pv$i" GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
+          "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
+          --rank "$i" --world "$nodes" --master 10.77.0.1 --mode "$mode" \
+          --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
+          --target "$target" --max-steps "$max_steps" --json "$json" &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do
+        wait "$pid" || { kill "${pids[@]}" 2>/dev/null; echo "train_bench failed ($rate $mode)" >&2; exit 1; }
+      done
+    done
+  done
+  "$cluster" rate off "$nodes"
+done
+/usr/bin/python3 "$root/perf/training/train_summary.py" "$out"
