@@ -6,7 +6,8 @@
 #
 #   scripts/cluster/train_bench.sh [--nodes 4] [--rates "1gbit 10gbit off"] [--epochs 2]
 #       [--seeds "0"] [--modes "dense sparse sparse_async"] [--algorithm micro] [--density 0.01]
-#       [--target 0.85] [--max-steps N] [--out DIR] [--build DIR]
+#       [--model wide_mlp|pixel_embedding] [--target A] [--max-steps N] [--plain-hook]
+#       [--out DIR] [--build DIR]
 #
 # A rate "off" runs on unshaped links. Needs root (namespaces, tc), /usr/bin/python3 with torch
 # and matplotlib, the Fashion-MNIST data (Debian dataset-fashion-mnist) and a build with UCX.
@@ -20,7 +21,7 @@ cluster="$here/netns_cluster.sh"
 out="$root/results/train_bench"
 build="${SCCL_BUILD_DIR:-$root/build}"
 nodes=4 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
-algorithm=micro density=0.01 target=0.85 max_steps=0
+algorithm=micro density=0.01 model=wide_mlp target="" max_steps=0 plain=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,8 +32,10 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift 2 ;;
     --algorithm) algorithm=$2; shift 2 ;;
     --density) density=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --max-steps) max_steps=$2; shift 2 ;;
+    --plain-hook) plain=(--plain-hook); shift ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     *) echo "train_bench: unknown option $1" >&2; exit 2 ;;
@@ -51,7 +54,9 @@ for rate in $rates; do
   "$cluster" rate "$rate" "$nodes"
   for seed in $seeds; do
     for mode in $modes; do
-      json="$out/run_${rate}_${mode}_s${seed}.json"
+      json="$out/run_${rate}_${mode}${plain:+_plain}_s${seed}.json"
+      extra=()
+      [ -n "$target" ] && extra=(--target "$target")
       pids=()
       for i in $(seq 0 $((nodes - 1))); do
         ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
@@ -60,7 +65,7 @@ for rate in $rates; do
           "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
           --rank "$i" --world "$nodes" --master 10.77.0.1 --mode "$mode" \
           --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
-          --target "$target" --max-steps "$max_steps" --json "$json" &
+          --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" &
         pids+=($!)
       done
       for pid in "${pids[@]}"; do
