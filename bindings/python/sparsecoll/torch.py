@@ -30,19 +30,16 @@ sparsifier state, velocity, optimizer moments and warm-up steps, so that a job r
 checkpoint continues bit for bit; one state per rank (docs/python.md, "Checkpoints").
 """
 
-import logging
 import numbers
-import queue
-import threading
 
 import torch as _torch
 
+from ._bucket_worker import BucketWorker as _BucketWorker
+from ._traffic import Traffic as _Traffic
 from .errors import Result, SparsecollError
 from .sparsifier import Sparsifier
 
 _HOOK_STATE_VERSION = 1
-# Per-step compression statistics at DEBUG (logging.getLogger("sparsecoll.torch")); docs/python.md.
-_log = logging.getLogger(__name__)
 
 
 def _bucket_parameters(bucket):
@@ -53,56 +50,6 @@ def _bucket_parameters(bucket):
 def _bucket_tensor(bucket):
     # GradBucket.buffer() since PyTorch 1.10, get_tensor() before.
     return bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor()
-
-
-class _Traffic:
-    """Bytes and selected entries over the buckets of one step, and totals over steps."""
-
-    def __init__(self):
-        self.steps = 0
-        self.total_bytes_sent = 0
-        self.total_elements = 0
-        self.total_selected = 0
-        self.last_step = {}
-        self._step = {"bytes_sent": 0, "elements": 0, "selected": 0}
-
-    def add(self, stats, elements, step_ends):
-        self._step["bytes_sent"] += stats.bytes_sent
-        self._step["elements"] += elements
-        self._step["selected"] += stats.k_global
-        if step_ends:
-            step = self._step
-            step["density"] = step["selected"] / max(1, step["elements"])
-            self.last_step = step
-            self.steps += 1
-            self.total_bytes_sent += step["bytes_sent"]
-            self.total_elements += step["elements"]
-            self.total_selected += step["selected"]
-            self._step = {"bytes_sent": 0, "elements": 0, "selected": 0}
-            if _log.isEnabledFor(logging.DEBUG):
-                _log.debug("step %d: %d bytes sent, %d of %d entries (density %.4g)",
-                           self.steps, step["bytes_sent"], step["selected"], step["elements"],
-                           step["density"])
-
-    def state_dict(self):
-        return {"steps": self.steps, "total_bytes_sent": self.total_bytes_sent,
-                "total_elements": self.total_elements, "total_selected": self.total_selected,
-                "last_step": dict(self.last_step), "step": dict(self._step)}
-
-    def load_state_dict(self, state):
-        self.steps = int(state["steps"])
-        self.total_bytes_sent = int(state["total_bytes_sent"])
-        self.total_elements = int(state["total_elements"])
-        self.total_selected = int(state["total_selected"])
-        self.last_step = dict(state["last_step"])
-        self._step = dict(state["step"])
-
-    def summary(self):
-        """Per-step means since creation: bytes sent by this rank, elements, actual density."""
-        steps = max(1, self.steps)
-        return {"steps": self.steps, "bytes_sent_per_step": self.total_bytes_sent / steps,
-                "elements_per_step": self.total_elements / steps,
-                "density": self.total_selected / max(1, self.total_elements)}
 
 
 def _sends_everything(sparsifier):
@@ -151,63 +98,6 @@ class _BucketLayout:
 
 def _same_order(a, b):
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-class _BucketWorker:
-    """One thread that runs a HookState's bucket all-reduces in submission order and completes
-    their futures. ctypes releases the GIL during each library call, so the exchange runs while
-    the submitting thread computes. CUDA buckets run on the stream that was current when they
-    were submitted, and their futures follow torch's CUDA-future semantics (a wait() orders the
-    caller's current stream after the work)."""
-
-    def __init__(self):
-        self._queue = queue.Queue()
-        self._pending = 0
-        self._idle = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="sparsecoll-hook", daemon=True)
-        self._thread.start()
-
-    def submit(self, work, tensor):
-        """work() runs on the worker; returns a Future of its result."""
-        stream = None
-        if tensor.is_cuda:
-            stream = _torch.cuda.current_stream(tensor.device)
-            future = _torch.futures.Future(devices=[tensor.device])
-        else:
-            future = _torch.futures.Future()
-        with self._idle:
-            self._pending += 1
-        self._queue.put((work, future, stream))
-        return future
-
-    def _run(self):
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            work, future, stream = item
-            try:
-                if stream is not None:
-                    with _torch.cuda.stream(stream):
-                        future.set_result(work())
-                else:
-                    future.set_result(work())
-            except BaseException as error:  # reaches the caller through the future
-                future.set_exception(error)
-            finally:
-                with self._idle:
-                    self._pending -= 1
-                    self._idle.notify_all()
-
-    def drain(self):
-        """Waits until every submitted bucket is done (whatever its outcome)."""
-        with self._idle:
-            self._idle.wait_for(lambda: self._pending == 0)
-
-    def close(self):
-        self.drain()
-        self._queue.put(None)
-        self._thread.join()
 
 
 def _momentum_warmup(warmup, momentum):
