@@ -29,6 +29,16 @@ set_target_properties(sparsecoll PROPERTIES INSTALL_RPATH "$ORIGIN")
 install(TARGETS sparsecoll LIBRARY DESTINATION sparsecoll/lib NAMELINK_SKIP
         COMPONENT sparsecoll_python_wheel EXCLUDE_FROM_ALL)
 
+# build_wheel.py runs setuptools and wheel's bdist_wheel in-process, offline: say so now rather
+# than fail in the middle of the build.
+execute_process(COMMAND ${SCCL_PYTHON} -B -c "import setuptools, wheel.bdist_wheel"
+                RESULT_VARIABLE _sccl_wheel_tools ERROR_QUIET)
+if(NOT _sccl_wheel_tools EQUAL 0)
+  message(FATAL_ERROR "The Python wheel needs setuptools and wheel for ${SCCL_PYTHON} (Debian: "
+          "python3-setuptools python3-wheel, scripts/install-deps.sh); -DSCCL_PYTHON_WHEEL=OFF "
+          "skips the wheel")
+endif()
+
 set(_sccl_py_src ${PROJECT_SOURCE_DIR}/bindings/python)
 set(_sccl_wheel_dir ${PROJECT_BINARY_DIR}/python)
 set(_sccl_wheel_staging ${_sccl_wheel_dir}/staging)

@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist                 # its data set (/usr/share/datasets/fashion-mnist)
   python3-torch python3-numpy           # gradient trace tools, the gloo peer of the cluster benchmark
   python3-pytest python3-mpi4py python3-pip python3-setuptools  # Python package tests (bindings/python)
+  python3-wheel                         # with python3-setuptools: the wheel (bindings/python/build_wheel.py)
   clang libclang-rt-14-dev valgrind     # fuzzers and sanitizers (scripts/ci-reliability.sh)
 )
 
