@@ -10,6 +10,7 @@
 #include "core/setting.h"
 #include "kernels/kernels.h"
 #include "sccl_build_config.h"
+#include "sparsifier/sparse_config.h"
 #include "sparsecoll/sparsecoll.h"
 #include "transports/transport_registry.h"
 #if SCCL_BUILD_WITH_UCX
@@ -55,11 +56,12 @@ void printTransportsAndBackends() {
     std::printf("#   %-8s %s\n", entry.name, entry.description);
   }
   // The rule of comm/default_transport.h, for this build.
-  std::printf("#   default of scclCommInitRank (no config transport, no SCCL_TRANSPORT): local "
-              "when every rank is a thread of one process; across processes %s\n",
-              SCCL_BUILD_WITH_UCX   ? "ucx (built in)"
-              : SCCL_BUILD_WITH_MPI ? "mpi when every process initialised MPI (no UCX built in)"
-                                    : "none (neither UCX nor MPI built in: local only)");
+  std::printf(
+      "#   default of scclCommInitRank (no config transport, no SCCL_TRANSPORT): local "
+      "when every rank is a thread of one process; across processes %s\n",
+      SCCL_BUILD_WITH_UCX   ? "ucx (built in)"
+      : SCCL_BUILD_WITH_MPI ? "mpi when every process initialised MPI (no UCX built in)"
+                            : "none (neither UCX nor MPI built in: local only)");
   std::printf("# kernel backends:\n");
   std::printf("#   %-12s host memory (chosen at run time)\n", sccl::cpuKernels().name());
   std::printf("#   %-12s %s\n", "cuda",
@@ -75,6 +77,21 @@ void printSettings() {
   for (const sccl::ParamInfo& param : sccl::registeredParams()) {
     std::printf("%s=%s\n    [default: %s] %s\n", param.env_name.c_str(),
                 param.current_value().c_str(), param.default_value.c_str(), param.help.c_str());
+  }
+}
+
+// The numeric knobs of scclSparseConfig_t / scclSparseConfigFromJson, from the axes' tables.
+void printSparseKnobs() {
+  std::printf(
+      "# sparse configuration knobs (JSON key / scclSparseConfig_t field  [default]  "
+      "range: help):\n");
+  for (const sccl::KnobGroup& group : sccl::sparseConfigKnobs()) {
+    std::printf("#   %s:\n", group.axis);
+    for (const sccl::KnobDescriptor& knob : *group.knobs) {
+      std::printf("%s / %s\n    [default: %g] %s%s: %s\n", knob.key, knob.field,
+                  knob.defaultValue(), knob.integer ? "an integer " : "",
+                  sccl::knobRangeText(knob).c_str(), knob.help);
+    }
   }
 }
 
@@ -95,5 +112,6 @@ int main(int argc, char** argv) {
     printTransportsAndBackends();
   }
   printSettings();
+  if (!settings_only) printSparseKnobs();
   return 0;
 }

@@ -6,12 +6,9 @@
 #include "api/api_validate.h"
 #include "algorithms/algorithm.h"
 #include "comm/comm.h"
-#include "core/log.h"
 #include "sparsifier/sparsifier.h"
 #include "sparsifier/sparsifier_state.h"
-#include "tuning/auto_choice.h"
-#include "tuning/auto_device.h"
-#include "tuning/auto_retune.h"
+#include "tuning/auto_sparsifier.h"
 
 namespace sccl {
 scclResult_t sparseConfigFromJson(const char* text, scclSparseConfig_t* config);
@@ -53,35 +50,14 @@ SCCL_API scclResult_t scclSparsifierCreate(scclSparsifier_t* sparsifier, scclCom
     SCCL_CHECK(sccl::requireDataType(dtype));
     // The residual (float32, or float64 for float64 gradients) is the largest buffer it holds.
     size_t residual_bytes = 0;
-    SCCL_REQUIRE_ARG(sccl::byteSize(count, dtype == scclFloat64 ? scclFloat64 : scclFloat32,
-                                    &residual_bytes),
-                     "sparsifier count %zu overflows the address space", count);
+    SCCL_REQUIRE_ARG(
+        sccl::byteSize(count, dtype == scclFloat64 ? scclFloat64 : scclFloat32, &residual_bytes),
+        "sparsifier count %zu overflows the address space", count);
     SCCL_CHECK(sccl::requireBufferBytes(residual_bytes, "the sparsifier's residual"));
     SCCL_REQUIRE_ARG(config != nullptr,
                      "sparse config is NULL (use SCCL_SPARSE_CONFIG_INITIALIZER)");
-    scclSparseConfig_t chosen = *config;
-    sccl::AutoChoice choice;
-    const bool automatic =
-        config->algorithm != nullptr && std::strcmp(config->algorithm, sccl::kAutoAlgorithm) == 0;
-    if (automatic) {
-      SCCL_CHECK(sccl::chooseAlgorithm(comm, count, dtype, *config, &choice));
-      chosen.algorithm = choice.algorithm;
-    }
     scclSparsifier* created = nullptr;
-    SCCL_CHECK(sccl::sparsifierCreate(comm, count, dtype, chosen, &created));
-    if (automatic) {
-      for (const sccl::AutoCandidate& candidate : choice.candidates) {
-        if (candidate.algorithm == choice.algorithm)
-          created->predicted_call_us = candidate.predicted.seconds * 1e6;
-      }
-      created->auto_retune = sccl::makeAutoRetune(choice, *config);
-      if (config->densityCorrection != nullptr)
-        created->auto_density_correction = config->densityCorrection;
-      created->auto_settled = created->auto_retune == nullptr;
-      SCCL_INFO(sccl::LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank,
-                count, sccl::describeAutoChoice(choice).c_str());
-      created->auto_choice = std::make_shared<const sccl::AutoChoice>(std::move(choice));
-    }
+    SCCL_CHECK(sccl::createSparsifier(comm, count, dtype, *config, &created));
     *sparsifier = created;
     return scclSuccess;
   });
@@ -133,19 +109,7 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
     // GPU buffers run on the device path (sparsifier/sparsifier_device.h).
     bool on_device = false;
     SCCL_CHECK(sccl::placeBuffers(sendbuf, bytes, recvbuf, bytes, stream, &on_device));
-    // "auto" on device buffers: the first such call may switch to a preset with a device path,
-    // and switches back if the call fails before the device state exists.
-    const char* before_device = nullptr;
-    if (on_device) SCCL_CHECK(sccl::autoPrepareDeviceCall(sparsifier, &before_device));
-    const scclResult_t result =
-        sccl::sparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);
-    if (result != scclSuccess) {
-      sccl::autoUndoDeviceCall(sparsifier, before_device);
-      return result;
-    }
-    // "auto": the measured calls may change the preset from the next call on.
-    if (sparsifier->auto_retune != nullptr) SCCL_CHECK(sccl::autoRetuneAfterCall(sparsifier));
-    return scclSuccess;
+    return sccl::runSparseAllreduce(sparsifier, sendbuf, recvbuf, op, on_device, stream);
   });
 }
 
@@ -155,8 +119,9 @@ SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
     SCCL_REQUIRE_ARG(stats != nullptr, "stats is NULL");
     // 0.1.0's struct ends at meanAbsDensityError.
-    SCCL_CHECK(sccl::requireStatsSize("scclSparseStats_t", stats->size,
-                                offsetof(scclSparseStats_t, meanAbsDensityError) + sizeof(double)));
+    SCCL_CHECK(
+        sccl::requireStatsSize("scclSparseStats_t", stats->size,
+                               offsetof(scclSparseStats_t, meanAbsDensityError) + sizeof(double)));
     return sccl::sparsifierStats(sparsifier, stats);
   });
 }

@@ -160,9 +160,6 @@ class DgcEstimator final : public ThresholdEstimator {
 
 scclResult_t createDgcEstimator(const EstimatorParams& params,
                                 std::unique_ptr<ThresholdEstimator>* out) {
-  SCCL_REQUIRE_ARG(params.dgc_sample_ratio > 0 && params.dgc_sample_ratio <= 1,
-                   "estimator 'dgc': dgc_sample_ratio must be in (0, 1] (got %g)",
-                   params.dgc_sample_ratio);
   *out = std::make_unique<DgcEstimator>(params.dgc_sample_ratio, params.dgc_seed);
   return scclSuccess;
 }

@@ -56,8 +56,8 @@ scclResult_t validateSharedParams(const char* name, const EstimatorParams& p) {
   SCCL_REQUIRE_ARG(p.density > 0 && p.density <= 1,
                    "estimator '%s': density must be in (0, 1] (got %g)", name, p.density);
   SCCL_REQUIRE_ARG(p.nranks >= 1, "estimator '%s': nranks must be >= 1 (got %d)", name, p.nranks);
-  SCCL_REQUIRE_ARG(!std::isnan(p.threshold), "estimator '%s': threshold is NaN", name);
-  return scclSuccess;
+  const std::string prefix = std::string("estimator '") + name + "': ";
+  return checkKnobs<EstimatorKnobs>(p, prefix.c_str());
 }
 
 }  // namespace

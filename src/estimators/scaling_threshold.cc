@@ -99,12 +99,6 @@ class ScalingEstimator final : public ThresholdEstimator {
 
 scclResult_t createScalingEstimator(const EstimatorParams& params,
                                     std::unique_ptr<ThresholdEstimator>* out) {
-  SCCL_REQUIRE_ARG(params.scaling_band > 1 && std::isfinite(params.scaling_band),
-                   "estimator 'scaling': scaling_band must be a finite number > 1 (got %g)",
-                   params.scaling_band);
-  SCCL_REQUIRE_ARG(params.scaling_step > 0 && params.scaling_step < 1,
-                   "estimator 'scaling': scaling_step must be in (0, 1) (got %g)",
-                   params.scaling_step);
   SCCL_REQUIRE_ARG(
       params.threshold < 0 || (params.threshold > 0 && std::isfinite(params.threshold)),
       "estimator 'scaling': threshold must be finite and > 0, or < 0 for the default "

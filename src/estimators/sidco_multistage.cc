@@ -429,23 +429,7 @@ class SidcoEstimator final : public ThresholdEstimator {
 
 scclResult_t createSidcoEstimator(const SidcoVariant& variant, const EstimatorParams& p,
                                   std::unique_ptr<ThresholdEstimator>* out) {
-  SCCL_REQUIRE_ARG(p.sidco_first_ratio > 0 && p.sidco_first_ratio < 1,
-                   "estimator '%s': sidco_first_ratio must be in (0, 1) (got %g)", variant.name,
-                   p.sidco_first_ratio);
-  SCCL_REQUIRE_ARG(p.sidco_stages >= 0, "estimator '%s': sidco_stages must be >= 0 (got %d)",
-                   variant.name, p.sidco_stages);
-  SCCL_REQUIRE_ARG(p.sidco_max_stages >= 0,
-                   "estimator '%s': sidco_max_stages must be >= 0 (got %d)", variant.name,
-                   p.sidco_max_stages);
-  SCCL_REQUIRE_ARG(p.sidco_adapt_interval >= 1,
-                   "estimator '%s': sidco_adapt_interval must be >= 1 (got %d)", variant.name,
-                   p.sidco_adapt_interval);
-  SCCL_REQUIRE_ARG(p.sidco_adapt_tolerance > 0 && p.sidco_adapt_tolerance < 1,
-                   "estimator '%s': sidco_adapt_tolerance must be in (0, 1) (got %g)", variant.name,
-                   p.sidco_adapt_tolerance);
-  SCCL_REQUIRE_ARG(p.sidco_feedback >= 0 && p.sidco_feedback <= 1,
-                   "estimator '%s': sidco_feedback must be in [0, 1] (got %g)", variant.name,
-                   p.sidco_feedback);
+  // The knobs' ranges were checked by makeEstimator (estimators/estimator_knobs.h).
   *out = std::make_unique<SidcoEstimator>(variant, p);
   return scclSuccess;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "estimators/estimator_knobs.h"
 #include "core/state_stream.h"
 #include "kernels/kernels.h"
 #include "partition/search_space.h"
@@ -32,28 +33,13 @@ namespace sccl {
 
 class DeviceStaging;
 
-struct EstimatorParams {
+// What an estimator is built from: the configuration's knobs (estimators/estimator_knobs.h) and
+// the call's shape.
+struct EstimatorParams : EstimatorKnobs {
   double density = 0.01;  // target k / count
   size_t count = 0;
   int nranks = 1;
-  double threshold = -1;             // fixed threshold (fixed) or initial threshold (scaling); < 0:
-                                     // 1/(2*sqrt(k)) as the reference
-  double scaling_band = 1.1;         // beta
-  double scaling_step = 0.005;       // gamma
   bool scaling_proportional = true;  // outside exact target: step by the density error, not gamma
-  // SIDCo (sidco_multistage.cc): first-stage ratio delta_1; stages: 0 = adaptive starting at 1,
-  // M >= 1 fixed; max stages: 0 = ceil(log2(1/density)); the direction-seeking stage search every
-  // Q calls when the mean k'/k leaves [1 - tol, 1 + tol]; feedback gain of the k'/k correction
-  // (default 0.25; 0 = off, the paper's estimator).
-  double sidco_first_ratio = 0.25;
-  int sidco_stages = 0;
-  int sidco_max_stages = 0;
-  int sidco_adapt_interval = 5;
-  double sidco_adapt_tolerance = 0.2;
-  double sidco_feedback = 0.25;
-  // DGC (dgc_threshold.cc): sampled fraction of the range and the sampling seed.
-  double dgc_sample_ratio = 0.01;
-  uint64_t dgc_seed = 0;
 };
 
 struct ThresholdQuery {
@@ -127,8 +113,8 @@ struct EstimatorEntry {
 // One table: topk, fixed, scaling, sidco_exp, sidco_gp, sidco_gamma_gp, dgc, redsync, gaussiank.
 const std::vector<EstimatorEntry>& estimatorRegistry();
 
-// Unknown name -> scclInvalidArgument naming it; bad params -> scclInvalidArgument naming the knob
-// (JSON name). *out is set only on success.
+// Unknown name -> scclInvalidArgument naming it; a knob out of its range (estimator_knobs.h) or
+// another bad param -> scclInvalidArgument naming it by its JSON key. *out is set only on success.
 scclResult_t makeEstimator(const std::string& name, const EstimatorParams& params,
                            std::unique_ptr<ThresholdEstimator>* out);
 

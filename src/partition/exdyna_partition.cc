@@ -57,21 +57,9 @@ ExDynaBlockLayout exdynaBlockLayout(size_t count, int nranks, int num_blocks, in
 
 scclResult_t ExDynaSearchSpace::validateParams(const SearchSpaceParams& p) {
   SCCL_REQUIRE_ARG(p.nranks >= 1, "search space 'exdyna': nranks must be >= 1 (got %d)", p.nranks);
-  SCCL_REQUIRE_ARG(p.num_blocks > 0, "search space 'exdyna': num_blocks must be > 0 (got %d)",
-                   p.num_blocks);
-  SCCL_REQUIRE_ARG(p.block_align > 0, "search space 'exdyna': block_align must be > 0 (got %d)",
-                   p.block_align);
-  SCCL_REQUIRE_ARG(p.rebalance_alpha > 1 && std::isfinite(p.rebalance_alpha),
-                   "search space 'exdyna': rebalance_alpha must be a finite number > 1 (got %g)",
-                   p.rebalance_alpha);
-  SCCL_REQUIRE_ARG(p.rebalance_move_blocks > 0,
-                   "search space 'exdyna': rebalance_move_blocks must be > 0 (got %d)",
-                   p.rebalance_move_blocks);
-  // Above 1 no partition could ever give a block away (min_blk > n_b / n).
-  SCCL_REQUIRE_ARG(p.min_blocks_factor >= 0 && p.min_blocks_factor <= 1,
-                   "search space 'exdyna': min_blocks_factor must be in [0, 1] (got %g)",
-                   p.min_blocks_factor);
-  return scclSuccess;
+  // min_blocks_factor's upper end 1 is ExDyna's: above it no partition could ever give a block
+  // away (min_blk > n_b / n).
+  return checkKnobs<SearchKnobs>(p, "search space 'exdyna': ");
 }
 
 ExDynaSearchSpace::ExDynaSearchSpace(const SearchSpaceParams& params) : params_(params) {

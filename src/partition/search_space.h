@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/state_stream.h"
+#include "partition/search_knobs.h"
 #include "kernels/shared/cyclic_partition.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -29,14 +30,11 @@ struct IndexRange {
   bool operator==(const IndexRange&) const = default;
 };
 
-struct SearchSpaceParams {
+// What a search space is built from: the configuration's knobs (partition/search_knobs.h) and the
+// call's shape.
+struct SearchSpaceParams : SearchKnobs {
   size_t count = 0;
   int nranks = 1;
-  int num_blocks = 1024;            // ExDyna n_b
-  int block_align = 32;             // block size is a multiple of this
-  double rebalance_alpha = 1.05;    // ExDyna alpha
-  int rebalance_move_blocks = 1;    // blocks moved per rebalancing step
-  double min_blocks_factor = 0.25;  // minimum blocks per partition = num_blocks * factor / nranks
 };
 
 class SearchSpace {

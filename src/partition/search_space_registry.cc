@@ -28,6 +28,8 @@ scclResult_t makeSearchSpace(const std::string& name, const SearchSpaceParams& p
     if (name == entry.name) {
       SCCL_REQUIRE_ARG(params.nranks >= 1, "search space '%s': nranks must be >= 1 (got %d)",
                        entry.name, params.nranks);
+      const std::string prefix = "search space '" + name + "': ";
+      SCCL_CHECK(checkKnobs<SearchKnobs>(params, prefix.c_str()));
       return entry.create(params, out);
     }
     known += known.empty() ? "" : ", ";

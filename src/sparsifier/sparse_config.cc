@@ -47,23 +47,15 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
   SCCL_REQUIRE_ARG(policy == scclNonFinitePropagate || policy == scclNonFiniteError,
                    "nonFinite %d is not a scclNonFinitePolicy_t", policy);
   SCCL_REQUIRE_ARG(!std::isnan(c.maxDensitySlack), "maxDensitySlack is NaN");
-  SCCL_REQUIRE_ARG(std::isfinite(c.threshold) || c.threshold == INFINITY,
-                   "threshold %g must be a number", c.threshold);
-  SCCL_REQUIRE_ARG(c.scalingBand > 1 && std::isfinite(c.scalingBand), "scalingBand %g must be > 1",
-                   c.scalingBand);
-  SCCL_REQUIRE_ARG(c.scalingStep > 0 && c.scalingStep < 1, "scalingStep %g must be in (0, 1)",
-                   c.scalingStep);
+  // The axes' knobs, named by their field as the C caller wrote them (the JSON reader names keys).
+  for (const KnobGroup& group : sparseConfigKnobs()) {
+    for (const KnobDescriptor& knob : *group.knobs) {
+      SCCL_CHECK(checkKnob(knob, knob.read(c), knob.field));
+    }
+  }
   SCCL_REQUIRE_ARG(c.scalingRule != nullptr && (std::strcmp(c.scalingRule, "proportional") == 0 ||
                                                 std::strcmp(c.scalingRule, "band") == 0),
                    "scalingRule must be \"proportional\" or \"band\"");
-  SCCL_REQUIRE_ARG(c.numBlocks > 0, "numBlocks %d must be > 0", c.numBlocks);
-  SCCL_REQUIRE_ARG(c.blockAlign > 0, "blockAlign %d must be > 0", c.blockAlign);
-  SCCL_REQUIRE_ARG(c.rebalanceAlpha > 1 && std::isfinite(c.rebalanceAlpha),
-                   "rebalanceAlpha %g must be > 1", c.rebalanceAlpha);
-  SCCL_REQUIRE_ARG(c.rebalanceMoveBlocks > 0, "rebalanceMoveBlocks %d must be > 0",
-                   c.rebalanceMoveBlocks);
-  SCCL_REQUIRE_ARG(c.minBlocksFactor >= 0 && c.minBlocksFactor <= 1,
-                   "minBlocksFactor %g must be in [0, 1]", c.minBlocksFactor);
   SCCL_REQUIRE_ARG(c.densityCorrection == nullptr ||
                        std::strcmp(c.densityCorrection, "none") == 0 ||
                        std::strcmp(c.densityCorrection, "histogram") == 0,
@@ -73,20 +65,6 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
                    "correctionBinsPerOctave %d must be a power of 2 in [1, 4096]", bins);
   SCCL_REQUIRE_ARG(c.correctionOctaves >= 1 && c.correctionOctaves <= 16,
                    "correctionOctaves %d must be in [1, 16]", c.correctionOctaves);
-  SCCL_REQUIRE_ARG(c.sidcoFirstRatio > 0 && c.sidcoFirstRatio < 1,
-                   "sidcoFirstRatio %g must be in (0, 1)", c.sidcoFirstRatio);
-  SCCL_REQUIRE_ARG(c.sidcoStages >= 0, "sidcoStages %d must be >= 0 (0: adaptive)", c.sidcoStages);
-  SCCL_REQUIRE_ARG(c.sidcoMaxStages >= 0,
-                   "sidcoMaxStages %d must be >= 0 (0: ceil(log2(1/density)))", c.sidcoMaxStages);
-  SCCL_REQUIRE_ARG(c.sidcoAdaptInterval >= 1, "sidcoAdaptInterval %d must be >= 1",
-                   c.sidcoAdaptInterval);
-  SCCL_REQUIRE_ARG(c.sidcoAdaptTolerance > 0 && c.sidcoAdaptTolerance < 1,
-                   "sidcoAdaptTolerance %g must be in (0, 1)", c.sidcoAdaptTolerance);
-  SCCL_REQUIRE_ARG(c.sidcoFeedback >= 0 && c.sidcoFeedback <= 1,
-                   "sidcoFeedback %g must be in [0, 1]", c.sidcoFeedback);
-  SCCL_REQUIRE_ARG(c.dgcSampleRatio > 0 && c.dgcSampleRatio <= 1,
-                   "dgcSampleRatio %g must be in (0, 1]", c.dgcSampleRatio);
-  SCCL_REQUIRE_ARG(c.dgcSeed >= 0, "dgcSeed %d must be >= 0", c.dgcSeed);
   SCCL_REQUIRE_ARG(c.sketchBlockSize >= 1, "sketchBlockSize %d must be >= 1", c.sketchBlockSize);
   SCCL_REQUIRE_ARG(
       c.sketchBlockSelection != nullptr && (std::strcmp(c.sketchBlockSelection, "topk") == 0 ||
@@ -163,26 +141,12 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   resolved.error_feedback = config.errorFeedback == 1;
   resolved.non_finite = config.nonFinite;
   resolved.max_density_slack = config.maxDensitySlack;
-  resolved.threshold = config.threshold;
-  resolved.scaling_band = config.scalingBand;
-  resolved.scaling_step = config.scalingStep;
+  resolved.estimator_knobs = knobsFrom<EstimatorKnobs>(config);
   resolved.scaling_rule = config.scalingRule;
-  resolved.num_blocks = config.numBlocks;
-  resolved.block_align = config.blockAlign;
-  resolved.rebalance_alpha = config.rebalanceAlpha;
-  resolved.rebalance_move_blocks = config.rebalanceMoveBlocks;
-  resolved.min_blocks_factor = config.minBlocksFactor;
+  resolved.search_knobs = knobsFrom<SearchKnobs>(config);
   if (config.densityCorrection != nullptr) resolved.density_correction = config.densityCorrection;
   resolved.correction_bins_per_octave = config.correctionBinsPerOctave;
   resolved.correction_octaves = config.correctionOctaves;
-  resolved.sidco_first_ratio = config.sidcoFirstRatio;
-  resolved.sidco_stages = config.sidcoStages;
-  resolved.sidco_max_stages = config.sidcoMaxStages;
-  resolved.sidco_adapt_interval = config.sidcoAdaptInterval;
-  resolved.sidco_adapt_tolerance = config.sidcoAdaptTolerance;
-  resolved.sidco_feedback = config.sidcoFeedback;
-  resolved.dgc_sample_ratio = config.dgcSampleRatio;
-  resolved.dgc_seed = config.dgcSeed;
   resolved.sketch_block_size = config.sketchBlockSize;
   resolved.sketch_block_selection = config.sketchBlockSelection;
   resolved.sketch_rows = config.sketchRows;
@@ -204,6 +168,12 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   return scclSuccess;
 }
 
+const std::vector<KnobGroup>& sparseConfigKnobs() {
+  static const std::vector<KnobGroup> groups = {{"estimator", &knobTable<EstimatorKnobs>()},
+                                                {"search space", &knobTable<SearchKnobs>()}};
+  return groups;
+}
+
 uint64_t mixHash(uint64_t hash, const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;  // FNV-1a
@@ -218,31 +188,26 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
         &c.sketch_block_selection, &c.sketch_feedback, &c.warmup_form}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
-  const double reals[] = {c.density,           c.max_density_slack, c.threshold,
-                          c.scaling_band,      c.scaling_step,      c.rebalance_alpha,
-                          c.min_blocks_factor, c.sidco_first_ratio, c.sidco_adapt_tolerance,
-                          c.sidco_feedback,    c.dgc_sample_ratio,  c.sketch_lambda,
-                          c.warmup_start};
+  const double reals[] = {c.density, c.max_density_slack, c.sketch_lambda, c.warmup_start};
   const int64_t integers[] = {static_cast<int64_t>(count),
                               static_cast<int64_t>(dtype),
                               c.error_feedback,
                               static_cast<int64_t>(c.non_finite),
-                              c.num_blocks,
-                              c.block_align,
-                              c.rebalance_move_blocks,
                               c.correction_bins_per_octave,
                               c.correction_octaves,
-                              c.sidco_stages,
-                              c.sidco_max_stages,
-                              c.sidco_adapt_interval,
-                              c.dgc_seed,
                               c.sketch_block_size,
                               c.sketch_rows,
                               c.sketch_seed,
                               c.stream_ordered,
                               c.warmup_calls};
   hash = mixHash(hash, reals, sizeof(reals));
-  return mixHash(hash, integers, sizeof(integers));
+  hash = mixHash(hash, integers, sizeof(integers));
+  // The axes' knobs as doubles (exact for their int fields).
+  for (const std::vector<double>& knobs :
+       {knobValues<EstimatorKnobs>(c.estimator_knobs), knobValues<SearchKnobs>(c.search_knobs)}) {
+    hash = mixHash(hash, knobs.data(), knobs.size() * sizeof(double));
+  }
+  return hash;
 }
 
 uint64_t checkpointFingerprint(const ResolvedSparseConfig& config, size_t count,

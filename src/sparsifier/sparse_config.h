@@ -4,7 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/knob_table.h"
+#include "estimators/estimator_knobs.h"
+#include "partition/search_knobs.h"
 #include "sparsecoll/sparsecoll.h"
 
 namespace sccl {
@@ -18,28 +22,14 @@ struct ResolvedSparseConfig {
   bool error_feedback = true;
   scclNonFinitePolicy_t non_finite = scclNonFinitePropagate;
   double max_density_slack = -1;
-  double threshold = -1;
-  double scaling_band = 1.1;
-  double scaling_step = 0.005;
+  EstimatorKnobs estimator_knobs;  // threshold, scaling, SIDCo and DGC knobs
   std::string scaling_rule = "proportional";
-  int num_blocks = 1024;
-  int block_align = 32;
-  double rebalance_alpha = 1.05;
-  int rebalance_move_blocks = 1;
-  double min_blocks_factor = 0.25;
+  SearchKnobs search_knobs;  // ExDyna's blocks and rebalancing
   // "none" or "histogram" once the sparsifier is built (empty until then: the preset's choice,
   // which applies only where it can, see sparsifier.cc).
   std::string density_correction;
   int correction_bins_per_octave = 256;
   int correction_octaves = 1;
-  double sidco_first_ratio = 0.25;
-  int sidco_stages = 0;
-  int sidco_max_stages = 0;
-  int sidco_adapt_interval = 5;
-  double sidco_adapt_tolerance = 0.2;
-  double sidco_feedback = 0.25;
-  double dgc_sample_ratio = 0.01;
-  int dgc_seed = 0;
   int sketch_block_size = 32;
   std::string sketch_block_selection = "topk";  // or "nonzero"
   int sketch_rows = 3;
@@ -53,6 +43,9 @@ struct ResolvedSparseConfig {
   int warmup_calls = 0;
   std::string warmup_form = "exponential";  // or "linear"
 };
+
+// Every axis' numeric knobs (core/knob_table.h), in the order sccl_info prints them.
+const std::vector<KnobGroup>& sparseConfigKnobs();
 
 // Checks every field (scclInvalidArgument naming the field) and resolves the preset's axes.
 scclResult_t resolveSparseConfig(const scclSparseConfig_t& config, ResolvedSparseConfig* out);

@@ -47,7 +47,8 @@ KeyApplier registryName(const char* key, const Registry& (*registry)(),
 
 // "algorithm": a preset, or "auto" (the cost model chooses at creation).
 KeyApplier algorithmName() {
-  const KeyApplier preset = registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm);
+  const KeyApplier preset =
+      registryName("algorithm", presetRegistry, &scclSparseConfig_t::algorithm);
   return [=](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
     if (value.is_string() && value.get<std::string>() == kAutoAlgorithm) {
       config.algorithm = kAutoAlgorithm;
@@ -73,6 +74,23 @@ KeyApplier integer(const char* key, int scclSparseConfig_t::*field) {
                      "sparse config key \"%s\": %lld is out of range", key,
                      static_cast<long long>(v));
     config.*field = static_cast<int>(v);
+    return scclSuccess;
+  };
+}
+
+// A knob of an axis' table (core/knob_table.h): typed and range-checked here, by its row.
+KeyApplier knob(const KnobDescriptor& row) {
+  return [&row](const Json& value, scclSparseConfig_t& config) -> scclResult_t {
+    if (row.integer ? !value.is_number_integer() : !value.is_number()) {
+      return wrongType(row.key, row.integer ? "an integer" : "a number", value);
+    }
+    const double v = row.integer && value.is_number_unsigned()
+                         ? static_cast<double>(value.get<uint64_t>())
+                     : row.integer ? static_cast<double>(value.get<int64_t>())
+                                   : value.get<double>();
+    const std::string prefix = std::string("sparse config key \"") + row.key + "\": ";
+    SCCL_CHECK(checkKnob(row, v, row.key, prefix.c_str()));
+    row.write(config, v);
     return scclSuccess;
   };
 }
@@ -186,8 +204,8 @@ scclResult_t applyDensityWarmup(const Json& value, scclSparseConfig_t& config) {
   return scclSuccess;
 }
 
-const std::map<std::string, KeyApplier>& keyAppliers() {
-  static const std::map<std::string, KeyApplier> appliers = {
+std::map<std::string, KeyApplier> makeKeyAppliers() {
+  std::map<std::string, KeyApplier> appliers = {
       {"algorithm", algorithmName()},
       {"estimator", registryName("estimator", estimatorRegistry, &scclSparseConfig_t::estimator)},
       {"search", registryName("search", searchSpaceRegistry, &scclSparseConfig_t::searchSpace)},
@@ -197,30 +215,11 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
       {"stream_ordered", flag("stream_ordered", &scclSparseConfig_t::streamOrdered)},
       {"non_finite", applyNonFinite},
       {"max_density_slack", number("max_density_slack", &scclSparseConfig_t::maxDensitySlack)},
-      {"threshold", number("threshold", &scclSparseConfig_t::threshold)},
-      {"scaling_band", number("scaling_band", &scclSparseConfig_t::scalingBand)},
-      {"scaling_step", number("scaling_step", &scclSparseConfig_t::scalingStep)},
       {"scaling_rule", applyScalingRule},
-      {"num_blocks", integer("num_blocks", &scclSparseConfig_t::numBlocks)},
-      {"block_align", integer("block_align", &scclSparseConfig_t::blockAlign)},
-      {"rebalance_alpha", number("rebalance_alpha", &scclSparseConfig_t::rebalanceAlpha)},
-      {"rebalance_move_blocks",
-       integer("rebalance_move_blocks", &scclSparseConfig_t::rebalanceMoveBlocks)},
-      {"min_blocks_factor", number("min_blocks_factor", &scclSparseConfig_t::minBlocksFactor)},
       {"density_correction", applyDensityCorrection},
       {"correction_bins_per_octave",
        integer("correction_bins_per_octave", &scclSparseConfig_t::correctionBinsPerOctave)},
       {"correction_octaves", integer("correction_octaves", &scclSparseConfig_t::correctionOctaves)},
-      {"sidco_first_ratio", number("sidco_first_ratio", &scclSparseConfig_t::sidcoFirstRatio)},
-      {"sidco_stages", integer("sidco_stages", &scclSparseConfig_t::sidcoStages)},
-      {"sidco_max_stages", integer("sidco_max_stages", &scclSparseConfig_t::sidcoMaxStages)},
-      {"sidco_adapt_interval",
-       integer("sidco_adapt_interval", &scclSparseConfig_t::sidcoAdaptInterval)},
-      {"sidco_adapt_tolerance",
-       number("sidco_adapt_tolerance", &scclSparseConfig_t::sidcoAdaptTolerance)},
-      {"sidco_feedback", number("sidco_feedback", &scclSparseConfig_t::sidcoFeedback)},
-      {"dgc_sample_ratio", number("dgc_sample_ratio", &scclSparseConfig_t::dgcSampleRatio)},
-      {"dgc_seed", integer("dgc_seed", &scclSparseConfig_t::dgcSeed)},
       {"sketch_block_size", integer("sketch_block_size", &scclSparseConfig_t::sketchBlockSize)},
       {"sketch_block_selection",
        choice("sketch_block_selection", &scclSparseConfig_t::sketchBlockSelection,
@@ -232,6 +231,14 @@ const std::map<std::string, KeyApplier>& keyAppliers() {
                                  {"unselected", "decode_error"})},
       {"density_warmup", applyDensityWarmup},
   };
+  for (const KnobGroup& group : sparseConfigKnobs()) {
+    for (const KnobDescriptor& row : *group.knobs) appliers.emplace(row.key, knob(row));
+  }
+  return appliers;
+}
+
+const std::map<std::string, KeyApplier>& keyAppliers() {
+  static const std::map<std::string, KeyApplier> appliers = makeKeyAppliers();
   return appliers;
 }
 
@@ -244,26 +251,10 @@ const char* jsonKeyForField(const std::string& message) {
       {"density", "density"},
       {"errorFeedback", "error_feedback"},
       {"maxDensitySlack", "max_density_slack"},
-      {"threshold", "threshold"},
-      {"scalingBand", "scaling_band"},
       {"scalingRule", "scaling_rule"},
-      {"scalingStep", "scaling_step"},
-      {"numBlocks", "num_blocks"},
-      {"blockAlign", "block_align"},
-      {"rebalanceAlpha", "rebalance_alpha"},
-      {"rebalanceMoveBlocks", "rebalance_move_blocks"},
-      {"minBlocksFactor", "min_blocks_factor"},
       {"densityCorrection", "density_correction"},
       {"correctionBinsPerOctave", "correction_bins_per_octave"},
       {"correctionOctaves", "correction_octaves"},
-      {"sidcoFirstRatio", "sidco_first_ratio"},
-      {"sidcoStages", "sidco_stages"},
-      {"sidcoMaxStages", "sidco_max_stages"},
-      {"sidcoAdaptInterval", "sidco_adapt_interval"},
-      {"sidcoAdaptTolerance", "sidco_adapt_tolerance"},
-      {"sidcoFeedback", "sidco_feedback"},
-      {"dgcSampleRatio", "dgc_sample_ratio"},
-      {"dgcSeed", "dgc_seed"},
       {"sketchBlockSize", "sketch_block_size"},
       {"sketchBlockSelection", "sketch_block_selection"},
       {"sketchRows", "sketch_rows"},
@@ -273,6 +264,11 @@ const char* jsonKeyForField(const std::string& message) {
       {"streamOrdered", "stream_ordered"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
+  }
+  for (const KnobGroup& group : sparseConfigKnobs()) {
+    for (const KnobDescriptor& row : *group.knobs) {
+      if (message.rfind(row.field, 0) == 0) return row.key;
+    }
   }
   return nullptr;
 }

@@ -78,27 +78,13 @@ scclResult_t buildSparsifierAxes(scclSparsifier& sp) {
   estimator.density = densityForCall(c, 0);
   estimator.count = sp.count;
   estimator.nranks = sp.comm->nranks;
-  estimator.threshold = c.threshold;
-  estimator.scaling_band = c.scaling_band;
-  estimator.scaling_step = c.scaling_step;
+  static_cast<EstimatorKnobs&>(estimator) = c.estimator_knobs;
   estimator.scaling_proportional = c.scaling_rule == "proportional";
-  estimator.sidco_first_ratio = c.sidco_first_ratio;
-  estimator.sidco_stages = c.sidco_stages;
-  estimator.sidco_max_stages = c.sidco_max_stages;
-  estimator.sidco_adapt_interval = c.sidco_adapt_interval;
-  estimator.sidco_adapt_tolerance = c.sidco_adapt_tolerance;
-  estimator.sidco_feedback = c.sidco_feedback;
-  estimator.dgc_sample_ratio = c.dgc_sample_ratio;
-  estimator.dgc_seed = static_cast<uint64_t>(c.dgc_seed);
   SCCL_CHECK(makeEstimator(c.estimator, estimator, &sp.estimator));
   SearchSpaceParams search;
   search.count = sp.count;
   search.nranks = sp.comm->nranks;
-  search.num_blocks = c.num_blocks;
-  search.block_align = c.block_align;
-  search.rebalance_alpha = c.rebalance_alpha;
-  search.rebalance_move_blocks = c.rebalance_move_blocks;
-  search.min_blocks_factor = c.min_blocks_factor;
+  static_cast<SearchKnobs&>(search) = c.search_knobs;
   SCCL_CHECK(makeSearchSpace(c.search, search, &sp.search));
   sp.reduction = findReduction(c.reduction.c_str());
   return resolveDensityCorrection(sp);
@@ -191,6 +177,13 @@ void applyCallDensity(scclSparsifier& sp) {
 
 scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
                               const scclSparseConfig_t& config, scclSparsifier** out) {
+  ResolvedSparseConfig resolved;
+  SCCL_CHECK(resolveSparseConfig(config, &resolved));
+  return sparsifierCreate(comm, count, dtype, resolved, out);
+}
+
+scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
+                              const ResolvedSparseConfig& config, scclSparsifier** out) {
   SCCL_REQUIRE_ARG(
       dtype == scclFloat32 || dtype == scclFloat16 || dtype == scclBfloat16 || dtype == scclFloat64,
       "sparsifier dtype %s: gradients must be float32, float16, bfloat16 or float64",
@@ -203,7 +196,7 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->count = count;
   sp->dtype = dtype;
   sp->acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
-  SCCL_CHECK(resolveSparseConfig(config, &sp->config));
+  sp->config = config;
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
   SCCL_CHECK(buildSparsifierAxes(*sp));
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, count, dtype);

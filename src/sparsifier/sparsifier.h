@@ -20,7 +20,7 @@ struct scclComm;
 namespace sccl {
 struct AutoChoice;
 struct AutoRetune;
-}
+}  // namespace sccl
 
 struct scclSparsifier {
   static constexpr uint64_t kMagic = 0x5343434c53706172ull;  // "SCCLSpar"
@@ -98,8 +98,13 @@ struct scclSparsifier {
 
 namespace sccl {
 
+// Resolves `config` (sparsifier/sparse_config.h) and creates the sparsifier of the preset it names
+// (collective: the ranks agree on the config). "auto" is chosen above this layer
+// (tuning/sparsifier_factory.h) and comes here as the chosen preset's resolved config.
 scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
                               const scclSparseConfig_t& config, scclSparsifier** out);
+scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype,
+                              const ResolvedSparseConfig& config, scclSparsifier** out);
 void sparsifierDestroy(scclSparsifier* sp);
 scclResult_t sparsifierReset(scclSparsifier* sp);
 // on_device: sendbuf and recvbuf are GPU memory (sparsifier/sparsifier_device.h), ordered on

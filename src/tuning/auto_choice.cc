@@ -37,12 +37,7 @@ scclSparseConfig_t withAlgorithm(const scclSparseConfig_t& config, const char* a
 
 // Step 1: the same "auto" request (count, dtype, every setting, the link settings) on every rank.
 scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dtype,
-                                 const scclSparseConfig_t& config, const GivenLink& given) {
-  // Any candidate's config stands for the request: the fingerprint covers every setting, and the
-  // tag below tells it from that preset's.
-  ResolvedSparseConfig settings;
-  SCCL_CHECK(resolveSparseConfig(
-      withAlgorithm(config, autoCandidates(config.streamOrdered == 1).front()), &settings));
+                                 const ResolvedSparseConfig& settings, const GivenLink& given) {
   CallRecord record = callRecord(CallOperation::SparsifierCreate);
   record.count = count;
   record.dtype = static_cast<int16_t>(dtype);
@@ -52,7 +47,7 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
       sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag ^ givenLinkFingerprint(given);
   char detail[160];
   std::snprintf(detail, sizeof(detail), "this rank's config: auto, density %g, link %s",
-                config.density, describeGivenLink(given).c_str());
+                settings.density, describeGivenLink(given).c_str());
   return agreeOnCall(comm, record, nullptr, detail);
 }
 
@@ -60,19 +55,17 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
 // broadcast: one machine's calibration at a time (ranks sharing a machine would slow each
 // other's), and the same numbers on every rank.
 scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
-                                 const scclSparseConfig_t& config, AutoChoice* choice) {
-  const std::vector<const char*>& names = autoCandidates(config.streamOrdered == 1);
+                                 const AutoCandidateConfigs& configs, AutoChoice* choice) {
+  const std::vector<const char*>& names = configs.names;
   std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
   const uint64_t elements = std::min<uint64_t>(count, kCalibrationElements);
   if (elements > 0 && comm->rank == 0) {
-    std::vector<scclSparseConfig_t> configs;
-    for (const char* name : names) configs.push_back(withAlgorithm(config, name));
     std::vector<double> seconds(names.size(), 0);
     std::vector<scclResult_t> results(names.size(), scclInternalError);
     // No early return: the other ranks wait in the broadcast below (a candidate that could not
     // be measured stays kCannotRun).
-    calibrateComputeBatch(configs.data(), configs.size(), dtype, elements, kCalibrationCalls,
-                          seconds.data(), results.data());
+    calibrateResolvedBatch(configs.resolved.data(), names.size(), dtype, elements,
+                           kCalibrationCalls, seconds.data(), results.data());
     for (size_t i = 0; i < names.size(); ++i) {
       if (results[i] == scclSuccess) picoseconds[i] = uint64_t(std::min(seconds[i] * 1e12, 1e18));
     }
@@ -83,8 +76,8 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
     // leaves rank 0 the cores they share, whatever the scheduler's groups (core/patient_wait.h).
     const PatientWaitScope patient(comm->rank != 0);
     SCCL_CHECK(commRecordFailure(
-        comm, comm->transport->broadcast(picoseconds.data(),
-                                         picoseconds.size() * sizeof(uint64_t), 0)));
+        comm,
+        comm->transport->broadcast(picoseconds.data(), picoseconds.size() * sizeof(uint64_t), 0)));
   }
   choice->candidates.clear();
   for (size_t i = 0; i < names.size(); ++i) {
@@ -105,17 +98,53 @@ const std::vector<const char*>& autoCandidates(bool stream_ordered) {
   return stream_ordered ? ordered : host;
 }
 
+scclResult_t resolveAutoCandidates(const scclSparseConfig_t& config, AutoCandidateConfigs* out) {
+  SCCL_REQUIRE_ARG(
+      config.estimator == nullptr && config.searchSpace == nullptr && config.reduction == nullptr,
+      "algorithm \"auto\" chooses a whole preset: leave estimator, searchSpace and "
+      "reduction unset (they are '%s', '%s', '%s')",
+      config.estimator ? config.estimator : "NULL",
+      config.searchSpace ? config.searchSpace : "NULL",
+      config.reduction ? config.reduction : "NULL");
+  AutoCandidateConfigs configs;
+  configs.names = autoCandidates(config.streamOrdered == 1);
+  configs.resolved.resize(configs.names.size());
+  for (size_t i = 0; i < configs.names.size(); ++i) {
+    // The first candidate's errors are the config's (a knob out of range) and end the request;
+    // a later one's mean that this candidate cannot take it, which the choice skips.
+    const scclResult_t result =
+        resolveSparseConfig(withAlgorithm(config, configs.names[i]), &configs.resolved[i]);
+    if (result != scclSuccess && i == 0) return result;
+    if (result != scclSuccess) configs.resolved[i] = ResolvedSparseConfig{};
+  }
+  *out = std::move(configs);
+  return scclSuccess;
+}
+
 void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclDataType_t dtype,
+                        int nranks, AutoChoice* choice) {
+  AutoCandidateConfigs configs;
+  for (const AutoCandidate& candidate : choice->candidates) {
+    ResolvedSparseConfig c;
+    if (resolveSparseConfig(withAlgorithm(config, candidate.algorithm), &c) != scclSuccess) c = {};
+    configs.names.push_back(candidate.algorithm);
+    configs.resolved.push_back(std::move(c));
+  }
+  rankAutoCandidates(configs, count, dtype, nranks, choice);
+}
+
+void rankAutoCandidates(const AutoCandidateConfigs& configs, size_t count, scclDataType_t dtype,
                         int nranks, AutoChoice* choice) {
   choice->algorithm = nullptr;
   double best = 0;
-  for (AutoCandidate& candidate : choice->candidates) {
+  for (size_t i = 0; i < choice->candidates.size(); ++i) {
+    AutoCandidate& candidate = choice->candidates[i];
     if (candidate.local_s_per_element < 0) continue;
-    ResolvedSparseConfig c;
-    if (resolveSparseConfig(withAlgorithm(config, candidate.algorithm), &c) != scclSuccess) {
+    if (i >= configs.resolved.size() || configs.resolved[i].algorithm.empty()) {
       candidate.local_s_per_element = -1;
       continue;
     }
+    const ResolvedSparseConfig& c = configs.resolved[i];
     const CallShape shape = predictCallShape(c, count, dtype, nranks, ShapeAssumptions{});
     candidate.predicted =
         predictCall(c, shape, choice->probe.link,
@@ -135,33 +164,35 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
 scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                              const scclSparseConfig_t& config, const GivenLink& given,
                              AutoChoice* out) {
+  AutoCandidateConfigs configs;
+  SCCL_CHECK(resolveAutoCandidates(config, &configs));
+  return chooseAlgorithm(comm, count, dtype, configs, given, out);
+}
+
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const AutoCandidateConfigs& configs, const GivenLink& given,
+                             AutoChoice* out) {
   const auto start = std::chrono::steady_clock::now();
-  SCCL_REQUIRE_ARG(config.estimator == nullptr && config.searchSpace == nullptr &&
-                       config.reduction == nullptr,
-                   "algorithm \"auto\" chooses a whole preset: leave estimator, searchSpace and "
-                   "reduction unset (they are '%s', '%s', '%s')",
-                   config.estimator ? config.estimator : "NULL",
-                   config.searchSpace ? config.searchSpace : "NULL",
-                   config.reduction ? config.reduction : "NULL");
-  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, config, given));
+  // Any candidate's config stands for the request: the fingerprint covers every setting, and the
+  // agreement's tag tells it from that preset's.
+  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, configs.resolved.front(), given));
   SCCL_CHECK(checkGivenLink(given));  // agreed: every rank returns the same error
   AutoChoice choice;
   choice.agreement_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   SCCL_CHECK(probeLink(comm, given, &choice.probe));
   const auto calibration_start = std::chrono::steady_clock::now();
-  SCCL_CHECK(calibrateCandidates(comm, count, dtype, config, &choice));
+  SCCL_CHECK(calibrateCandidates(comm, count, dtype, configs, &choice));
   choice.calibration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count();
-  rankAutoCandidates(config, count, dtype, comm->nranks, &choice);
+  rankAutoCandidates(configs, count, dtype, comm->nranks, &choice);
   if (choice.algorithm == nullptr) {
     return fail(scclInvalidArgument,
                 "algorithm \"auto\": no candidate preset can run this config (%zu elements of "
                 "%s; the sparse presets take floating-point data)",
                 count, dataTypeName(dtype));
   }
-  choice.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  choice.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   *out = std::move(choice);
   return scclSuccess;
 }

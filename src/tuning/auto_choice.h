@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
+#include "sparsifier/sparse_config.h"
 #include "tuning/cost_model.h"
 #include "tuning/link_probe.h"
 #include "tuning/link_settings.h"
@@ -59,9 +60,23 @@ struct AutoChoice {
 // presets that can run stream-ordered, micro_sync_free and exdyna_sync_free.
 const std::vector<const char*>& autoCandidates(bool stream_ordered = false);
 
+// The candidates' configs, each resolved once: the caller's settings with each candidate preset
+// (a candidate that cannot take them has an empty ResolvedSparseConfig::algorithm). The first
+// candidate's resolves, or the request is refused with its error.
+struct AutoCandidateConfigs {
+  std::vector<const char*> names;
+  std::vector<ResolvedSparseConfig> resolved;
+};
+// config.algorithm is "auto"; its estimator, search space and reduction must be unset (auto
+// chooses whole presets).
+scclResult_t resolveAutoCandidates(const scclSparseConfig_t& config, AutoCandidateConfigs* out);
+
 // Step 4 alone: deterministic in its inputs. choice->candidates holds each candidate's name and
 // agreed local work; fills their predictions and choice->algorithm (null if none can run).
 void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclDataType_t dtype,
+                        int nranks, AutoChoice* choice);
+// The same on resolved configs, configs.resolved[i] for choice->candidates[i].
+void rankAutoCandidates(const AutoCandidateConfigs& configs, size_t count, scclDataType_t dtype,
                         int nranks, AutoChoice* choice);
 
 // Steps 1-4 (collective). config.algorithm must be "auto"; its estimator, search space and
@@ -73,6 +88,10 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
 // (tuning/link_settings.h).
 scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
                              const scclSparseConfig_t& config, const GivenLink& given,
+                             AutoChoice* out);
+// Steps 1-4 on the candidates resolved already (tuning/sparsifier_factory.h).
+scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
+                             const AutoCandidateConfigs& configs, const GivenLink& given,
                              AutoChoice* out);
 
 // One line for logs: the choice, the probed link and each candidate's predicted time.

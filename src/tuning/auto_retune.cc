@@ -121,23 +121,19 @@ RetuneDecision decideRetune(std::vector<RetuneCandidate>& candidates, int curren
   const double best = candidates[size_t(fastest_measured)].estimate_s;
   // Below the fastest measured time, or within kRetuneTieMargin above it: the model cannot order
   // presets that close (micro and exdyna), so a trial's measurement decides.
-  const bool trial = fastest_untried >= 0 &&
-                     candidates[size_t(fastest_untried)].estimate_s <=
-                         best * (1 + std::min(kRetuneTieMargin, tolerance));
+  const bool trial = fastest_untried >= 0 && candidates[size_t(fastest_untried)].estimate_s <=
+                                                 best * (1 + std::min(kRetuneTieMargin, tolerance));
   decision.next = trial ? fastest_untried : fastest_measured;
   decision.settled = !trial;
   return decision;
 }
 
 std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
-                                           const scclSparseConfig_t& given) {
+                                           const std::string& density_correction) {
   if (paramAutoRetune() == 0) return nullptr;
   auto retune = std::make_shared<AutoRetune>();
   retune->tolerance = double(std::clamp<int64_t>(paramAutoRetuneTolerance(), 1, 1000)) / 100.0;
-  // A config from an older header is shorter (resolveSparseConfig reads it the same way).
-  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-  std::memcpy(&config, &given, std::min(given.size, sizeof(scclSparseConfig_t)));
-  if (config.densityCorrection != nullptr) retune->density_correction = config.densityCorrection;
+  retune->density_correction = density_correction;
   for (const AutoCandidate& a : choice.candidates) {
     RetuneCandidate c;
     c.algorithm = a.algorithm;
@@ -195,8 +191,7 @@ scclResult_t autoRetuneAfterCall(scclSparsifier* sp) {
     for (RetuneCandidate& c : r.candidates) c.measured = false;
   }
   record(current, measurement);
-  const RetuneDecision decision =
-      decideRetune(r.candidates, r.current, r.tolerance);
+  const RetuneDecision decision = decideRetune(r.candidates, r.current, r.tolerance);
   if (sp->comm->rank == 0)
     SCCL_INFO(LogSubsys::Coll, "%s", describeDecision(r, measured, decision).c_str());
   r.settled = decision.settled;

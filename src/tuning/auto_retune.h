@@ -100,9 +100,9 @@ struct AutoRetune {
 };
 
 // After scclSparsifierCreate chose `choice.algorithm`: the re-decision's state, or null where it
-// is off (SCCL_AUTO_RETUNE=0).
+// is off (SCCL_AUTO_RETUNE=0). density_correction: the caller's setting (empty: each preset's).
 std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
-                                           const scclSparseConfig_t& config);
+                                           const std::string& density_correction);
 
 // After every successful host-buffer scclSparseAllreduce of an "auto" sparsifier (collective at
 // the window's last call).

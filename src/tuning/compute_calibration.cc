@@ -53,7 +53,7 @@ class CalibrationBench {
   CalibrationBench(const CalibrationBench&) = delete;
   CalibrationBench& operator=(const CalibrationBench&) = delete;
 
-  scclResult_t measure(const scclSparseConfig_t& config, int calls, double* seconds_per_element);
+  scclResult_t measure(const ResolvedSparseConfig& config, int calls, double* seconds_per_element);
 
  private:
   // The two gradients (alternated, so the residual carries what was not sent, as in training)
@@ -76,7 +76,7 @@ class CalibrationBench {
   double scale_ = 0;
 };
 
-scclResult_t CalibrationBench::measure(const scclSparseConfig_t& config, int calls,
+scclResult_t CalibrationBench::measure(const ResolvedSparseConfig& config, int calls,
                                        double* seconds_per_element) {
   if (comm_ == nullptr) {
     scclUniqueId id;
@@ -139,27 +139,42 @@ CacheKey cacheKey(const ResolvedSparseConfig& resolved, scclDataType_t dtype, ui
 scclResult_t calibrateComputeBatch(const scclSparseConfig_t* configs, size_t n,
                                    scclDataType_t dtype, uint64_t count, int calls,
                                    double* seconds_per_element, scclResult_t* results) {
+  SCCL_REQUIRE_ARG(
+      n == 0 || (configs != nullptr && seconds_per_element != nullptr && results != nullptr),
+      "calibration of %zu configs without their arrays", n);
+  std::vector<ResolvedSparseConfig> resolved(n);
+  std::vector<scclResult_t> resolution(n);
+  for (size_t i = 0; i < n; ++i) resolution[i] = resolveSparseConfig(configs[i], &resolved[i]);
+  SCCL_CHECK(calibrateResolvedBatch(resolved.data(), n, dtype, count, calls, seconds_per_element,
+                                    results));
+  for (size_t i = 0; i < n; ++i) {
+    if (resolution[i] != scclSuccess) results[i] = resolution[i];
+  }
+  return scclSuccess;
+}
+
+scclResult_t calibrateResolvedBatch(const ResolvedSparseConfig* configs, size_t n,
+                                    scclDataType_t dtype, uint64_t count, int calls,
+                                    double* seconds_per_element, scclResult_t* results) {
   SCCL_REQUIRE_ARG(count > 0 && calls > 0, "calibration of %llu elements over %d calls",
                    static_cast<unsigned long long>(count), calls);
   SCCL_REQUIRE_ARG(
       n == 0 || (configs != nullptr && seconds_per_element != nullptr && results != nullptr),
       "calibration of %zu configs without their arrays", n);
   CalibrationBench bench(dtype, count);
-  std::vector<ResolvedSparseConfig> resolved_configs(n);
   std::vector<size_t> order;
   for (size_t i = 0; i < n; ++i) {
     seconds_per_element[i] = 0;
-    results[i] = resolveSparseConfig(configs[i], &resolved_configs[i]);
+    results[i] = configs[i].algorithm.empty() ? scclInvalidArgument : scclSuccess;
     if (results[i] == scclSuccess) order.push_back(i);
   }
   // Configs that select nothing (dense) run last: they take the gradients the others drew.
   std::stable_partition(order.begin(), order.end(), [&](size_t i) {
-    const ReductionEntry* reduction = findReduction(resolved_configs[i].reduction.c_str());
+    const ReductionEntry* reduction = findReduction(configs[i].reduction.c_str());
     return reduction == nullptr || reduction->needs_selection;
   });
   for (size_t i : order) {
-    const ResolvedSparseConfig& resolved = resolved_configs[i];
-    const CacheKey key = cacheKey(resolved, dtype, count);
+    const CacheKey key = cacheKey(configs[i], dtype, count);
     {
       std::lock_guard<std::mutex> lock(cacheMutex());
       auto found = cache().find(key);

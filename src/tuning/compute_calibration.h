@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "sparsecoll/sparsecoll.h"
+#include "sparsifier/sparse_config.h"
 
 namespace sccl {
 
@@ -31,5 +32,10 @@ scclResult_t calibrateCompute(const scclSparseConfig_t& config, scclDataType_t d
 scclResult_t calibrateComputeBatch(const scclSparseConfig_t* configs, size_t n,
                                    scclDataType_t dtype, uint64_t count, int calls,
                                    double* seconds_per_element, scclResult_t* results);
+// The same for configs resolved already ("auto" resolves each candidate once); a config with an
+// empty algorithm is one that did not resolve: scclInvalidArgument in results, not measured.
+scclResult_t calibrateResolvedBatch(const ResolvedSparseConfig* configs, size_t n,
+                                    scclDataType_t dtype, uint64_t count, int calls,
+                                    double* seconds_per_element, scclResult_t* results);
 
 }  // namespace sccl
