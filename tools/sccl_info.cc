@@ -8,6 +8,7 @@
 #include "comm/comm_compatibility.h"
 #include "core/memory_space.h"
 #include "core/setting.h"
+#include "core/settings.h"
 #include "kernels/kernels.h"
 #include "sccl_build_config.h"
 #include "sparsifier/sparse_config.h"
@@ -72,6 +73,19 @@ void printTransportsAndBackends() {
                                                : "not built");
 }
 
+// What "hierarchy": "node" and the cost model take as this process's node (comm_compatibility.h).
+void printNode() {
+  const char* source = nullptr;
+  const std::string identity = sccl::thisNodeIdentity(&source);
+  std::printf("# node identity of this process: %s (from the %s", identity.c_str(), source);
+  if (sccl::paramRanksPerNode() > 0) {
+    std::printf("; SCCL_RANKS_PER_NODE=%lld groups consecutive ranks instead)\n",
+                static_cast<long long>(sccl::paramRanksPerNode()));
+  } else {
+    std::printf("; ranks with the same identity share a node)\n");
+  }
+}
+
 void printSettings() {
   std::printf("# settings (environment variable = value in effect  [default]  help):\n");
   for (const sccl::ParamInfo& param : sccl::registeredParams()) {
@@ -110,6 +124,7 @@ int main(int argc, char** argv) {
   if (!settings_only) {
     printBuild();
     printTransportsAndBackends();
+    printNode();
   }
   printSettings();
   if (!settings_only) printSparseKnobs();

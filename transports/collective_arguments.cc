@@ -52,6 +52,24 @@ scclResult_t checkAllReduceArguments(const void* send, const void* recv, size_t 
   return scclSuccess;
 }
 
+scclResult_t checkReduceScatterArguments(const void* send, const void* recv, size_t recvcount,
+                                         scclDataType_t dtype, ReduceOp op, int nranks,
+                                         size_t* block_bytes) {
+  SCCL_REQUIRE_ARG(isValidDataType(dtype), "reduceScatter: unknown data type %d",
+                   static_cast<int>(dtype));
+  SCCL_REQUIRE_ARG(op == ReduceOp::Sum || op == ReduceOp::Max, "reduceScatter: unknown op %d",
+                   static_cast<int>(op));
+  size_t total = 0;
+  SCCL_REQUIRE_ARG(byteSize(recvcount, dtype, block_bytes) &&
+                       !__builtin_mul_overflow(*block_bytes, static_cast<size_t>(nranks), &total),
+                   "reduceScatter: %d x %zu elements of %s overflow size_t", nranks, recvcount,
+                   dataTypeName(dtype));
+  SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || recvcount == 0,
+                   "reduceScatter: NULL buffer (send %p, recv %p) for %zu elements per rank", send,
+                   recv, recvcount);
+  return scclSuccess;
+}
+
 scclResult_t checkBroadcastArguments(const void* buf, size_t bytes, int root, int nranks) {
   SCCL_REQUIRE_ARG(root >= 0 && root < nranks, "broadcast: root %d out of range [0, %d)", root,
                    nranks);

@@ -26,6 +26,12 @@ scclResult_t checkAllGatherVArguments(const void* send, size_t send_bytes, const
 scclResult_t checkAllReduceArguments(const void* send, const void* recv, size_t count,
                                      scclDataType_t dtype, ReduceOp op, size_t* total_bytes);
 
+// reduceScatter: allReduce's checks on the nranks x recvcount elements of send (*block_bytes:
+// recvcount x element size).
+scclResult_t checkReduceScatterArguments(const void* send, const void* recv, size_t recvcount,
+                                         scclDataType_t dtype, ReduceOp op, int nranks,
+                                         size_t* block_bytes);
+
 // broadcast: root in range, buffer NULL only for 0 bytes.
 scclResult_t checkBroadcastArguments(const void* buf, size_t bytes, int root, int nranks);
 

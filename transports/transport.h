@@ -62,6 +62,15 @@ class Transport {
   virtual scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                                  ReduceOp op) = 0;
 
+  // send holds nranks x recvcount elements; recv = the reduction over ranks of block `rank` of
+  // send, element for element the same bits as that slice of allReduce's result (rank order).
+  // In place allowed when recv == send + rank * recvcount elements. The default reduces the whole
+  // vector with allReduce into host memory and copies this rank's block: correct on host memory,
+  // twice the bytes of a reduce-scatter; transports override it with a direct one (each rank sends
+  // block r to rank r, which reduces the n copies), and those on device memory must.
+  virtual scclResult_t reduceScatter(const void* send, void* recv, size_t recvcount,
+                                     scclDataType_t dtype, ReduceOp op);
+
   // Copies root's buf to every rank's buf.
   virtual scclResult_t broadcast(void* buf, size_t bytes, int root) = 0;
 

@@ -171,6 +171,21 @@ SCCL_API scclResult_t scclCommUserRank(const scclComm_t comm, int* rank);
 /* The transport the communicator runs on ("local", "mpi", "ucx", "nccl"); static string. */
 SCCL_API scclResult_t scclCommTransportName(const scclComm_t comm, const char** name);
 
+/* Splits comm, as ncclCommSplit. Collective over comm: every rank calls it, and it is agreed like
+ * the collectives below (a rank in another call makes every rank return scclInvalidUsage). Ranks
+ * that pass the same color form a new communicator, ranked by (key, rank in comm); a rank passing
+ * SCCL_SPLIT_NOCOLOR takes no part and gets *newcomm = NULL. The child's settings are config's
+ * where it sets them, else the parent's (timeout, name, transport), whatever the environment says;
+ * the transport is "local" instead when the child's ranks are threads of one process. A color
+ * that is negative and not SCCL_SPLIT_NOCOLOR, a NULL newcomm or a config scclCommInitRankConfig
+ * would refuse fails on every rank: that rank's own error (scclInvalidArgument for a bad argument)
+ * there, scclInvalidUsage naming it on the others; nothing is created and comm stays usable. The
+ * child has its own rendezvous and transport: it stays usable after comm is destroyed, and either
+ * may be destroyed or aborted first. */
+#define SCCL_SPLIT_NOCOLOR (-1)
+SCCL_API scclResult_t scclCommSplit(scclComm_t comm, int color, int key, scclComm_t* newcomm,
+                                    scclConfig_t* config);
+
 /* ---------------------------------------------------------------------------------------------
  * Dense collectives (the transport's, exposed for baselines and frameworks)
  * ------------------------------------------------------------------------------------------- */
@@ -193,6 +208,13 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
 /* recvbuf[r * sendcount + i] = sendbuf of rank r [i]. */
 SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
                                     scclDataType_t datatype, scclComm_t comm, void* stream);
+/* recvbuf[i] = sum (or average) over ranks r of sendbuf of rank r [rank * recvcount + i]: sendbuf
+ * holds nranks blocks of recvcount elements and each rank receives the reduction of its block,
+ * bitwise that slice of scclAllReduce's result (rank order, the same rounding and NaN rule).
+ * In place: recvbuf == sendbuf + rank * recvcount elements. */
+SCCL_API scclResult_t scclReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                        scclDataType_t datatype, scclRedOp_t op, scclComm_t comm,
+                                        void* stream);
 SCCL_API scclResult_t scclBroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                     scclDataType_t datatype, int root, scclComm_t comm,
                                     void* stream);
@@ -343,6 +365,13 @@ typedef struct {
   double densityWarmupStart; /* default 0 (no warm-up) */
   int densityWarmupCalls;    /* N >= 0, default 0 */
   const char* densityWarmupForm; /* "exponential" (default) or "linear" */
+  /* NULL or "flat" (default): every rank selects over the whole vector and sends across the
+   * network; "node": ranks that share a node (scclCommSplit by node, comm's node detection) first
+   * reduce-scatter the gradient inside the node, the preset then runs across nodes among the
+   * ranks with the same local index, each over its 1/L chunk with its own residual, and an
+   * all-gather inside the node completes the vector (docs/algorithms/hierarchy.md). Every node
+   * must hold the same number of ranks. */
+  const char* hierarchy;
 } scclSparseConfig_t;
 
 #define SCCL_SPARSE_CONFIG_INITIALIZER                                                           \
@@ -350,7 +379,7 @@ typedef struct {
     sizeof(scclSparseConfig_t), SCCL_SPARSE_CONFIG_MAGIC, SCCL_VERSION_CODE, "exdyna", NULL,     \
         NULL, NULL, 0.01, 1, scclNonFinitePropagate, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1,  \
         0.25, "proportional", NULL, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, "topk", 3, 0.5, \
-        0, "unselected", 0, 0.0, 0, "exponential"                                                \
+        0, "unselected", 0, 0.0, 0, "exponential", NULL                                          \
   }
 
 /* Applies the keys of a JSON object to *config (start from SCCL_SPARSE_CONFIG_INITIALIZER):
@@ -362,7 +391,7 @@ typedef struct {
  * "sidco_max_stages", "sidco_adapt_interval", "sidco_adapt_tolerance", "sidco_feedback",
  * "dgc_sample_ratio", "dgc_seed", "sketch_block_size", "sketch_block_selection" ("topk" |
  * "nonzero"), "sketch_rows", "sketch_lambda", "sketch_seed", "sketch_feedback" ("unselected" |
- * "decode_error"), "stream_ordered" (true | false), "density_warmup" (an object with "start",
+ * "decode_error"), "stream_ordered" (true | false), "hierarchy" ("flat" | "node"), "density_warmup" (an object with "start",
  * "calls" and optionally "form": "exponential" | "linear"; e.g. {"start": 0.25, "calls": 100}).
  * Booleans take true, false, 1 or 0. An
  * unknown key, a wrong type or an out-of-range value is scclInvalidArgument naming the key, and
@@ -431,6 +460,14 @@ typedef struct {
    * buffers. Not reset by scclSparsifierReset. */
   uint64_t autoSwitches;
   uint64_t autoSettled;
+  /* "hierarchy": "node" (0 otherwise): the bytes this rank sent and received inside its node (the
+   * reduce-scatter and the all-gather), last call and since creation or reset; bytesSent and
+   * bytesReceived then count what crossed the node boundary, and kTarget, kGlobal and density
+   * cover the node's chunks together. */
+  uint64_t bytesSentInsideNode;
+  uint64_t bytesReceivedInsideNode;
+  uint64_t totalBytesSentInsideNode;
+  uint64_t totalBytesReceivedInsideNode;
 } scclSparseStats_t;
 
 SCCL_API scclResult_t scclSparsifierGetStats(scclSparsifier_t sparsifier,

@@ -13,10 +13,13 @@
 namespace sccl_perf {
 namespace {
 
-enum class Model { kDense, kTopK, kLeaderTopK, kThreshold, kMicro, kSubset, kSketch };
+enum class Model { kDense, kTopK, kLeaderTopK, kThreshold, kMicro, kSubset, kSketch, kRanksAgree };
 
 Model modelOf(const scclSparseConfig_t& config) {
   const std::string name = config.algorithm;
+  // The node sums select and add in another order than any flat model: the ranks' bits only.
+  if (config.hierarchy != nullptr && std::string(config.hierarchy) == "node")
+    return Model::kRanksAgree;
   if (name == "s2" && config.reduction == nullptr) return Model::kSketch;
   if (!isPlainPreset(config)) return Model::kSubset;
   if (name == "dense") return Model::kDense;
@@ -392,6 +395,7 @@ uint64_t checkFirstCall(const CheckCase& c) {
   const scclSparseConfig_t config = rowConfig(c.options, c.algorithm, c.density);
   const Model model = modelOf(config);
   const CallFacts facts = runFirstCall(c, config);
+  if (model == Model::kRanksAgree) return ranksDifferingFromRankZero(c);
   if (model == Model::kSketch)
     return ranksDifferingFromRankZero(c) + checkSketchCall(c, config, facts);
   uint64_t wrong = ranksDifferingFromRankZero(c);

@@ -22,6 +22,9 @@
 // (fixed and scaling estimators), and there are at most k' non-zeros (for the exclusive
 // partitions of exdyna and the sync-free presets, k' = sum of the k_i).
 // For the exact models the selected count must also equal k'. All counts are summed over ranks.
+// A -C config with "hierarchy": "node" is checked for identical bits on every rank only (its
+// node sums select and add in an order no flat model follows; tests/unit/test_node_hierarchy.cc
+// checks it bitwise against the flat preset run on the node sums).
 // -g 1 (CheckCase::device set): the checked call runs on device buffers (the dense row as
 // scclAllReduce, whose facts are those of the dense preset: every index selected) and its output
 // is copied back to the host before the same comparisons. A graph replay row (<preset>:graph) is

@@ -6,7 +6,11 @@
 #                                  namespace sccl_hub (bridge br0, 10.77.0.254)
 #   netns_cluster.sh rate RATE N   shape every node's link both ways (tc tbf), e.g. 1gbit; "off"
 #   netns_cluster.sh down N        delete everything `up` created (safe to call twice)
-#   netns_cluster.sh mpirun N ARGS run `mpirun ARGS` with one rank per node (from inside sccl_hub)
+#   netns_cluster.sh mpirun N ARGS run `mpirun ARGS` with one rank per node (from inside sccl_hub);
+#                                  SCCL_CLUSTER_RANKS_PER_NODE=R starts R ranks in every node
+#                                  (ranks R i .. R i + R - 1 in node i; between them loopback,
+#                                  unshaped; each node has its own host name, so the library's
+#                                  node detection groups them)
 #   netns_cluster.sh status        list the namespaces of this script
 #
 # Only 10.77.0.0/24 inside the namespaces and loopback are used. Needs root (ip netns, tc).
@@ -70,11 +74,14 @@ cluster_mpirun() {
   local n=$1; shift
   local hosts
   hosts=$(mktemp /tmp/sccl_hosts.XXXXXX)
-  for i in $(seq 1 "$n"); do echo "${subnet_prefix}.$i slots=1"; done > "$hosts"
+  local per_node=${SCCL_CLUSTER_RANKS_PER_NODE:-1}
+  [[ "$per_node" =~ ^[1-9][0-9]?$ ]] || die "SCCL_CLUSTER_RANKS_PER_NODE must be 1..99"
+  for i in $(seq 1 "$n"); do echo "${subnet_prefix}.$i slots=$per_node"; done > "$hosts"
   local status=0
   ip netns exec sccl_hub env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     OMPI_MCA_osc=sm,rdma,pt2pt \
-    mpirun --hostfile "$hosts" -np "$n" --mca plm_rsh_agent "$here/netns_rsh.sh" \
+    mpirun --hostfile "$hosts" -np $((n * per_node)) --map-by slot \
+    --mca plm_rsh_agent "$here/netns_rsh.sh" \
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include ${subnet_prefix}.0/24 \
     --mca btl self,tcp --mca btl_tcp_if_include ${subnet_prefix}.0/24 \
     --mca mpi_yield_when_idle 1 --bind-to none "$@" || status=$?

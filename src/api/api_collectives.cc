@@ -26,8 +26,8 @@ sccl::CallRecord denseRecord(sccl::CallOperation operation, size_t count, scclDa
   sccl::CallRecord record = sccl::callRecord(operation);
   record.count = count;
   record.dtype = static_cast<int16_t>(dtype);
-  record.flags = (in_place ? sccl::CallRecord::kInPlace : 0u) |
-                 (on_device ? sccl::CallRecord::kDevice : 0u);
+  record.flags =
+      (in_place ? sccl::CallRecord::kInPlace : 0u) | (on_device ? sccl::CallRecord::kDevice : 0u);
   return record;
 }
 
@@ -48,8 +48,8 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     bool on_device = false;
     SCCL_CHECK(
         sccl::requireCollectiveBuffers(comm, sendbuf, bytes, recvbuf, bytes, stream, &on_device));
-    sccl::CallRecord record = denseRecord(sccl::CallOperation::AllReduce, count, datatype,
-                                          sendbuf == recvbuf, on_device);
+    sccl::CallRecord record =
+        denseRecord(sccl::CallOperation::AllReduce, count, datatype, sendbuf == recvbuf, on_device);
     record.redop = static_cast<int16_t>(op);
     SCCL_CHECK(runOnTransport(
         comm, record,
@@ -80,6 +80,41 @@ SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t s
     return runOnTransport(
         comm, denseRecord(sccl::CallOperation::AllGather, sendcount, datatype, in_place, on_device),
         [&](sccl::Transport& t) { return t.allGather(sendbuf, recvbuf, bytes); }, on_device);
+  });
+}
+
+SCCL_API scclResult_t scclReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                        scclDataType_t datatype, scclRedOp_t op, scclComm_t comm,
+                                        void* stream) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    size_t block = 0, total = 0;
+    SCCL_CHECK(sccl::requireByteSize(recvcount, datatype, &block));
+    SCCL_REQUIRE_ARG(!__builtin_mul_overflow(block, static_cast<size_t>(comm->nranks), &total),
+                     "recvcount %zu times %d ranks overflows the address space", recvcount,
+                     comm->nranks);
+    SCCL_CHECK(sccl::requireRedOp(op));
+    SCCL_REQUIRE_ARG(op != scclAvg || sccl::isFloatingType(datatype),
+                     "scclAvg needs a floating-point type, not %s", sccl::dataTypeName(datatype));
+    bool on_device = false;
+    SCCL_CHECK(sccl::requireReduceScatterBuffers(comm, sendbuf, total, recvbuf, block, stream,
+                                                 &on_device));
+    const bool in_place =
+        recvbuf == static_cast<const char*>(sendbuf) + static_cast<size_t>(comm->rank) * block;
+    sccl::CallRecord record = denseRecord(sccl::CallOperation::ReduceScatter, recvcount, datatype,
+                                          in_place && block > 0, on_device);
+    record.redop = static_cast<int16_t>(op);
+    SCCL_CHECK(runOnTransport(
+        comm, record,
+        [&](sccl::Transport& t) {
+          return t.reduceScatter(sendbuf, recvbuf, recvcount, datatype, sccl::ReduceOp::Sum);
+        },
+        on_device));
+    // Divided element by element as scclAllReduce divides: the bits of its slice.
+    if (op != scclAvg) return scclSuccess;
+    if (on_device)
+      return sccl::deviceDivideByRanks(recvbuf, recvcount, datatype, comm->nranks, stream);
+    return sccl::divideByRanks(recvbuf, recvcount, datatype, comm->nranks);
   });
 }
 

@@ -1,6 +1,7 @@
 // Communicator lifecycle and queries.
 #include "api/api_guard.h"
 #include "comm/comm.h"
+#include "comm/comm_split.h"
 #include "comm/default_transport.h"
 #include "transports/bootstrap/bootstrap.h"
 
@@ -54,6 +55,16 @@ SCCL_API scclResult_t scclCommInitMpi(scclComm_t* comm, const void* mpiComm,
     SCCL_CHECK(sccl::commCreateFromMpi(mpiComm, config, &created));
     *comm = created;
     return scclSuccess;
+  });
+}
+
+// Only the parent is checked here: a rank with a bad color, newcomm or config must still join the
+// split's exchange so that its peers fail with it instead of waiting (comm/comm_split.h).
+SCCL_API scclResult_t scclCommSplit(scclComm_t comm, int color, int key, scclComm_t* newcomm,
+                                    scclConfig_t* config) {
+  return sccl::guardedCall(__func__, comm, [&] {
+    SCCL_CHECK(sccl::requireHealthyComm(comm));
+    return sccl::commSplit(comm, color, key, newcomm, config);
   });
 }
 

@@ -149,4 +149,26 @@ inline scclResult_t requireCollectiveBuffers(scclComm* comm, const void* send, s
   return *on_device ? prepareDeviceCollective(comm, stream) : scclSuccess;
 }
 
+// The buffers of a reduce-scatter: sendbuf holds nranks blocks of recv_bytes; they are disjoint or
+// in place, recvbuf == sendbuf + rank * recv_bytes; then as requireCollectiveBuffers.
+inline scclResult_t requireReduceScatterBuffers(scclComm* comm, const void* send, size_t send_bytes,
+                                                const void* recv, size_t recv_bytes, void* stream,
+                                                bool* on_device) {
+  SCCL_CHECK(requireBufferBytes(send_bytes, "sendbuf"));
+  SCCL_CHECK(requireBufferBytes(recv_bytes, "recvbuf"));
+  if (send_bytes > 0 && recv_bytes > 0 && send != nullptr && recv != nullptr) {
+    const auto s = reinterpret_cast<uintptr_t>(send);
+    const auto r = reinterpret_cast<uintptr_t>(recv);
+    const size_t own = size_t(comm->rank) * recv_bytes;
+    const bool overlap = r < s + send_bytes && s < r + recv_bytes;
+    SCCL_REQUIRE_ARG(!overlap || r == s + own,
+                     "recvbuf [%p, +%zu) overlaps sendbuf [%p, +%zu) but is not the in-place "
+                     "position sendbuf + %zu (this rank's block): buffers must be disjoint or "
+                     "exactly in place",
+                     recv, recv_bytes, send, send_bytes, own);
+  }
+  SCCL_CHECK(placeBuffers(send, send_bytes, recv, recv_bytes, stream, on_device));
+  return *on_device ? prepareDeviceCollective(comm, stream) : scclSuccess;
+}
+
 }  // namespace sccl

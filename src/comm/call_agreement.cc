@@ -162,6 +162,8 @@ const char* callOperationName(uint32_t operation) {
     case CallOperation::EventCommImportState: return "scclEventCommImportState";
     case CallOperation::EventCommImportRefused:
       return "scclEventCommImportState with a checkpoint its own checks refused";
+    case CallOperation::ReduceScatter: return "scclReduceScatter";
+    case CallOperation::CommSplit: return "scclCommSplit";
   }
   return "an unknown call";
 }

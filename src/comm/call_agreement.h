@@ -34,6 +34,8 @@ enum class CallOperation : uint32_t {
   SparsifierImportRefused,
   EventCommImportState,
   EventCommImportRefused,  // as SparsifierImportRefused
+  ReduceScatter,
+  CommSplit,
 };
 
 const char* callOperationName(uint32_t operation);

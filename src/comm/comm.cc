@@ -1,6 +1,7 @@
 // Communicator creation and destruction.
 #include "comm/comm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ namespace {
 // The settings a communicator runs with, resolved from config, environment and defaults.
 struct ResolvedConfig {
   std::string transport;
+  // An inherited transport (a split's child): "local" instead when every rank is one process's.
+  bool local_in_one_process = false;
   int64_t timeout_ms = 0;
   std::string name;
 };
@@ -45,8 +48,12 @@ scclResult_t checkConfigHeader(const scclConfig_t* config) {
 scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resolved) {
   const scclConfig_t* config = request.config;
   if (config != nullptr) SCCL_CHECK(checkConfigHeader(config));
+  const InheritedSettings* inherited = request.inherited;
   if (config != nullptr && config->transport != nullptr) {
     resolved->transport = config->transport;
+  } else if (inherited != nullptr) {
+    resolved->transport = inherited->transport;
+    resolved->local_in_one_process = true;
   } else if (!paramTransport().empty()) {
     resolved->transport = paramTransport();
   } else {
@@ -60,7 +67,7 @@ scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resol
                 known_elsewhere ? "built into this library" : "a sparsecoll transport",
                 knownTransportList().c_str());
   }
-  resolved->timeout_ms = paramTimeoutMs();
+  resolved->timeout_ms = inherited != nullptr ? inherited->timeout_ms : paramTimeoutMs();
   if (config != nullptr && config->timeoutMs != SCCL_CONFIG_UNDEF_INT) {
     SCCL_REQUIRE_ARG(config->timeoutMs > 0, "config timeoutMs %d must be > 0", config->timeoutMs);
     resolved->timeout_ms = config->timeoutMs;
@@ -69,8 +76,20 @@ scclResult_t resolveConfig(const CommInitRequest& request, ResolvedConfig* resol
                    "SCCL_TIMEOUT_MS %lld must be in [1, %lld] ms (at most about 24.8 days)",
                    static_cast<long long>(resolved->timeout_ms),
                    static_cast<long long>(kMaxTimeoutMs));
-  if (config != nullptr && config->commName != nullptr) resolved->name = config->commName;
+  if (config != nullptr && config->commName != nullptr) {
+    resolved->name = config->commName;
+  } else if (inherited != nullptr) {
+    resolved->name = inherited->name;
+  }
   return scclSuccess;
+}
+
+// What this rank tells the others it asked for: ranks that resolved the same transport
+// differently (one named it in its config, another inherited it and may run "local" instead)
+// must fail the handshake rather than create different transports.
+std::string requestedTransportText(const ResolvedConfig& resolved) {
+  return resolved.local_in_one_process ? resolved.transport + " (local in one process)"
+                                       : resolved.transport;
 }
 
 scclResult_t checkSingleProcess(const std::vector<RankDescription>& ranks, const char* transport) {
@@ -85,7 +104,27 @@ scclResult_t checkSingleProcess(const std::vector<RankDescription>& ranks, const
   return scclSuccess;
 }
 
+// INFO: this rank's node, how many ranks it holds and where the grouping came from.
+void logNodes(const scclComm& comm, const std::vector<RankDescription>& ranks) {
+  const int node = comm.node_of_rank[size_t(comm.rank)];
+  const int nodes = *std::max_element(comm.node_of_rank.begin(), comm.node_of_rank.end()) + 1;
+  const auto on_mine = std::count(comm.node_of_rank.begin(), comm.node_of_rank.end(), node);
+  const RankDescription& mine = ranks[size_t(comm.rank)];
+  SCCL_INFO(LogSubsys::Init, "rank %d/%d: node %d of %d (%lld rank(s) on it), by %s", comm.rank,
+            comm.nranks, node, nodes, static_cast<long long>(on_mine),
+            mine.ranks_per_node > 0
+                ? ("SCCL_RANKS_PER_NODE=" + std::to_string(mine.ranks_per_node)).c_str()
+                : ("node identity '" +
+                   std::string(mine.node, strnlen(mine.node, sizeof(mine.node))) + "'")
+                      .c_str());
+}
+
 }  // namespace
+
+scclResult_t checkCommConfig(const CommInitRequest& request) {
+  ResolvedConfig resolved;
+  return resolveConfig(request, &resolved);
+}
 
 scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   SCCL_REQUIRE_ARG(out != nullptr, "comm output pointer is NULL");
@@ -93,6 +132,9 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   SCCL_REQUIRE_ARG(request.nranks > 0, "nranks %d must be > 0", request.nranks);
   SCCL_REQUIRE_ARG(request.rank >= 0 && request.rank < request.nranks,
                    "rank %d out of range [0, %d)", request.rank, request.nranks);
+  SCCL_REQUIRE_ARG(paramRanksPerNode() >= 0 && paramRanksPerNode() <= INT32_MAX,
+                   "SCCL_RANKS_PER_NODE %lld must be >= 0 (0: nodes by host identity)",
+                   static_cast<long long>(paramRanksPerNode()));
   ResolvedConfig resolved;
   SCCL_CHECK(resolveConfig(request, &resolved));
 
@@ -104,10 +146,13 @@ scclResult_t commCreate(const CommInitRequest& request, scclComm** out) {
   SCCL_CHECK(Bootstrap::connect(*request.id, request.rank, request.nranks, resolved.timeout_ms,
                                 &comm->bootstrap));
   std::vector<RankDescription> ranks;
-  SCCL_CHECK(exchangeRankDescriptions(*comm->bootstrap,
-                                      describeThisRank(request.rank, resolved.transport), &ranks));
+  SCCL_CHECK(exchangeRankDescriptions(
+      *comm->bootstrap, describeThisRank(request.rank, requestedTransportText(resolved)), &ranks));
   comm->ranks_per_host = mostRanksOnOneHost(ranks);
+  comm->node_of_rank = nodeOfEachRank(ranks);
+  logNodes(*comm, ranks);
   std::string transport_name = resolved.transport;
+  if (resolved.local_in_one_process && everyRankInOneProcess(ranks)) transport_name = "local";
   if (transport_name == kAutoTransport) {
     TransportChoice choice;
     SCCL_CHECK(chooseDefaultTransport(ranks, &choice));

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "sparsecoll/sparsecoll.h"
 #include "transports/bootstrap/bootstrap.h"
@@ -33,6 +34,10 @@ struct scclComm {
   // creation; the same on every rank): the cost model charges them for sharing its cores.
   int ranks_per_host = 1;
 
+  // Which node each rank is on (comm_compatibility.h nodeOfEachRank: the host identity, or
+  // SCCL_RANKS_PER_NODE), the same on every rank; what "hierarchy": "node" splits by.
+  std::vector<int> node_of_rank;
+
   // The link as the first "auto" sparsifier's probe found it (tuning/link_probe.cc): later ones on
   // this communicator reuse it ("measured once per communicator"). The probe is collective and
   // its result agreed, so every rank sets the same values at the same creation.
@@ -54,6 +59,17 @@ struct scclComm {
 
 namespace sccl {
 
+// The settings a communicator made by scclCommSplit keeps from its parent where its own config
+// leaves a field unset. They win over the environment (SCCL_TRANSPORT, SCCL_TIMEOUT_MS): a child
+// runs like its parent whatever the environment says by the time it is split off.
+struct InheritedSettings {
+  // The parent's transport, which the child runs on unless every one of its ranks is a thread of
+  // one process: then "local", which needs no engine (a child of one rank, or of threads).
+  std::string transport;
+  int64_t timeout_ms = 0;
+  std::string name;
+};
+
 struct CommInitRequest {
   int nranks = 0;
   int rank = -1;
@@ -61,11 +77,17 @@ struct CommInitRequest {
   const scclConfig_t* config = nullptr;  // may be null
   const void* mpi_comm = nullptr;        // MPI_Comm* when called from scclCommInitMpi
   const char* default_transport = "local";
+  const InheritedSettings* inherited = nullptr;  // set by scclCommSplit only
 };
 
 // Validates the request, runs the bootstrap rendezvous, checks that every rank was built and
 // configured compatibly, and creates the transport. On failure nothing is returned.
 scclResult_t commCreate(const CommInitRequest& request, scclComm** out);
+
+// The checks commCreate applies to request.config (header, transport name, timeout) and nothing
+// else: no rendezvous, no engine. For callers that must learn a bad config before they commit
+// other ranks to a creation (scclCommSplit).
+scclResult_t checkCommConfig(const CommInitRequest& request);
 
 // Destroys a communicator (abort first when `abort` is set, so peers are released).
 void commDestroy(scclComm* comm, bool abort);

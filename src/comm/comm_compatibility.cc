@@ -9,6 +9,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/settings.h"
 #include "sccl_build_config.h"
 
 namespace sccl {
@@ -38,6 +39,12 @@ scclResult_t checkAgainstRankZero(const std::vector<RankDescription>& all) {
                   "every rank must use the same build",
                   r, other.library_version, buildFeatureList(other.build_features).c_str(),
                   first.library_version, buildFeatureList(first.build_features).c_str());
+    }
+    if (other.ranks_per_node != first.ranks_per_node) {
+      return fail(scclInvalidUsage,
+                  "rank %zu has SCCL_RANKS_PER_NODE=%u but rank 0 has %u; it must be the same "
+                  "on every rank",
+                  r, other.ranks_per_node, first.ranks_per_node);
     }
     if (std::strncmp(other.transport, first.transport, sizeof(first.transport)) != 0) {
       return fail(scclInvalidUsage, "rank %zu asked for transport '%s' but rank 0 for '%s'", r,
@@ -77,6 +84,11 @@ RankDescription describeThisRank(int rank, const std::string& transport) {
   mine.process_flags = mpiInitialisedInThisProcess() ? kProcessMpiInitialised : 0u;
   std::strncpy(mine.transport, transport.c_str(), sizeof(mine.transport) - 1);
   gethostname(mine.host, sizeof(mine.host) - 1);
+  const char* source = nullptr;
+  std::strncpy(mine.node, thisNodeIdentity(&source).c_str(), sizeof(mine.node) - 1);
+  // Negative values are refused at creation (commCreate) before this is exchanged.
+  mine.ranks_per_node =
+      static_cast<uint32_t>(std::clamp<int64_t>(paramRanksPerNode(), 0, INT32_MAX));
   return mine;
 }
 
@@ -103,6 +115,40 @@ int mostRanksOnOneHost(const std::vector<RankDescription>& ranks) {
     most = std::max(most, ++per_host[host]);
   }
   return most;
+}
+
+std::string thisNodeIdentity(const char** source) {
+  if (!paramNodeId().empty()) {
+    *source = "SCCL_NODE_ID";
+    return paramNodeId().substr(0, 63);
+  }
+  char host[64] = {};
+  gethostname(host, sizeof(host) - 1);
+  *source = "host name";
+  return host;
+}
+
+std::vector<int> nodeOfEachRank(const std::vector<RankDescription>& ranks) {
+  std::vector<int> node(ranks.size(), 0);
+  const uint32_t per_node = ranks.empty() ? 0 : ranks.front().ranks_per_node;
+  std::map<std::string, int> numbers;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (per_node > 0) {
+      node[r] = static_cast<int>(r / per_node);
+      continue;
+    }
+    const std::string identity = fieldText(ranks[r].node, sizeof(ranks[r].node));
+    auto found = numbers.emplace(identity, static_cast<int>(numbers.size())).first;
+    node[r] = found->second;
+  }
+  return node;
+}
+
+bool everyRankInOneProcess(const std::vector<RankDescription>& ranks) {
+  for (const RankDescription& r : ranks) {
+    if (r.process_nonce != ranks.front().process_nonce) return false;
+  }
+  return true;
 }
 
 }  // namespace sccl

@@ -34,10 +34,11 @@ struct RankDescription {
   uint64_t process_nonce;    // random per process: equal values mean the same process
   int32_t pid;
   int32_t rank;
-  uint32_t process_flags;  // ProcessFlag bits
-  uint32_t reserved;
-  char transport[32];  // the transport this rank asked for ("auto": comm/default_transport.h)
+  uint32_t process_flags;   // ProcessFlag bits
+  uint32_t ranks_per_node;  // SCCL_RANKS_PER_NODE (0: nodes by identity); the same on every rank
+  char transport[32];       // the transport this rank asked for ("auto": comm/default_transport.h)
   char host[64];
+  char node[64];  // the node identity: SCCL_NODE_ID, or the host name
 };
 
 RankDescription describeThisRank(int rank, const std::string& transport);
@@ -52,5 +53,15 @@ uint32_t thisBuildFeatures();
 
 // The most ranks that named the same host (at least 1).
 int mostRanksOnOneHost(const std::vector<RankDescription>& ranks);
+
+// Which node each rank is on, nodes numbered in the order of their first rank: consecutive
+// groups of ranks_per_node ranks where that is set, else ranks of the same node identity.
+std::vector<int> nodeOfEachRank(const std::vector<RankDescription>& ranks);
+
+// This process's node identity (SCCL_NODE_ID, or the host name) and how it was found.
+std::string thisNodeIdentity(const char** source);
+
+// Whether every rank is a thread of one process (the same process nonce).
+bool everyRankInOneProcess(const std::vector<RankDescription>& ranks);
 
 }  // namespace sccl

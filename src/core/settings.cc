@@ -16,7 +16,8 @@ SCCL_PARAM_STRING(Transport, "TRANSPORT", "",
                   "mpi for scclCommInitMpi, auto otherwise: local when every rank is a thread of "
                   "one process, else ucx when built, else mpi when every process initialised it)")
 SCCL_PARAM_STRING(SocketIfname, "SOCKET_IFNAME", "",
-                  "Network interface the bootstrap listens on (empty: loopback)")
+                  "Network interface the bootstrap listens on: NAME (that interface, else the "
+                  "first whose name starts with NAME) or =NAME (exactly); empty: loopback")
 SCCL_PARAM_INT(BootstrapTimeoutMs, "BOOTSTRAP_TIMEOUT_MS", 120000,
                "How long the rendezvous service of scclGetUniqueId waits for all ranks to join, "
                "1 .. 2147483647 ms")
@@ -33,6 +34,14 @@ SCCL_PARAM_INT(AutoRetuneTolerance, "AUTO_RETUNE_TOLERANCE", 25,
                "Algorithm \"auto\": how far (percent, 1 .. 1000) a settled preset's time may "
                "move before auto decides again (checks at calls 100, 1000, ...); also caps the "
                "10 % within which another preset is tried")
+SCCL_PARAM_STRING(NodeId, "NODE_ID", "",
+                  "This process's node identity, instead of its host name: ranks that give the "
+                  "same one share a node (containers or network namespaces that share or hide "
+                  "host names); at most 63 bytes")
+SCCL_PARAM_INT(RanksPerNode, "RANKS_PER_NODE", 0,
+               "Nodes of consecutive ranks, this many on each (ranks 0 .. L-1 on the first), "
+               "instead of the host identity: for tests and emulated clusters; 0 uses the host "
+               "identity (SCCL_NODE_ID or the host name). The same on every rank (checked)")
 SCCL_PARAM_INT(LinkLatencyNs, "LINK_LATENCY_NS", -1,
                "Algorithm \"auto\": the link's time per message step in ns (half a ping-pong's "
                "round trip, software included), 0 .. 10000000000, instead of the link probe's "

@@ -22,6 +22,8 @@ int64_t paramCpuThreads();
 const std::string& paramCpuIsa();
 int64_t paramAutoRetune();
 int64_t paramAutoRetuneTolerance();
+const std::string& paramNodeId();
+int64_t paramRanksPerNode();
 int64_t paramLinkLatencyNs();
 int64_t paramLinkRateMbits();
 }  // namespace sccl

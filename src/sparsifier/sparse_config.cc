@@ -79,6 +79,9 @@ scclResult_t checkRanges(const scclSparseConfig_t& c) {
       c.sketchFeedback != nullptr && (std::strcmp(c.sketchFeedback, "unselected") == 0 ||
                                       std::strcmp(c.sketchFeedback, "decode_error") == 0),
       "sketchFeedback must be \"unselected\" or \"decode_error\"");
+  SCCL_REQUIRE_ARG(c.hierarchy == nullptr || std::strcmp(c.hierarchy, "flat") == 0 ||
+                       std::strcmp(c.hierarchy, "node") == 0,
+                   "hierarchy must be NULL, \"flat\" or \"node\"");
   SCCL_REQUIRE_ARG(c.streamOrdered == 0 || c.streamOrdered == 1, "streamOrdered %d must be 0 or 1",
                    c.streamOrdered);
   SCCL_REQUIRE_ARG(c.densityWarmupCalls >= 0, "densityWarmupCalls %d must be >= 0 (0: no warm-up)",
@@ -159,7 +162,14 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
     resolved.warmup_calls = config.densityWarmupCalls;
     resolved.warmup_form = config.densityWarmupForm;
   }
+  if (config.hierarchy != nullptr) resolved.hierarchy = config.hierarchy;
   SCCL_CHECK(checkStreamOrdered(resolved));
+  SCCL_REQUIRE_ARG(resolved.hierarchy == "flat" ||
+                       (!resolved.stream_ordered && resolved.non_finite == scclNonFinitePropagate),
+                   "hierarchy \"node\" runs host-ordered calls under the non-finite policy "
+                   "propagate (this config has streamOrdered %d, nonFinite %s)",
+                   int(resolved.stream_ordered),
+                   resolved.non_finite == scclNonFiniteError ? "error" : "propagate");
   SCCL_REQUIRE_ARG(resolved.warmup_calls == 0 || resolved.reduction != "sketch",
                    "densityWarmupCalls %d: the sketch reduction (s2) sizes its sketch from the "
                    "density at creation and cannot change it",
@@ -185,7 +195,7 @@ uint64_t sparseConfigFingerprint(const ResolvedSparseConfig& c, size_t count,
   uint64_t hash = 0xcbf29ce484222325ull;
   for (const std::string* text :
        {&c.algorithm, &c.estimator, &c.search, &c.reduction, &c.scaling_rule, &c.density_correction,
-        &c.sketch_block_selection, &c.sketch_feedback, &c.warmup_form}) {
+        &c.sketch_block_selection, &c.sketch_feedback, &c.warmup_form, &c.hierarchy}) {
     hash = mixHash(hash, text->data(), text->size() + 1);
   }
   const double reals[] = {c.density, c.max_density_slack, c.sketch_lambda, c.warmup_start};
@@ -231,9 +241,9 @@ double densityForCall(const ResolvedSparseConfig& c, uint64_t call) {
 
 std::string describeSparseConfig(const ResolvedSparseConfig& c) {
   char text[256];
-  std::snprintf(text, sizeof(text), "%s(estimator %s, search %s, reduction %s) density %g",
+  std::snprintf(text, sizeof(text), "%s(estimator %s, search %s, reduction %s) density %g%s",
                 c.algorithm.c_str(), c.estimator.c_str(), c.search.c_str(), c.reduction.c_str(),
-                c.density);
+                c.density, c.hierarchy == "node" ? ", hierarchy node" : "");
   return text;
 }
 

@@ -42,6 +42,7 @@ struct ResolvedSparseConfig {
   double warmup_start = 0;
   int warmup_calls = 0;
   std::string warmup_form = "exponential";  // or "linear"
+  std::string hierarchy = "flat";            // or "node" (sparsifier/node_hierarchy.h)
 };
 
 // Every axis' numeric knobs (core/knob_table.h), in the order sccl_info prints them.

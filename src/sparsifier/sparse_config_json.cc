@@ -230,6 +230,7 @@ std::map<std::string, KeyApplier> makeKeyAppliers() {
       {"sketch_feedback", choice("sketch_feedback", &scclSparseConfig_t::sketchFeedback,
                                  {"unselected", "decode_error"})},
       {"density_warmup", applyDensityWarmup},
+      {"hierarchy", choice("hierarchy", &scclSparseConfig_t::hierarchy, {"flat", "node"})},
   };
   for (const KnobGroup& group : sparseConfigKnobs()) {
     for (const KnobDescriptor& row : *group.knobs) appliers.emplace(row.key, knob(row));
@@ -261,7 +262,8 @@ const char* jsonKeyForField(const std::string& message) {
       {"sketchLambda", "sketch_lambda"},
       {"sketchSeed", "sketch_seed"},
       {"sketchFeedback", "sketch_feedback"},
-      {"streamOrdered", "stream_ordered"}};
+      {"streamOrdered", "stream_ordered"},
+      {"hierarchy", "hierarchy"}};
   for (const auto& [field, key] : fields) {
     if (message.rfind(field, 0) == 0) return key;
   }

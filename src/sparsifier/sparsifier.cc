@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
+#include "sparsifier/node_hierarchy.h"
 #include "algorithms/reductions.h"
 #include "kernels/kernels.h"
 
@@ -33,19 +34,6 @@ scclResult_t agreeOnCreation(scclSparsifier& sp) {
                          ("this rank's config: " + describeSparseConfig(sp.config)).c_str()));
   sp.identity = sequence + 1;
   return scclSuccess;
-}
-
-// The record of one scclSparseAllreduce: the sparsifier, its call number and the reduction.
-CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_device) {
-  CallRecord record = callRecord(CallOperation::SparseAllreduce);
-  record.count = sp.count;
-  record.dtype = static_cast<int16_t>(sp.dtype);
-  record.redop = static_cast<int16_t>(op);
-  record.object = sp.identity;
-  record.config = sp.fingerprint;
-  record.object_call = sp.iteration;
-  record.flags = on_device ? CallRecord::kDevice : 0u;
-  return record;
 }
 
 // The in-call density correction counts over exclusive ranges around a threshold every rank
@@ -104,7 +92,7 @@ void clearStats(scclSparsifier& sp) {
   sp.stats = scclSparseStats_t{};
   sp.stats.size = sizeof(scclSparseStats_t);
   sp.stats.kTarget = sp.k_target;
-  sp.stats.threshold = sp.estimator->currentThreshold();
+  sp.stats.threshold = sp.estimator != nullptr ? sp.estimator->currentThreshold() : 0.0;
   sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
 }
 
@@ -158,6 +146,19 @@ void recordCall(scclSparsifier& sp, const SparseCall& call, double total_us) {
 
 }  // namespace
 
+// The record of one scclSparseAllreduce: the sparsifier, its call number and the reduction.
+CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_device) {
+  CallRecord record = callRecord(CallOperation::SparseAllreduce);
+  record.count = sp.count;
+  record.dtype = static_cast<int16_t>(sp.dtype);
+  record.redop = static_cast<int16_t>(op);
+  record.object = sp.identity;
+  record.config = sp.fingerprint;
+  record.object_call = sp.iteration;
+  record.flags = on_device ? CallRecord::kDevice : 0u;
+  return record;
+}
+
 // The density of this call (the target, or the warm-up's step; sparse_config.h densityForCall),
 // a pure function of the config and the agreed call number: k, the estimator's parameters, the
 // statistics' target and the call fingerprint follow. Every rank computes the same, and the
@@ -167,7 +168,7 @@ void applyCallDensity(scclSparsifier& sp) {
   if (density == sp.density) return;
   sp.density = density;
   sp.k_target = targetSelectionCount(density, sp.count);
-  sp.estimator->setDensity(density, sp.count);
+  if (sp.estimator != nullptr) sp.estimator->setDensity(density, sp.count);
   sp.stats.kTarget = sp.k_target;
   uint64_t hash = sp.config_fingerprint;
   const auto* bytes = reinterpret_cast<const unsigned char*>(&density);
@@ -198,15 +199,22 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   sp->acc_dtype = dtype == scclFloat64 ? scclFloat64 : scclFloat32;
   sp->config = config;
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
-  SCCL_CHECK(buildSparsifierAxes(*sp));
+  // "hierarchy": "node": the preset runs in an inner sparsifier over this rank's chunk
+  // (sparsifier/node_hierarchy.h), which holds the axes and the residual.
+  const bool hierarchical = sp->config.hierarchy == "node";
+  if (!hierarchical) SCCL_CHECK(buildSparsifierAxes(*sp));
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, count, dtype);
   sp->checkpoint_fingerprint = checkpointFingerprint(sp->config, count, dtype);
   applyCallDensity(*sp);  // the first call's density (the estimator was built for it)
   SCCL_CHECK(agreeOnCreation(*sp));
-  if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
-  sp->residual.resize(count * accElementSize(*sp));
-  sp->acc.resize(count * accElementSize(*sp));
-  SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
+  if (hierarchical) {
+    SCCL_CHECK(buildNodeHierarchy(*sp));
+  } else {
+    if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
+    sp->residual.resize(count * accElementSize(*sp));
+    sp->acc.resize(count * accElementSize(*sp));
+    SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
+  }
   clearStats(*sp);
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: %zu x %s, %s, k = %llu",
             static_cast<void*>(sp.get()), comm->rank, count, dataTypeName(dtype),
@@ -224,6 +232,12 @@ void sparsifierDestroy(scclSparsifier* sp) {
 }
 
 scclResult_t sparsifierReset(scclSparsifier* sp) {
+  if (sp->hierarchy != nullptr) {
+    if (sp->hierarchy->inner != nullptr) SCCL_CHECK(sparsifierReset(sp->hierarchy->inner));
+    sp->iteration = 0;
+    clearStats(*sp);
+    return scclSuccess;
+  }
   SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
   sp->device.reset();  // the next call's buffers decide again where the residual lives
   sp->residual_to_flush = false;
@@ -236,6 +250,15 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
 
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device, void* stream) {
+  if (sp->hierarchy != nullptr) {
+    if (on_device) {
+      return fail(scclInvalidUsage,
+                  "hierarchy \"node\" runs on host buffers; device buffers need hierarchy "
+                  "\"flat\" for now");
+    }
+    applyCallDensity(*sp);
+    return commRecordFailure(sp->comm, hierarchicalAllreduce(*sp, sendbuf, recvbuf, op));
+  }
   Clock::time_point start = Clock::now();
   SparseCall call;
   call.sp = sp;
@@ -310,6 +333,8 @@ scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density) {
                    "density <= %g (max(density, densityWarmupStart)); create a new sparsifier "
                    "or start it with a higher densityWarmupStart",
                    density, sp->density_ceiling);
+  if (sp->hierarchy != nullptr && sp->hierarchy->inner != nullptr)
+    SCCL_CHECK(sparsifierSetDensity(sp->hierarchy->inner, density));
   c.density = density;
   c.warmup_calls = 0;  // an explicit density ends the warm-up
   c.warmup_start = 0;
@@ -349,7 +374,12 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
 }
 
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {
-  if (sp->device != nullptr) {
+  if (sp->hierarchy != nullptr) {  // this rank's residual is the inner one's, over its chunk
+    scclSparseStats_t inner{};
+    inner.size = sizeof(inner);
+    if (sp->hierarchy->inner != nullptr) SCCL_CHECK(sparsifierStats(sp->hierarchy->inner, &inner));
+    sp->stats.residualNorm = inner.residualNorm;
+  } else if (sp->device != nullptr) {
     SCCL_CHECK(deviceRefreshStats(*sp));
     SCCL_CHECK(deviceResidualNorm(*sp, &sp->stats.residualNorm));
   } else {

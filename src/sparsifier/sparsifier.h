@@ -10,8 +10,10 @@
 
 #include "algorithms/algorithm.h"
 #include "core/aligned_buffer.h"
+#include "sparsifier/node_hierarchy.h"
 #include "sparsifier/sparse_config.h"
 #include "sparsifier/sparsifier_device.h"
+#include "transports/agreement_record.h"
 #include "estimators/threshold_estimator.h"
 #include "partition/search_space.h"
 #include "sparsecoll/sparsecoll.h"
@@ -20,6 +22,7 @@ struct scclComm;
 namespace sccl {
 struct AutoChoice;
 struct AutoRetune;
+struct NodeHierarchy;
 }  // namespace sccl
 
 struct scclSparsifier {
@@ -63,6 +66,9 @@ struct scclSparsifier {
   // The residual and buffers in GPU memory once the sparsifier has run on device buffers
   // (sparsifier/sparsifier_device.h); the host residual is then unused. Reset frees it.
   std::unique_ptr<sccl::DeviceSparsifierState, sccl::DeviceSparsifierStateDeleter> device;
+  // "hierarchy": "node" (sparsifier/node_hierarchy.h): the node's split communicators and the
+  // inner sparsifier over this rank's chunk; null for a flat sparsifier.
+  std::unique_ptr<sccl::NodeHierarchy> hierarchy;
 
   uint64_t iteration = 0;
   std::vector<uint64_t> rank_counts;  // k_i of the last call
@@ -124,6 +130,10 @@ scclResult_t sparsifierSetDensity(scclSparsifier* sp, double density);
 // before the same call, or the next call's agreement fails. Host buffers only. On an error nothing
 // changes.
 scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConfig& config);
+
+// The record every rank agrees on before one scclSparseAllreduce: the sparsifier's identity, its
+// call number, count, dtype, reduction and fingerprint.
+CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_device);
 
 // Builds sp.estimator, sp.search and sp.reduction for sp.config (count, dtype and comm set) and
 // resolves its density correction; the estimator is built for the first call's density.

@@ -237,7 +237,22 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
 
 }  // namespace
 
+namespace {
+
+// The hierarchical sparsifier's state lives in its inner sparsifier on a split communicator;
+// its checkpoint is not written yet. Every rank has the same config, so every rank refuses.
+scclResult_t refuseHierarchy(const scclSparsifier& sp) {
+  if (sp.hierarchy == nullptr) return scclSuccess;
+  return fail(scclInvalidUsage,
+              "checkpoints of a hierarchy \"node\" sparsifier are not supported yet (its state "
+              "is per chunk on the node's split communicators); use hierarchy \"flat\" where "
+              "a run must resume");
+}
+
+}  // namespace
+
 scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes) {
+  SCCL_CHECK(refuseHierarchy(sp));
   StateSections sections;
   SCCL_CHECK(writeSections(sp, &sections));
   *bytes = headerOf(sp, sections).total_bytes;
@@ -246,6 +261,7 @@ scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes) {
 
 scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t bytes,
                                    size_t* written) {
+  SCCL_CHECK(refuseHierarchy(sp));
   StateSections sections;
   SCCL_CHECK(writeSections(sp, &sections));
   const StateBlobHeader h = headerOf(sp, sections);
@@ -266,6 +282,7 @@ scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t byte
 }
 
 scclResult_t sparsifierImportState(scclSparsifier& sp, const void* buffer, size_t bytes) {
+  SCCL_CHECK(refuseHierarchy(sp));
   LoadedState loaded;
   const scclResult_t parsed =
       parseState(sp, static_cast<const unsigned char*>(buffer), bytes, &loaded);

@@ -115,6 +115,9 @@ scclResult_t resolveAutoCandidates(const scclSparseConfig_t& config, AutoCandida
     const scclResult_t result =
         resolveSparseConfig(withAlgorithm(config, configs.names[i]), &configs.resolved[i]);
     if (result != scclSuccess && i == 0) return result;
+    SCCL_REQUIRE_ARG(i > 0 || configs.resolved[0].hierarchy == "flat",
+                     "algorithm \"auto\" does not choose among hierarchies yet: name a preset "
+                     "with hierarchy \"node\", or leave hierarchy \"flat\"");
     if (result != scclSuccess) configs.resolved[i] = ResolvedSparseConfig{};
   }
   *out = std::move(configs);

@@ -34,6 +34,48 @@ std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, scc
   return bad < 0 ? "" : "first wrong element " + std::to_string(bad);
 }
 
+// Runs one reduceScatter: this rank's block of the rank-order reference ("" when exact).
+std::string checkReduceScatter(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
+                               size_t recvcount, bool in_place, uint64_t seed) {
+  const bool max = op == sccl::ReduceOp::Max;
+  const bool with_nans = sccl::isFloatingType(dtype);
+  const size_t element = sccl::dataTypeSize(dtype), bytes = recvcount * element;
+  const size_t n = static_cast<size_t>(transport.nranks()), own = transport.rank() * bytes;
+  std::vector<std::byte> send =
+      sccl_test::makeInput(dtype, seed, transport.rank(), recvcount * n, with_nans);
+  std::vector<std::byte> recv(bytes, std::byte{0x5a});
+  void* out = in_place ? static_cast<void*>(send.data() + own) : recv.data();
+  scclResult_t result = transport.reduceScatter(send.data(), out, recvcount, dtype, op);
+  if (result != scclSuccess)
+    return std::string("reduceScatter returned ") + sccl::resultName(result);
+  if (in_place)
+    recv.assign(send.begin() + std::ptrdiff_t(own), send.begin() + std::ptrdiff_t(own + bytes));
+  const std::vector<std::byte> all =
+      sccl_test::expectedAllReduce(dtype, max, seed, transport.nranks(), recvcount * n, with_nans);
+  const std::vector<std::byte> want(all.begin() + std::ptrdiff_t(own),
+                                    all.begin() + std::ptrdiff_t(own + bytes));
+  long long bad = sccl_test::firstMismatch(recv, want, element);
+  return bad < 0 ? "" : "first wrong element " + std::to_string(bad);
+}
+
+void runReduceScatterMatrix(sccl::Transport& transport, const std::vector<size_t>& counts) {
+  uint64_t seed = 500;
+  for (scclDataType_t dtype : {scclInt8, scclUint8, scclInt32, scclUint32, scclInt64, scclUint64,
+                               scclFloat16, scclFloat32, scclFloat64, scclBfloat16}) {
+    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
+      for (size_t recvcount : counts) {
+        for (bool in_place : {false, true}) {
+          INFO("reduceScatter " << sccl::dataTypeName(dtype)
+                                << (op == sccl::ReduceOp::Sum ? " sum" : " max") << " recvcount "
+                                << recvcount << (in_place ? " in place" : "") << " rank "
+                                << transport.rank() << " of " << transport.nranks());
+          CHECK(checkReduceScatter(transport, dtype, op, recvcount, in_place, ++seed) == "");
+        }
+      }
+    }
+  }
+}
+
 std::byte patternByte(int rank, size_t index) {
   return static_cast<std::byte>((rank * 131 + index * 7 + 3) & 0xff);
 }
@@ -170,4 +212,11 @@ TEST_CASE("ucx bad arguments are rejected and the transport stays usable", "[ucx
   int one = 1, sum = 0;
   REQUIRE(t->allReduce(&one, &sum, 1, scclInt32, sccl::ReduceOp::Sum) == scclSuccess);
   CHECK(sum == n);
+}
+
+TEST_CASE("ucx reduceScatter: each rank's block of the rank-order reduction, every dtype and op",
+          "[ucx][reduce_scatter]") {
+  TestTransport t = makeUcxTransport();
+  REQUIRE(t);
+  runReduceScatterMatrix(*t.transport, {0, 1, 7, 1000, 70001});
 }

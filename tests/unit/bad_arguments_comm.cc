@@ -157,6 +157,56 @@ void addCommunicatorCases(Matrix& m) {
   m.add("scclCommTransportName", "NULL name", scclInvalidArgument,
         [](Ctx& c) { return scclCommTransportName(c.comm, nullptr); });
 
+  // scclCommSplit: both ranks pass the same bad argument, so each returns its own error (one bad
+  // rank among good ones: tests/unit/test_comm_split.cc). Only the handle is checked before the
+  // split's exchange; the rest is refused after it, the same on every rank.
+  const std::string split = "scclCommSplit";
+  m.handles(split, Kind::Comm, [](Ctx& c, void* h) {
+    scclComm_t out = nullptr;
+    return scclCommSplit(asComm(h), 0, c.rank, &out, nullptr);
+  });
+  m.add(split, "NULL newcomm", scclInvalidArgument,
+        [](Ctx& c) { return scclCommSplit(c.comm, 0, c.rank, nullptr, nullptr); });
+  m.add(split, "NULL newcomm with SCCL_SPLIT_NOCOLOR", scclInvalidArgument,
+        [](Ctx& c) { return scclCommSplit(c.comm, SCCL_SPLIT_NOCOLOR, c.rank, nullptr, nullptr); });
+  for (int color : {-2, -3, -1000, INT_MIN}) {
+    m.add(split, "color " + std::to_string(color), scclInvalidArgument, [color](Ctx& c) {
+      scclComm_t out = nullptr;
+      return scclCommSplit(c.comm, color, c.rank, &out, nullptr);
+    });
+  }
+  auto splitConfig = [&m, &split](const std::string& name, scclResult_t want,
+                                  std::function<void(scclConfig_t&)> edit) {
+    m.add(split, "config " + name, want, [edit](Ctx& c) {
+      BigConfig big{};
+      big.config = SCCL_CONFIG_INITIALIZER;
+      edit(big.config);
+      scclComm_t out = nullptr;
+      return scclCommSplit(c.comm, 0, c.rank, &out, &big.config);
+    });
+  };
+  splitConfig("magic 0", scclInvalidArgument, [](scclConfig_t& x) { x.magic = 0; });
+  splitConfig("size 8", scclInvalidArgument, [](scclConfig_t& x) { x.size = 8; });
+  splitConfig("newer version and larger size", scclInvalidArgument, [](scclConfig_t& x) {
+    x.version = SCCL_VERSION_CODE + 1;
+    x.size = sizeof(scclConfig_t) + 8;
+  });
+  splitConfig("unknown transport", scclInvalidArgument,
+              [](scclConfig_t& x) { x.transport = "carrier-pigeon"; });
+  splitConfig("timeout 0", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = 0; });
+  splitConfig("timeout -1", scclInvalidArgument, [](scclConfig_t& x) { x.timeoutMs = -1; });
+  // A NOCOLOR rank's config is checked too.
+  m.add(split, "config timeout 0 with SCCL_SPLIT_NOCOLOR", scclInvalidArgument, [](Ctx& c) {
+    scclConfig_t config = SCCL_CONFIG_INITIALIZER;
+    config.timeoutMs = 0;
+    scclComm_t out = nullptr;
+    return scclCommSplit(c.comm, SCCL_SPLIT_NOCOLOR, c.rank, &out, &config);
+  });
+#if !SCCL_BUILD_WITH_NCCL
+  splitConfig("transport not built in (nccl)", scclInvalidUsage,
+              [](scclConfig_t& x) { x.transport = "nccl"; });
+#endif
+
   // The three calls that cannot fail: documented to return a string (never NULL) or the version.
   // A case "succeeds" (scclSuccess) when the documented behaviour holds.
   m.add("scclGetVersion", "NULL version", scclInvalidArgument,
@@ -238,6 +288,50 @@ void addCollectiveCases(Matrix& m) {
   });
   m.add(ag, "stream with host memory", scclInvalidArgument, [](Ctx& c) {
     return scclAllGather(c.send.data(), c.recv.data(), 8, scclFloat32, c.comm, streamOne());
+  });
+
+  // scclReduceScatter (send holds kRanks blocks of kCount / kRanks floats)
+  const std::string rs = "scclReduceScatter";
+  constexpr size_t kBlock = kCount / kRanks;
+  m.handles(rs, Kind::Comm, [](Ctx& c, void* h) {
+    return scclReduceScatter(c.send.data(), c.recv.data(), kBlock, scclFloat32, scclSum, asComm(h),
+                             nullptr);
+  });
+  m.add(rs, "NULL sendbuf", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(nullptr, c.recv.data(), kBlock, scclFloat32, scclSum, c.comm, nullptr);
+  });
+  m.add(rs, "NULL recvbuf", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(c.send.data(), nullptr, kBlock, scclFloat32, scclSum, c.comm, nullptr);
+  });
+  m.dtypes(rs, [](Ctx& c, scclDataType_t d) {
+    return scclReduceScatter(c.send.data(), c.recv.data(), kBlock / 2, d, scclSum, c.comm, nullptr);
+  });
+  for (int bits : kBadOps)
+    m.add(rs, "op " + std::to_string(bits), scclInvalidArgument, [bits](Ctx& c) {
+      return scclReduceScatter(c.send.data(), c.recv.data(), kBlock, scclFloat32,
+                               badEnum<scclRedOp_t>(bits), c.comm, nullptr);
+    });
+  m.add(rs, "scclAvg on int32", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(c.send.data(), c.recv.data(), kBlock, scclInt32, scclAvg, c.comm,
+                             nullptr);
+  });
+  for (const CountArg& a : kOverflowCounts)
+    m.add(rs, a.name, scclInvalidArgument, [a](Ctx& c) {
+      return scclReduceScatter(a.nullBuffer ? nullptr : c.send.data(),
+                               a.nullBuffer ? nullptr : c.recv.data(), a.count, a.dtype, scclSum,
+                               c.comm, nullptr);
+    });
+  m.add(rs, "recvcount x nranks overflows (2^61 float32)", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(c.send.data(), c.recv.data(), size_t{1} << 61, scclFloat32, scclSum,
+                             c.comm, nullptr);
+  });
+  m.add(rs, "recvbuf overlaps sendbuf off its block", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(c.send.data(), c.send.data() + (c.rank == 0 ? 1 : 0), kBlock,
+                             scclFloat32, scclSum, c.comm, nullptr);
+  });
+  m.add(rs, "stream with host memory", scclInvalidArgument, [](Ctx& c) {
+    return scclReduceScatter(c.send.data(), c.recv.data(), kBlock, scclFloat32, scclSum, c.comm,
+                             streamOne());
   });
 
   // scclBroadcast

@@ -92,8 +92,25 @@ IoStatus connectOnce(const SocketAddress& address, const Deadline& deadline, Soc
 }
 
 // Picks the address findListenAddress describes from the interface's addresses.
-const sockaddr* pickInterfaceAddress(const ifaddrs* list, const std::string& name,
+// The interface SCCL_SOCKET_IFNAME names, as NCCL_SOCKET_IFNAME does: "=NAME" that interface
+// only; otherwise an interface of exactly that name, else the first whose name starts with it
+// ("pv" is pv0 in one network namespace and pv1 in the next, so one setting serves a job whose
+// ranks see different names).
+std::string resolveInterfaceName(const ifaddrs* list, const std::string& setting) {
+  if (!setting.empty() && setting[0] == '=') return setting.substr(1);
+  std::string prefixed;
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_name == nullptr) continue;
+    const std::string name = entry->ifa_name;
+    if (name == setting) return name;
+    if (prefixed.empty() && name.rfind(setting, 0) == 0) prefixed = name;
+  }
+  return prefixed.empty() ? setting : prefixed;
+}
+
+const sockaddr* pickInterfaceAddress(const ifaddrs* list, const std::string& setting,
                                      bool* interface_seen) {
+  const std::string name = resolveInterfaceName(list, setting);
   const sockaddr* ipv4 = nullptr;
   const sockaddr* global_ipv6 = nullptr;
   const sockaddr* any_ipv6 = nullptr;
@@ -343,8 +360,8 @@ scclResult_t findListenAddress(const std::string& interface_name, SocketAddress*
   freeifaddrs(list);
   if (!interface_seen) {
     return fail(scclInvalidArgument,
-                "bootstrap: SCCL_SOCKET_IFNAME names interface \"%s\", which does not exist "
-                "(interfaces: %s)",
+                "bootstrap: SCCL_SOCKET_IFNAME names interface \"%s\", which matches no "
+                "interface by name or prefix (interfaces: %s)",
                 interface_name.c_str(), known.c_str());
   }
   if (chosen == nullptr) {

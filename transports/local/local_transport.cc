@@ -32,7 +32,8 @@ enum OperationKind : uint32_t {
   kBroadcast,
   kBarrier,
   kWindow,
-  kAgree
+  kAgree,
+  kReduceScatter
 };
 
 const char* kindName(uint32_t kind) {
@@ -43,6 +44,7 @@ const char* kindName(uint32_t kind) {
     case kBarrier: return "barrier";
     case kWindow: return "createWindow";
     case kAgree: return "call agreement";
+    case kReduceScatter: return "reduceScatter";
     default: return "an unknown operation";
   }
 }
@@ -143,6 +145,31 @@ class LocalTransport final : public Transport {
     SCCL_CHECK(job_->barrier(rank_, deadline, "allReduce"));
     if (count > 0) std::memcpy(recv, job_->scratch().data(), count * element);
     return job_->barrier(rank_, deadline, "allReduce");
+  }
+
+  // Each rank reduces its own block straight from every rank's posted input.
+  scclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, scclDataType_t dtype,
+                             ReduceOp op) override {
+    size_t block = 0;
+    SCCL_CHECK(checkReduceScatterArguments(send, recv, recvcount, dtype, op, nranks(), &block));
+    auto deadline = Clock::now() + timeout_;
+    job_->posted(rank_).send = send;
+    SCCL_CHECK(
+        arrive(operation(kReduceScatter, recvcount, dtype, static_cast<int32_t>(op)), deadline));
+    // In place, recv is the own block of send, which the others are reading: the result waits in
+    // this rank's scratch until they are done.
+    reduced_.resize(block);
+    if (block > 0) {
+      std::vector<const void*> inputs(static_cast<size_t>(nranks()));
+      for (int r = 0; r < nranks(); ++r) {
+        inputs[r] = static_cast<const std::byte*>(job_->posted(r).send) +
+                    static_cast<size_t>(rank_) * block;
+      }
+      reduceInRankOrder(inputs.data(), nranks(), reduced_.data(), recvcount, dtype, op);
+    }
+    SCCL_CHECK(job_->barrier(rank_, deadline, "reduceScatter"));
+    if (block > 0) std::memcpy(recv, reduced_.data(), block);
+    return scclSuccess;
   }
 
   scclResult_t broadcast(void* buf, size_t bytes, int root) override {
@@ -258,6 +285,7 @@ class LocalTransport final : public Transport {
   uint64_t number_ = 0;              // operations this rank entered (arrive)
   CallAgreement carried_;            // the agreement the next operation carries (carryAgreement)
   std::vector<CallRecord> records_;  // every rank's record, gathered for the check
+  std::vector<std::byte> reduced_;   // reduceScatter's result until every rank has read its input
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The MPI transport's gathers and allReduce.
+// The MPI transport's gathers, allReduce and reduceScatter.
 //
 // allReduce (S bytes, n ranks): the vector is split into n near-equal chunks in rank order and
 // rank j owns chunk j. (1) Every rank sends chunk j of its input to rank j (MPI_Ialltoallv):
@@ -11,6 +11,7 @@
 // MPI counts being int), the same steps run as direct point-to-point exchanges cut into pieces
 // (exchangeWithPeers); the bytes on the wire are the same. The choice depends only on arguments
 // that every rank passes identically, so all ranks take the same path.
+#include <algorithm>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -120,42 +121,81 @@ scclResult_t MpiTransport::runAllReduce(const void* send, void* recv, size_t cou
     reduceInRankOrder(inputs, 1, recv, count, dtype, op);
     return scclSuccess;
   }
-  std::vector<std::byte>& scratch = call_memory_->scratch;
-  scratch.resize(scratch_bytes);
-  SCCL_CHECK(scatterChunksToOwners(static_cast<const std::byte*>(send), count, element_bytes));
-  std::vector<const void*> inputs(static_cast<size_t>(nranks_));
-  for (int r = 0; r < nranks_; ++r)
-    inputs[r] = scratch.data() + static_cast<size_t>(r) * chunk_bytes;
-  mpi::ChunkRange mine = mpi::ownedChunk(count, nranks_, rank_);
-  reduceInRankOrder(inputs.data(), nranks_,
-                    static_cast<std::byte*>(recv) + mine.offset * element_bytes, mine.count, dtype,
-                    op);
+  std::vector<mpi::ChunkRange> chunks(static_cast<size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r) chunks[size_t(r)] = mpi::ownedChunk(count, nranks_, r);
+  SCCL_CHECK(scatterChunksToOwners(static_cast<const std::byte*>(send), chunks, element_bytes,
+                                   "allReduce (chunks to owners)"));
+  reduceOwnedChunk(chunks,
+                   static_cast<std::byte*>(recv) + chunks[size_t(rank_)].offset * element_bytes,
+                   dtype, op);
   return gatherReducedChunks(static_cast<std::byte*>(recv), count, element_bytes);
 }
 
+// ---- reduceScatter --------------------------------------------------------------------------
+
+scclResult_t MpiTransport::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                         scclDataType_t dtype, ReduceOp op) {
+  return guarded([&] { return runReduceScatter(send, recv, recvcount, dtype, op); });
+}
+
+// allReduce's steps 1 and 2 with rank r owning block r: (n-1)/n of the input out per rank, one
+// exchange, the same rank-order reduction (so the bits of allReduce's slice).
+scclResult_t MpiTransport::runReduceScatter(const void* send, void* recv, size_t recvcount,
+                                            scclDataType_t dtype, ReduceOp op) {
+  size_t block_bytes = 0;
+  SCCL_CHECK(checkReduceScatterArguments(send, recv, recvcount, dtype, op, nranks_, &block_bytes));
+  if (recvcount == 0) return scclSuccess;
+  std::vector<mpi::ChunkRange> blocks(static_cast<size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r) blocks[size_t(r)] = {size_t(r) * recvcount, recvcount};
+  if (nranks_ > 1) {
+    SCCL_CHECK(scatterChunksToOwners(static_cast<const std::byte*>(send), blocks,
+                                     dataTypeSize(dtype), "reduceScatter (blocks to owners)"));
+  } else {
+    // One rank: the reduction of the one input (NaN made canonical as with more ranks).
+    call_memory_->scratch.assign(static_cast<const std::byte*>(send),
+                                 static_cast<const std::byte*>(send) + block_bytes);
+  }
+  // Reduced from the scratch copies, so recv may be the own block of send (in place).
+  reduceOwnedChunk(blocks, static_cast<std::byte*>(recv), dtype, op);
+  return scclSuccess;
+}
+
+void MpiTransport::reduceOwnedChunk(const std::vector<mpi::ChunkRange>& chunks, std::byte* out,
+                                    scclDataType_t dtype, ReduceOp op) {
+  const size_t chunk_bytes = chunks[size_t(rank_)].count * dataTypeSize(dtype);
+  std::vector<const void*> inputs(static_cast<size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r)
+    inputs[size_t(r)] = call_memory_->scratch.data() + static_cast<size_t>(r) * chunk_bytes;
+  reduceInRankOrder(inputs.data(), nranks_, out, chunks[size_t(rank_)].count, dtype, op);
+}
+
 // Step 1: chunk j of this rank's input goes to scratch slot `rank` on rank j.
-scclResult_t MpiTransport::scatterChunksToOwners(const std::byte* send, size_t count,
-                                                 size_t element_bytes) {
+scclResult_t MpiTransport::scatterChunksToOwners(const std::byte* send,
+                                                 const std::vector<mpi::ChunkRange>& chunks,
+                                                 size_t element_bytes, const char* operation) {
+  size_t my_chunk_bytes = chunks[size_t(rank_)].count * element_bytes;
+  call_memory_->scratch.resize(my_chunk_bytes * static_cast<size_t>(nranks_));
   std::byte* scratch = call_memory_->scratch.data();
-  size_t my_chunk_bytes = mpi::ownedChunk(count, nranks_, rank_).count * element_bytes;
   std::vector<size_t> send_counts(nranks_), send_displs(nranks_), recv_counts(nranks_),
       recv_displs(nranks_);
+  // The largest count or displacement either side uses, the same on every rank.
+  size_t largest = 0;
   for (int r = 0; r < nranks_; ++r) {
-    mpi::ChunkRange chunk = mpi::ownedChunk(count, nranks_, r);
+    const mpi::ChunkRange& chunk = chunks[size_t(r)];
     send_counts[r] = chunk.count * element_bytes;
     send_displs[r] = chunk.offset * element_bytes;
     recv_counts[r] = my_chunk_bytes;
     recv_displs[r] = static_cast<size_t>(r) * my_chunk_bytes;
+    largest = std::max(
+        {largest, send_displs[r] + send_counts[r], static_cast<size_t>(nranks_) * send_counts[r]});
   }
-  // The largest count or displacement either side uses, the same on every rank.
-  size_t largest = static_cast<size_t>(nranks_) * mpi::largestChunk(count, nranks_) * element_bytes;
   if (largest > max_message_bytes_) {
     std::vector<PeerTransfer> transfers;
     for (int r = 0; r < nranks_; ++r) {
       transfers.push_back(PeerTransfer{r, send + send_displs[r], send_counts[r],
                                        scratch + recv_displs[r], recv_counts[r]});
     }
-    return exchangeWithPeers(transfers, "allReduce (chunks to owners)");
+    return exchangeWithPeers(transfers, operation);
   }
   CallMemory& memory = *call_memory_;
   toMpiInts(send_counts.data(), nranks_, &memory.send_counts);
@@ -167,8 +207,8 @@ scclResult_t MpiTransport::scatterChunksToOwners(const std::byte* send, size_t c
       mpi::checkMpi(MPI_Ialltoallv(send, memory.send_counts.data(), memory.send_displs.data(),
                                    MPI_BYTE, scratch, memory.recv_counts.data(),
                                    memory.recv_displs.data(), MPI_BYTE, comm_, &requests[0]),
-                    "allReduce (MPI_Ialltoallv)"));
-  return waitAll(requests, nullptr, "allReduce (chunks to owners)");
+                    operation));
+  return waitAll(requests, nullptr, operation);
 }
 
 // Step 3: every rank's reduced chunk, already in place in recv, goes to every other rank.

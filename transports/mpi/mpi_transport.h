@@ -57,6 +57,9 @@ class MpiTransport final : public Transport {
                           const size_t* recv_offsets) override;
   scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                          ReduceOp op) override;
+  // Steps 1 and 2 of allReduce with rank r owning block r (mpi_collectives.cc).
+  scclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, scclDataType_t dtype,
+                             ReduceOp op) override;
   scclResult_t broadcast(void* buf, size_t bytes, int root) override;
   // Copies the message and returns once it is posted, so a send never waits for its receive.
   scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
@@ -132,7 +135,15 @@ class MpiTransport final : public Transport {
                              const size_t* recv_bytes, const size_t* recv_offsets);
   scclResult_t runAllReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                             ReduceOp op);
-  scclResult_t scatterChunksToOwners(const std::byte* send, size_t count, size_t element_bytes);
+  scclResult_t runReduceScatter(const void* send, void* recv, size_t recvcount,
+                                scclDataType_t dtype, ReduceOp op);
+  // chunks[r]: the elements rank r owns; each rank's copy of them lands in scratch slot `rank`.
+  scclResult_t scatterChunksToOwners(const std::byte* send,
+                                     const std::vector<mpi::ChunkRange>& chunks,
+                                     size_t element_bytes, const char* operation);
+  // Reduces the n copies in scratch into out (this rank's chunk of `chunks`).
+  void reduceOwnedChunk(const std::vector<mpi::ChunkRange>& chunks, std::byte* out,
+                        scclDataType_t dtype, ReduceOp op);
   scclResult_t gatherReducedChunks(std::byte* recv, size_t count, size_t element_bytes);
   scclResult_t runCreateWindow(size_t bytes, std::unique_ptr<Window>* out);
   scclResult_t exchangeWithPeers(const std::vector<PeerTransfer>& transfers, const char* operation);

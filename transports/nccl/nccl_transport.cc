@@ -144,8 +144,7 @@ scclResult_t NcclTransport::copyBack(void* host, const void* device, size_t byte
   return waitStream("copy to host");
 }
 
-scclResult_t NcclTransport::copyLocal(void* dst, const void* src, size_t bytes,
-                                      const char* what) {
+scclResult_t NcclTransport::copyLocal(void* dst, const void* src, size_t bytes, const char* what) {
   if (dst == src || bytes == 0) return scclSuccess;
   if (memorySpaceOf(dst) == MemorySpace::Host && memorySpaceOf(src) == MemorySpace::Host) {
     std::memcpy(dst, src, bytes);
@@ -247,6 +246,57 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
   return copyBack(recv, d_recv, bytes, recv_staged);
 }
 
+scclResult_t NcclTransport::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                          scclDataType_t dtype, ReduceOp op) {
+  if (broken_ != scclSuccess) return broken_;
+  size_t block = 0;
+  SCCL_CHECK(checkReduceScatterArguments(send, recv, recvcount, dtype, op, nranks_, &block));
+  if (recvcount == 0) return scclSuccess;
+  const size_t total = block * size_t(nranks_);
+  if (nranks_ == 1 && memorySpaceOf(send) == MemorySpace::Host &&
+      memorySpaceOf(recv) == MemorySpace::Host) {
+    const void* inputs[1] = {send};
+    reduceInRankOrder(inputs, 1, recv, recvcount, dtype, op);
+    return scclSuccess;
+  }
+  void* d_send = nullptr;
+  bool send_staged = false;
+  SCCL_CHECK(deviceView(send, total, send_staging_, true, &d_send, &send_staged));
+  // Slot r of the workspace: rank r's copy of this rank's block (the own one copied, so that
+  // recv, which may be that block of send, aliases no input of the reduction).
+  void* d_gathered = nullptr;
+  SCCL_CHECK(failed(gathered_.reserve(total, &d_gathered)));
+  auto* slots = static_cast<char*>(d_gathered);
+  const auto* blocks = static_cast<const char*>(d_send);
+  const size_t own = size_t(rank_) * block;
+  SCCL_CUDA_CHECK(
+      cudaMemcpyAsync(slots + own, blocks + own, block, cudaMemcpyDeviceToDevice, stream_),
+      "nccl transport: reduceScatter's own block");
+  if (nranks_ > 1) {
+    SCCL_NCCL_ENQUEUE(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank_) continue;
+      SCCL_NCCL_ENQUEUE_IN_GROUP(
+          ncclSend(blocks + size_t(r) * block, block, ncclUint8, r, comm_, stream_),
+          "ncclSend (reduceScatter)");
+      SCCL_NCCL_ENQUEUE_IN_GROUP(
+          ncclRecv(slots + size_t(r) * block, block, ncclUint8, r, comm_, stream_),
+          "ncclRecv (reduceScatter)");
+    }
+    SCCL_NCCL_ENQUEUE(ncclGroupEnd(), "ncclGroupEnd");
+    SCCL_CHECK(awaitEnqueued("reduceScatter (exchange)"));  // the reduction must follow it
+  }
+  void* d_recv = nullptr;
+  bool recv_staged = false;
+  SCCL_CHECK(deviceView(recv, block, recv_staging_, false, &d_recv, &recv_staged));
+  const cudaError_t reduced = cuda_dispatch::reduceRankOrder(d_gathered, recvcount, nranks_, dtype,
+                                                             op == ReduceOp::Max, d_recv, stream_);
+  if (reduced != cudaSuccess)
+    return failed(cudaFailure(reduced, "nccl transport: rank-order reduction"));
+  SCCL_CHECK(waitStream("reduceScatter"));
+  return copyBack(recv, d_recv, block, recv_staged);
+}
+
 scclResult_t NcclTransport::broadcast(void* buf, size_t bytes, int root) {
   if (broken_ != scclSuccess) return broken_;
   SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
@@ -334,9 +384,9 @@ scclResult_t NcclTransport::broadcastOnStream(void* buf, size_t bytes, int root,
   if (broken_ != scclSuccess) return broken_;
   SCCL_CHECK(checkBroadcastArguments(buf, bytes, root, nranks_));
   if (nranks_ == 1 || bytes == 0) return scclSuccess;  // the root's buffer is the result
-  SCCL_NCCL_ENQUEUE(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_,
-                                  static_cast<cudaStream_t>(stream)),
-                    "ncclBroadcast (stream-ordered)");
+  SCCL_NCCL_ENQUEUE(
+      ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, static_cast<cudaStream_t>(stream)),
+      "ncclBroadcast (stream-ordered)");
   return awaitEnqueued("ncclBroadcast (stream-ordered)");
 }
 

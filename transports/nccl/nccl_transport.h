@@ -16,6 +16,9 @@
 //    chunking NCCL picks for the size and topology, so its bits differ from ((x_0 + x_1) + x_2)...
 //    and can change with the message size or the machine; the transport contract asks for
 //    rank order on every transport. Cost: n x the data received instead of 2 (n-1)/n.
+//  - reduceScatter: block r of every rank to rank r by grouped ncclSend/ncclRecv into the
+//    workspace, then the same rank-order reduction kernel over the n copies ((n-1)/n of the input
+//    out per rank, as NCCL's own; its ncclReduceScatter is not used for the reason above).
 //  - broadcast: ncclBroadcast. barrier: an all-gather of one byte.
 //  - send/recv: ncclSend/ncclRecv, each waiting for its match (NCCL semantics: a send returns
 //    once the peer has received); exchange(): a grouped send and receive with one peer, the

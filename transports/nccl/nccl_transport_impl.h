@@ -34,6 +34,8 @@ class NcclTransport final : public Transport, public StreamCollectives {
                           const size_t* recv_offsets) override;
   scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                          ReduceOp op) override;
+  scclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, scclDataType_t dtype,
+                             ReduceOp op) override;
   scclResult_t broadcast(void* buf, size_t bytes, int root) override;
   scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
   scclResult_t recv(void* buf, size_t bytes, int peer, int tag) override;

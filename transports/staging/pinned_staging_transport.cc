@@ -53,8 +53,8 @@ scclResult_t PinnedStagingTransport::copyOut(void* device, const void* host, siz
   return bytes == 0 ? scclSuccess : failed(copier_->toDevice(device, host, bytes));
 }
 
-scclResult_t PinnedStagingTransport::hostSource(const void* buf, size_t bytes,
-                                                PinnedBuffer& buffer, const void** out) {
+scclResult_t PinnedStagingTransport::hostSource(const void* buf, size_t bytes, PinnedBuffer& buffer,
+                                                const void** out) {
   if (!copier_->isDevice(buf)) {
     *out = buf;
     return scclSuccess;
@@ -95,7 +95,8 @@ scclResult_t PinnedStagingTransport::allGatherV(const void* send, size_t send_by
     return inner().allGatherV(send, send_bytes, recv, recv_bytes, recv_offsets);
   const void* host_send = nullptr;
   SCCL_CHECK(hostSource(send, send_bytes, send_, &host_send));
-  if (!recv_on_device) return inner().allGatherV(host_send, send_bytes, recv, recv_bytes, recv_offsets);
+  if (!recv_on_device)
+    return inner().allGatherV(host_send, send_bytes, recv, recv_bytes, recv_offsets);
   // The pinned copy mirrors recv's layout up to the furthest segment; only the segments go back
   // (recv's bytes between them are the caller's).
   const size_t n = size_t(nranks());
@@ -142,6 +143,24 @@ scclResult_t PinnedStagingTransport::allReduce(const void* send, void* recv, siz
   }
   SCCL_CHECK(inner().allReduce(host_send, host_recv, count, dtype, op));
   return recv_on_device ? copyOut(recv, host_recv, bytes) : scclSuccess;
+}
+
+scclResult_t PinnedStagingTransport::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                                   scclDataType_t dtype, ReduceOp op) {
+  if (broken_ != scclSuccess) return broken_;
+  size_t block = 0;
+  SCCL_CHECK(checkReduceScatterArguments(send, recv, recvcount, dtype, op, nranks(), &block));
+  const bool recv_on_device = copier_->isDevice(recv);
+  if (!recv_on_device && !copier_->isDevice(send))
+    return inner().reduceScatter(send, recv, recvcount, dtype, op);
+  const size_t total = block * static_cast<size_t>(nranks());
+  const void* host_send = nullptr;
+  SCCL_CHECK(hostSource(send, total, send_, &host_send));
+  // Into the receive buffer, never the staged input: in place, recv is the own block of send.
+  void* host_recv = recv;
+  if (recv_on_device) SCCL_CHECK(reserve(recv_, block, &host_recv));
+  SCCL_CHECK(inner().reduceScatter(host_send, host_recv, recvcount, dtype, op));
+  return recv_on_device ? copyOut(recv, host_recv, block) : scclSuccess;
 }
 
 scclResult_t PinnedStagingTransport::broadcast(void* buf, size_t bytes, int root) {

@@ -15,6 +15,9 @@
 //     sends chunk j to rank j, the owner reduces the n copies with reduceInRankOrder; then the
 //     reduced chunks are all-gathered. 2 (n-1)/n S per rank, as a ring all-reduce, in two
 //     latency steps.
+// reduceScatter (n blocks of B bytes): allReduce's first step with rank r owning block r, every
+//   rank sending block r to rank r: (n-1) B out and in per rank, one latency step; the owner's
+//   rank-order reduction gives the bits of allReduce's slice.
 // broadcast: binomial tree rooted at `root`: ceil(log2 n) steps, S per edge.
 // barrier: dissemination, ceil(log2 n) rounds of empty messages to (rank + 2^k) mod n.
 #include <cstring>
@@ -200,6 +203,41 @@ scclResult_t UcxTransport::allReduceByOwners(const void* send, void* recv, size_
     }
   }
   return waitOps(ops, "allReduce (all-gather)");
+}
+
+scclResult_t UcxTransport::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                         scclDataType_t dtype, ReduceOp op) {
+  return guarded([&] { return runReduceScatter(send, recv, recvcount, dtype, op); });
+}
+
+scclResult_t UcxTransport::runReduceScatter(const void* send, void* recv, size_t recvcount,
+                                            scclDataType_t dtype, ReduceOp op) {
+  size_t block = 0;
+  SCCL_CHECK(checkReduceScatterArguments(send, recv, recvcount, dtype, op, nranks_, &block));
+  if (recvcount == 0) return scclSuccess;
+  const size_t n = static_cast<size_t>(nranks_);
+  const auto* in = static_cast<const std::byte*>(send);
+  // Slot r: rank r's copy of this rank's block (the own copy too, so that recv, which may be the
+  // own block of send, aliases none of the reduction's inputs).
+  std::byte* copies = scratch(block * n);
+  if (copies == nullptr)
+    return fail(scclSystemError, "reduceScatter: no memory for %zu bytes", block * n);
+  const uint64_t sequence = nextSequence();
+  Ops ops(this);
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    SCCL_CHECK(postRecv(ops, copies + static_cast<size_t>(r) * block, block, r,
+                        collectiveTag(r, sequence, 0)));
+    SCCL_CHECK(postSend(ops, in + static_cast<size_t>(r) * block, block, r,
+                        collectiveTag(rank_, sequence, 0)));
+  }
+  std::memcpy(copies + static_cast<size_t>(rank_) * block, in + static_cast<size_t>(rank_) * block,
+              block);
+  SCCL_CHECK(waitOps(ops, "reduceScatter"));
+  std::vector<const void*> inputs(n);
+  for (size_t r = 0; r < n; ++r) inputs[r] = copies + r * block;
+  reduceInRankOrder(inputs.data(), nranks_, recv, recvcount, dtype, op);
+  return scclSuccess;
 }
 
 // ---- broadcast and barrier -------------------------------------------------------------------

@@ -58,6 +58,9 @@ class UcxTransport final : public Transport {
                           const size_t* recv_offsets) override;
   scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                          ReduceOp op) override;
+  // allReduceByOwners' first step with rank r owning block r (ucx_collectives.cc).
+  scclResult_t reduceScatter(const void* send, void* recv, size_t recvcount, scclDataType_t dtype,
+                             ReduceOp op) override;
   scclResult_t broadcast(void* buf, size_t bytes, int root) override;
   // Copies the message and returns once it is posted, so a send never waits for its receive.
   scclResult_t send(const void* buf, size_t bytes, int peer, int tag) override;
@@ -195,6 +198,8 @@ class UcxTransport final : public Transport {
                                  ReduceOp op);
   scclResult_t allReduceByOwners(const void* send, void* recv, size_t count, scclDataType_t dtype,
                                  ReduceOp op);
+  scclResult_t runReduceScatter(const void* send, void* recv, size_t recvcount,
+                                scclDataType_t dtype, ReduceOp op);
   scclResult_t runCreateWindow(size_t bytes, std::unique_ptr<Window>* out);
 
   // Working memory of allReduce, kept between calls: allocating (and zeroing) tens of MiB per

@@ -86,6 +86,7 @@ class SparseConfig(ctypes.Structure):
         ("densityWarmupStart", _dbl),
         ("densityWarmupCalls", _int),
         ("densityWarmupForm", _str),
+        ("hierarchy", _str),
     ]
 
 
@@ -95,7 +96,7 @@ def sparse_config_initializer():
         ctypes.sizeof(SparseConfig), SPARSE_CONFIG_MAGIC, HEADER_VERSION_CODE, b"exdyna", None,
         None, None, 0.01, 1, 0, -1.0, -1.0, 1.1, 0.005, 1024, 32, 1.05, 1, 0.25, b"proportional",
         None, 256, 1, 0.25, 0, 0, 5, 0.2, 0.25, 0.01, 0, 32, b"topk", 3, 0.5, 0, b"unselected",
-        0, 0.0, 0, b"exponential")
+        0, 0.0, 0, b"exponential", None)
 
 
 class SparseStats(ctypes.Structure):
@@ -126,4 +127,8 @@ class SparseStats(ctypes.Structure):
         ("predictedTimeUs", _dbl),
         ("autoSwitches", _u64),
         ("autoSettled", _u64),
+        ("bytesSentInsideNode", _u64),
+        ("bytesReceivedInsideNode", _u64),
+        ("totalBytesSentInsideNode", _u64),
+        ("totalBytesReceivedInsideNode", _u64),
     ]

@@ -103,6 +103,7 @@ _SIGNATURES = {
     "scclCommCount": (_I, [_COMM, ctypes.POINTER(_I)]),
     "scclCommUserRank": (_I, [_COMM, ctypes.POINTER(_I)]),
     "scclCommTransportName": (_I, [_COMM, ctypes.POINTER(ctypes.c_char_p)]),
+    "scclCommSplit": (_I, [_COMM, _I, _I, _COMM_P, ctypes.POINTER(T.Config)]),
     "scclAllReduce": (_I, [_P, _P, _S, _I, _I, _COMM, _P]),
     "scclAllGather": (_I, [_P, _P, _S, _I, _COMM, _P]),
     "scclBroadcast": (_I, [_P, _P, _S, _I, _I, _COMM, _P]),

@@ -23,6 +23,7 @@ from ._library import lib
 from .errors import Result, SparsecollError, check
 
 _SUM, _AVG = 0, 1
+_NOCOLOR = -1  # SCCL_SPLIT_NOCOLOR
 _OPS = {"sum": _SUM, "avg": _AVG}
 _MPI_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")
 _BUILD_HAS = re.compile(r"this build has: ([a-z0-9_, ]*)\)")
@@ -202,6 +203,25 @@ class Communicator:
         check(lib.scclCommInitMpi(ctypes.byref(handle), ctypes.c_void_p(MPI._addressof(mpi_comm)),
                                   ctypes.byref(config)))
         return cls(handle.value)
+
+    def split(self, color, key=None, transport=None, timeout_ms=None, name=None):
+        """scclCommSplit: collective over this communicator (every rank calls it). The ranks
+        passing the same color (an int >= 0) form a new Communicator, ranked by (key, rank here);
+        key None is this rank, so the order stays the parent's. color None (SCCL_SPLIT_NOCOLOR)
+        takes no part and returns None. Settings not given are the parent's; the transport is
+        "local" when the new ranks are threads of one process, else this one's."""
+        config = T.config_initializer()
+        if transport is not None:
+            config.transport = transport.encode()
+        if timeout_ms is not None:
+            config.timeoutMs = int(timeout_ms)
+        if name is not None:
+            config.commName = name.encode()
+        handle = ctypes.c_void_p()
+        check(lib.scclCommSplit(self.handle, _NOCOLOR if color is None else int(color),
+                                self.rank if key is None else int(key), ctypes.byref(handle),
+                                ctypes.byref(config)), self.handle)
+        return type(self)(handle.value) if handle.value else None
 
     # --- life cycle ---------------------------------------------------------------------------
     @property

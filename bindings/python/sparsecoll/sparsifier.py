@@ -47,6 +47,11 @@ class SparseStats:
     predicted_time_us: float
     auto_switches: int
     auto_settled: int
+    # "hierarchy": "node": bytes inside the node (bytes_sent/received then cross nodes only).
+    bytes_sent_inside_node: int = 0
+    bytes_received_inside_node: int = 0
+    total_bytes_sent_inside_node: int = 0
+    total_bytes_received_inside_node: int = 0
 
     def as_dict(self):
         return dataclasses.asdict(self)

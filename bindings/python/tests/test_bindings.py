@@ -69,6 +69,24 @@ def test_dense_collectives_on_four_thread_ranks():
         assert torch.equal(b, torch.full((4,), 2.0))
 
 
+def test_split_on_four_thread_ranks():
+    def body(comm):
+        with comm.split(comm.rank % 2, key=-comm.rank) as child:  # each parity, reversed
+            x = torch.full((3,), float(comm.rank))
+            child.allreduce(x)
+            shape = (child.rank, child.size, child.transport, x.tolist())
+        nocolor = comm.split(None)
+        with pytest.raises(SparsecollError) as info:
+            comm.split(-5)  # every rank: each refuses its own color
+        comm.barrier()  # still usable
+        return shape, nocolor, info.value.code, "color -5" in info.value.message
+
+    # Parent ranks 0, 2 become 1, 0 (sum 2); 1, 3 become 1, 0 (sum 4).
+    shapes = [(1, 2, "local", [2.0] * 3), (1, 2, "local", [4.0] * 3),
+              (0, 2, "local", [2.0] * 3), (0, 2, "local", [4.0] * 3)]
+    assert run_ranks(4, body) == [(shape, None, Result.INVALID_ARGUMENT, True) for shape in shapes]
+
+
 def test_bad_unique_id_is_invalid_argument():
     with pytest.raises(SparsecollError) as info:
         Communicator.from_unique_id(b"short", 0, 1)

@@ -1,0 +1,270 @@
+#include "sparsifier/node_hierarchy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "algorithms/call_header.h"
+#include "comm/call_agreement.h"
+#include "comm/comm.h"
+#include "comm/comm_split.h"
+#include "core/divide_by_ranks.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/shared/half.h"
+#include "sparsifier/sparsifier.h"
+
+namespace sccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// NaN or +-inf among `count` elements of a floating gradient type.
+uint64_t countNonFinite(const void* data, size_t count, scclDataType_t dtype) {
+  uint64_t found = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double x = 0;
+    switch (dtype) {
+      case scclFloat64: x = static_cast<const double*>(data)[i]; break;
+      case scclFloat32: x = static_cast<const float*>(data)[i]; break;
+      case scclFloat16: x = fp16ToFloat(static_cast<const uint16_t*>(data)[i]); break;
+      case scclBfloat16: x = bf16ToFloat(static_cast<const uint16_t*>(data)[i]); break;
+      default: break;
+    }
+    found += std::isfinite(x) ? 0 : 1;
+  }
+  return found;
+}
+
+// The node map's shape: every node must hold the same number of ranks. Every rank sees the same
+// map, so every rank returns the same verdict.
+scclResult_t checkEqualNodes(const scclComm& comm, int* nodes, int* per_node) {
+  std::map<int, int> sizes;
+  for (int node : comm.node_of_rank) ++sizes[node];
+  *nodes = static_cast<int>(sizes.size());
+  *per_node = sizes.begin()->second;
+  std::string listed;
+  bool equal = true;
+  for (const auto& [node, ranks] : sizes) {
+    equal = equal && ranks == *per_node;
+    listed += (listed.empty() ? "" : ", ") + std::to_string(ranks);
+  }
+  if (!equal) {
+    return fail(scclInvalidUsage,
+                "hierarchy \"node\" needs the same number of ranks on every node; this "
+                "communicator's %d nodes hold %s ranks (node detection: the host identity, "
+                "SCCL_NODE_ID or SCCL_RANKS_PER_NODE); use hierarchy \"flat\"",
+                *nodes, listed.c_str());
+  }
+  return scclSuccess;
+}
+
+CallRecord denseRecord(CallOperation operation, size_t count, scclDataType_t dtype) {
+  CallRecord record = callRecord(operation);
+  record.count = count;
+  record.dtype = static_cast<int16_t>(dtype);
+  return record;
+}
+
+// This rank's k_i of the last inner call (0 without a chunk), gathered inside the node: with the
+// inner's per-node counts every rank learns every rank's k_i.
+scclResult_t gatherRankCounts(scclSparsifier& sp, NodeHierarchy& h) {
+  const size_t nodes = static_cast<size_t>(h.nodes), local = static_cast<size_t>(h.local_ranks);
+  std::vector<uint64_t> mine(nodes, 0), all(nodes * local, 0);
+  if (h.inner != nullptr)
+    std::copy(h.inner->rank_counts.begin(), h.inner->rank_counts.end(), mine.begin());
+  SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllGather, nodes, scclUint64),
+                           *h.intra->transport, [&](Transport& t) {
+                             return t.allGather(mine.data(), all.data(), nodes * sizeof(uint64_t));
+                           }));
+  // all[l * nodes + j]: local rank l's count on node j; rank r of the communicator is local rank
+  // (its position among its node's ranks) on node node_of_rank[r].
+  std::vector<int> seen(nodes, 0);
+  sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
+  for (int r = 0; r < sp.comm->nranks; ++r) {
+    const size_t node = static_cast<size_t>(sp.comm->node_of_rank[size_t(r)]);
+    const size_t l = static_cast<size_t>(seen[node]++);
+    sp.rank_counts[size_t(r)] = all[l * nodes + node];
+  }
+  return scclSuccess;
+}
+
+// The statistics of the whole call: the inner's for what crossed nodes, summed over the node for
+// the aggregated counts (each local rank's inner covers one chunk).
+scclResult_t recordHierarchicalCall(scclSparsifier& sp, NodeHierarchy& h, double total_us,
+                                    double comm_us) {
+  const scclSparseStats_t zero{};
+  const scclSparseStats_t& in = h.inner != nullptr ? h.inner->stats : zero;
+  // k', k, max k_i over the node's chunks: one all-gather of 3 words inside the node.
+  uint64_t mine[3] = {in.kGlobal, in.kTarget, in.kMax};
+  std::vector<uint64_t> all(3 * size_t(h.local_ranks));
+  SCCL_CHECK(runAgreedCall(
+      h.intra, denseRecord(CallOperation::AllGather, 3, scclUint64), *h.intra->transport,
+      [&](Transport& t) { return t.allGather(mine, all.data(), sizeof(mine)); }));
+  uint64_t k_global = 0, k_target = 0, k_max = 0;
+  for (int l = 0; l < h.local_ranks; ++l) {
+    k_global += all[3 * size_t(l)];
+    k_target += all[3 * size_t(l) + 1];
+    k_max = std::max(k_max, all[3 * size_t(l) + 2]);
+  }
+  scclSparseStats_t& s = sp.stats;
+  s.iteration = sp.iteration;
+  s.kTarget = k_target;
+  s.kLocal = in.kLocal;
+  s.kGlobal = k_global;
+  s.kMax = k_max;
+  s.density = sp.count == 0 ? 0.0 : double(k_global) / double(sp.count);
+  s.densityError = k_target == 0 ? 0.0 : double(k_global) / double(k_target) - 1.0;
+  s.gatherInflation = in.gatherInflation;
+  s.bytesSent = in.bytesSent;
+  s.bytesReceived = in.bytesReceived;
+  s.bytesSentInsideNode = h.bytes_inside_node;
+  s.bytesReceivedInsideNode = h.bytes_inside_node;
+  s.threshold = in.threshold;
+  s.nonFinite = 0;
+  s.timeSelectUs = in.timeSelectUs;
+  s.timeCommUs = comm_us + in.timeCommUs;
+  s.timeOtherUs = std::max(0.0, total_us - s.timeSelectUs - s.timeCommUs);
+  s.totalBytesSent += s.bytesSent;
+  s.totalBytesReceived += s.bytesReceived;
+  s.totalBytesSentInsideNode += s.bytesSentInsideNode;
+  s.totalBytesReceivedInsideNode += s.bytesReceivedInsideNode;
+  s.totalTimeSelectUs += s.timeSelectUs;
+  s.totalTimeCommUs += s.timeCommUs;
+  s.totalTimeOtherUs += s.timeOtherUs;
+  const double calls = double(std::max<uint64_t>(1, sp.iteration));
+  s.meanAbsDensityError += (std::fabs(s.densityError) - s.meanAbsDensityError) / calls;
+  sp.k_target = k_target;
+  return gatherRankCounts(sp, h);
+}
+
+}  // namespace
+
+NodeHierarchy::~NodeHierarchy() {
+  if (inner != nullptr) sparsifierDestroy(inner);
+  if (inter != nullptr) commDestroy(inter, false);
+  if (intra != nullptr) commDestroy(intra, false);
+}
+
+scclResult_t buildNodeHierarchy(scclSparsifier& sp) {
+  scclComm& comm = *sp.comm;
+  int nodes = 1, per_node = 1;
+  SCCL_CHECK(checkEqualNodes(comm, &nodes, &per_node));
+  const int node = comm.node_of_rank[size_t(comm.rank)];
+  int local_rank = 0;
+  for (int r = 0; r < comm.rank; ++r) local_rank += comm.node_of_rank[size_t(r)] == node ? 1 : 0;
+  auto h = std::make_unique<NodeHierarchy>();
+  h->nodes = nodes;
+  h->local_ranks = per_node;
+  h->local_rank = local_rank;
+  // The children inherit the communicator's settings; inside a node of threads they run on the
+  // in-process transport, across nodes on the communicator's own (comm/comm_split.h).
+  SCCL_CHECK(commSplit(&comm, node, comm.rank, &h->intra, nullptr));
+  SCCL_CHECK(commSplit(&comm, local_rank, node, &h->inter, nullptr));
+  const size_t L = static_cast<size_t>(per_node);
+  h->chunk = (sp.count + L - 1) / L;
+  h->chunk_begin = std::min(sp.count, static_cast<size_t>(local_rank) * h->chunk);
+  h->chunk_length = std::min(h->chunk, sp.count - h->chunk_begin);
+  const size_t element = dataTypeSize(sp.dtype);
+  if (h->chunk * L != sp.count) h->padded.resize(h->chunk * L * element);
+  h->node_sum.resize(std::max<size_t>(h->chunk, 1) * element);
+  if (h->chunk_length > 0) {
+    ResolvedSparseConfig flat = sp.config;
+    flat.hierarchy = "flat";
+    // Every rank of `inter` has this local index, hence the same chunk length: all create it.
+    SCCL_CHECK(sparsifierCreate(h->inter, h->chunk_length, sp.dtype, flat, &h->inner));
+  }
+  SCCL_INFO(LogSubsys::Coll,
+            "sparsifier %p rank %d: hierarchy node: %d node(s) x %d rank(s), local rank %d owns "
+            "[%zu, +%zu) of %zu",
+            static_cast<void*>(&sp), comm.rank, nodes, per_node, local_rank, h->chunk_begin,
+            h->chunk_length, sp.count);
+  sp.hierarchy = std::move(h);
+  return scclSuccess;
+}
+
+scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
+                                   scclRedOp_t op) {
+  NodeHierarchy& h = *sp.hierarchy;
+  const auto start = Clock::now();
+  SCCL_CHECK(agreeOnCall(sp.comm, sparseCallRecord(sp, op, false), nullptr, "hierarchy node"));
+  const size_t element = dataTypeSize(sp.dtype);
+  const size_t L = static_cast<size_t>(h.local_ranks);
+  const bool padded = h.padded.size() > 0;
+  if (padded) {  // the reduce-scatter's input: the gradient, zeros past count
+    std::memcpy(h.padded.data(), sendbuf, sp.count * element);
+    std::memset(static_cast<unsigned char*>(h.padded.data()) + sp.count * element, 0,
+                (h.chunk * L - sp.count) * element);
+  }
+  const void* scatter_from = padded ? h.padded.data() : sendbuf;
+  auto comm_start = Clock::now();
+  SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::ReduceScatter, h.chunk, sp.dtype),
+                           *h.intra->transport, [&](Transport& t) {
+                             return t.reduceScatter(scatter_from, h.node_sum.data(), h.chunk,
+                                                    sp.dtype, ReduceOp::Sum);
+                           }));
+  // Every rank applies the non-finite policy to the same step: the node sums' count over all.
+  uint64_t nonfinite = countNonFinite(h.node_sum.data(), h.chunk_length, sp.dtype);
+  SCCL_CHECK(runAgreedCall(sp.comm, denseRecord(CallOperation::AllReduce, 1, scclUint64),
+                           *sp.comm->transport, [&](Transport& t) {
+                             return t.allReduce(&nonfinite, &nonfinite, 1, scclUint64,
+                                                ReduceOp::Sum);
+                           }));
+  double comm_us = microsecondsSince(comm_start);
+  if (nonfinite > 0) {
+    SCCL_WARN(LogSubsys::Coll,
+              "rank %d: NaN/Inf in %llu node-summed gradient value(s); step discarded",
+              sp.comm->rank, static_cast<unsigned long long>(nonfinite));
+    fillWithNaN(recvbuf, sp.count, sp.dtype);
+    sp.stats.nonFinite = nonfinite;
+    return scclSuccess;
+  }
+  // The inner calls of the node's local ranks run on different communicators: one that fails
+  // (a hostile peer refused, a broken link) must fail its whole node, or the others would wait
+  // in the all-gather below. The verdict travels inside the node before anything is written.
+  const scclResult_t inner_result =
+      h.inner != nullptr ? sparseAllreduce(h.inner, h.node_sum.data(), h.node_sum.data(), scclSum)
+                         : scclSuccess;
+  const std::string inner_error = inner_result != scclSuccess ? threadLastError() : "";
+  uint64_t failed_ranks = inner_result != scclSuccess ? 1 : 0;
+  SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllReduce, 1, scclUint64),
+                           *h.intra->transport, [&](Transport& t) {
+                             return t.allReduce(&failed_ranks, &failed_ranks, 1, scclUint64,
+                                                ReduceOp::Sum);
+                           }));
+  if (inner_result != scclSuccess) {
+    return fail(inner_result,
+                "hierarchy node: the exchange across nodes of local rank %d "
+                "failed: %s",
+                h.local_rank, inner_error.c_str());
+  }
+  if (failed_ranks > 0) {
+    return fail(scclRemoteError,
+                "hierarchy node: the exchange across nodes of %llu other local rank(s) of this "
+                "node failed (their error names the cause); nothing was written to recvbuf",
+                static_cast<unsigned long long>(failed_ranks));
+  }
+  comm_start = Clock::now();
+  void* gather_into = padded ? h.padded.data() : recvbuf;
+  SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllGather, h.chunk, sp.dtype),
+                           *h.intra->transport, [&](Transport& t) {
+                             return t.allGather(h.node_sum.data(), gather_into, h.chunk * element);
+                           }));
+  comm_us += microsecondsSince(comm_start);
+  if (padded) std::memcpy(recvbuf, h.padded.data(), sp.count * element);
+  if (op == scclAvg) SCCL_CHECK(divideByRanks(recvbuf, sp.count, sp.dtype, sp.comm->nranks));
+  // The reduce-scatter and the all-gather each send (L - 1) blocks of c elements inside the node.
+  h.bytes_inside_node = 2 * (L - 1) * h.chunk * element;
+  ++sp.iteration;
+  return recordHierarchicalCall(sp, h, microsecondsSince(start), comm_us);
+}
+
+}  // namespace sccl
