@@ -12,6 +12,10 @@
 #include "transports/bootstrap/bootstrap.h"
 #include "transports/transport.h"
 
+namespace sccl {
+struct NodeSplit;
+}  // namespace sccl
+
 struct scclComm {
   // Set while the handle is live; checked (with the live-handle registry) on every API entry.
   static constexpr uint64_t kMagic = 0x5343434c436f6d6dull;  // "SCCLComm"
@@ -37,13 +41,16 @@ struct scclComm {
   // Which node each rank is on (comm_compatibility.h nodeOfEachRank: the host identity, or
   // SCCL_RANKS_PER_NODE), the same on every rank; what "hierarchy": "node" splits by.
   std::vector<int> node_of_rank;
+  // The node split of this communicator once a "hierarchy": "node" sparsifier made it
+  // (comm/node_split.h); shared with those sparsifiers, which may outlive the communicator.
+  std::shared_ptr<sccl::NodeSplit> node_split;
 
   // The link as the first "auto" sparsifier's probe found it (tuning/link_probe.cc): later ones on
   // this communicator reuse it ("measured once per communicator"). The probe is collective and
   // its result agreed, so every rank sets the same values at the same creation.
   bool link_probed = false;
-  double probed_latency_s = 0;      // alpha
-  double probed_bytes_per_s = 0;    // beta
+  double probed_latency_s = 0;       // alpha
+  double probed_bytes_per_s = 0;     // beta
   int probed_ranks_per_machine = 1;  // tuning::LinkProbe::ranks_per_machine
 
   // The number of the next collective call, agreed by every rank (comm/call_agreement.h).

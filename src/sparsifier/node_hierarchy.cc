@@ -4,13 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <string>
 
 #include "algorithms/call_header.h"
 #include "comm/call_agreement.h"
 #include "comm/comm.h"
-#include "comm/comm_split.h"
+#include "comm/node_split.h"
 #include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -42,29 +41,6 @@ uint64_t countNonFinite(const void* data, size_t count, scclDataType_t dtype) {
     found += std::isfinite(x) ? 0 : 1;
   }
   return found;
-}
-
-// The node map's shape: every node must hold the same number of ranks. Every rank sees the same
-// map, so every rank returns the same verdict.
-scclResult_t checkEqualNodes(const scclComm& comm, int* nodes, int* per_node) {
-  std::map<int, int> sizes;
-  for (int node : comm.node_of_rank) ++sizes[node];
-  *nodes = static_cast<int>(sizes.size());
-  *per_node = sizes.begin()->second;
-  std::string listed;
-  bool equal = true;
-  for (const auto& [node, ranks] : sizes) {
-    equal = equal && ranks == *per_node;
-    listed += (listed.empty() ? "" : ", ") + std::to_string(ranks);
-  }
-  if (!equal) {
-    return fail(scclInvalidUsage,
-                "hierarchy \"node\" needs the same number of ranks on every node; this "
-                "communicator's %d nodes hold %s ranks (node detection: the host identity, "
-                "SCCL_NODE_ID or SCCL_RANKS_PER_NODE); use hierarchy \"flat\"",
-                *nodes, listed.c_str());
-  }
-  return scclSuccess;
 }
 
 CallRecord denseRecord(CallOperation operation, size_t count, scclDataType_t dtype) {
@@ -149,26 +125,19 @@ scclResult_t recordHierarchicalCall(scclSparsifier& sp, NodeHierarchy& h, double
 }  // namespace
 
 NodeHierarchy::~NodeHierarchy() {
-  if (inner != nullptr) sparsifierDestroy(inner);
-  if (inter != nullptr) commDestroy(inter, false);
-  if (intra != nullptr) commDestroy(intra, false);
+  if (inner != nullptr) sparsifierDestroy(inner);  // before the split it runs on
 }
 
 scclResult_t buildNodeHierarchy(scclSparsifier& sp) {
   scclComm& comm = *sp.comm;
-  int nodes = 1, per_node = 1;
-  SCCL_CHECK(checkEqualNodes(comm, &nodes, &per_node));
-  const int node = comm.node_of_rank[size_t(comm.rank)];
-  int local_rank = 0;
-  for (int r = 0; r < comm.rank; ++r) local_rank += comm.node_of_rank[size_t(r)] == node ? 1 : 0;
   auto h = std::make_unique<NodeHierarchy>();
-  h->nodes = nodes;
-  h->local_ranks = per_node;
-  h->local_rank = local_rank;
-  // The children inherit the communicator's settings; inside a node of threads they run on the
-  // in-process transport, across nodes on the communicator's own (comm/comm_split.h).
-  SCCL_CHECK(commSplit(&comm, node, comm.rank, &h->intra, nullptr));
-  SCCL_CHECK(commSplit(&comm, local_rank, node, &h->inter, nullptr));
+  SCCL_CHECK(nodeSplitOf(&comm, &h->split));
+  h->intra = h->split->intra;
+  h->inter = h->split->inter;
+  h->nodes = h->split->nodes;
+  h->local_ranks = h->split->local_ranks;
+  h->local_rank = h->split->local_rank;
+  const int per_node = h->local_ranks, nodes = h->nodes, local_rank = h->local_rank;
   const size_t L = static_cast<size_t>(per_node);
   h->chunk = (sp.count + L - 1) / L;
   h->chunk_begin = std::min(sp.count, static_cast<size_t>(local_rank) * h->chunk);

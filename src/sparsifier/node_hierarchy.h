@@ -16,12 +16,13 @@
 //      rank count at the end, element by element.
 // Every rank ends with the same bits (the inner all-reduce is identical across its ranks and the
 // all-gather copies); error feedback keeps each chunk's unsent node sum in the residual of the
-// rank that owns the chunk. Built at creation by two scclCommSplit-style splits of the
-// communicator (by node; by local index), which the sparsifier owns.
+// rank that owns the chunk. The communicators inside and across nodes are the communicator's
+// node split (comm/node_split.h), made at the first such sparsifier and shared by the others.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -32,10 +33,13 @@ struct scclSparsifier;
 
 namespace sccl {
 
+struct NodeSplit;
+
 struct NodeHierarchy {
-  scclComm* intra = nullptr;        // this node's ranks, by rank in the communicator
-  scclComm* inter = nullptr;        // the ranks with this local index, one per node, by node
-  scclSparsifier* inner = nullptr;  // the preset over this rank's chunk on `inter`; null if empty
+  std::shared_ptr<NodeSplit> split;  // keeps intra and inter alive while this sparsifier lives
+  scclComm* intra = nullptr;         // this node's ranks, by rank in the communicator
+  scclComm* inter = nullptr;         // the ranks with this local index, one per node, by node
+  scclSparsifier* inner = nullptr;   // the preset over this rank's chunk on `inter`; null if empty
   int nodes = 1;
   int local_ranks = 1;
   int local_rank = 0;

@@ -236,3 +236,31 @@ TEST_CASE("hierarchy node: a hostile peer across nodes fails every rank, recvbuf
   });
   REQUIRE_NO_RANK_FAILURES(failures);
 }
+
+TEST_CASE("hierarchy node: sparsifiers of one communicator share its node split", "[.hierarchy]") {
+  requireNodesOfTwo();
+  const scclSparseConfig_t hier =
+      configOf(R"({"algorithm": "micro", "density": 0.01, "hierarchy": "node"})");
+  auto failures = runLocalRanks(4, [&](int rank, scclComm_t comm, RankLog& log) {
+    scclSparsifier_t a = nullptr, b = nullptr;
+    log.checkResult(scclSparsifierCreate(&a, comm, 3000, scclFloat32, &hier), scclSuccess, "a");
+    log.checkResult(scclSparsifierCreate(&b, comm, 5001, scclFloat32, &hier), scclSuccess, "b");
+    if (a == nullptr || b == nullptr) return;
+    log.check(
+        a->hierarchy->intra == b->hierarchy->intra && a->hierarchy->inter == b->hierarchy->inter,
+        "one intra and one inter communicator for both sparsifiers");
+    std::vector<float> send(5001), recv(5001);
+    for (int t = 0; t < 3; ++t) {  // interleaved calls on the shared communicators
+      for (size_t i = 0; i < send.size(); ++i) send[i] = gradient(rank, t, i);
+      log.checkResult(scclSparseAllreduce(send.data(), recv.data(), 3000, scclFloat32, scclSum, a,
+                                          comm, nullptr),
+                      scclSuccess, "a's call");
+      log.checkResult(scclSparseAllreduce(send.data(), recv.data(), 5001, scclFloat32, scclSum, b,
+                                          comm, nullptr),
+                      scclSuccess, "b's call");
+    }
+    scclSparsifierDestroy(a);
+    scclSparsifierDestroy(b);
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}
