@@ -106,6 +106,7 @@ _SIGNATURES = {
     "scclCommSplit": (_I, [_COMM, _I, _I, _COMM_P, ctypes.POINTER(T.Config)]),
     "scclAllReduce": (_I, [_P, _P, _S, _I, _I, _COMM, _P]),
     "scclAllGather": (_I, [_P, _P, _S, _I, _COMM, _P]),
+    "scclReduceScatter": (_I, [_P, _P, _S, _I, _I, _COMM, _P]),
     "scclBroadcast": (_I, [_P, _P, _S, _I, _I, _COMM, _P]),
     "scclBarrier": (_I, [_COMM]),
     "scclSparseConfigFromJson": (_I, [ctypes.c_char_p, ctypes.POINTER(T.SparseConfig)]),

@@ -304,6 +304,18 @@ class Communicator:
         check(lib.scclAllGather(send, recv, count, dtype, self.handle, stream), self.handle)
         return out
 
+    def reduce_scatter(self, tensor, out, op="sum"):
+        """out = the sum (or average) over ranks of tensor[r * n : (r + 1) * n] for this rank r
+        (n = out's element count, tensor holds size x n): bitwise that block of allreduce."""
+        send, count, dtype, stream = describe(tensor)
+        recv, out_count, out_dtype, _ = describe(out, "out", written=True)
+        if out_dtype != dtype or out_count * self.size != count:
+            raise SparsecollError(Result.INVALID_ARGUMENT,
+                                  "tensor must hold size x out's elements of its dtype")
+        check(lib.scclReduceScatter(send, recv, out_count, dtype, _op_code(op), self.handle,
+                                    stream), self.handle)
+        return out
+
     def broadcast(self, tensor, root=0):
         """In place: every rank gets root's tensor."""
         buf, count, dtype, stream = describe(tensor, written=True)

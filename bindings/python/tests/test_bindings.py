@@ -87,6 +87,24 @@ def test_split_on_four_thread_ranks():
     assert run_ranks(4, body) == [(shape, None, Result.INVALID_ARGUMENT, True) for shape in shapes]
 
 
+def test_reduce_scatter_is_the_allreduce_block_on_three_thread_ranks():
+    def body(comm):
+        g = torch.Generator().manual_seed(7 + comm.rank)
+        x = torch.randn(3 * 5, generator=g) * torch.logspace(-3, 3, 15)
+        block = torch.empty(5)
+        comm.reduce_scatter(x, block)
+        full = comm.allreduce(x.clone())
+        avg = comm.reduce_scatter(x, torch.empty(5), op="avg")
+        with pytest.raises(SparsecollError) as info:
+            comm.reduce_scatter(x, torch.empty(4))
+        mine = slice(comm.rank * 5, comm.rank * 5 + 5)
+        return (torch.equal(block, full[mine]),
+                torch.equal(avg, comm.allreduce(x.clone(), op="avg")[mine]),
+                info.value.code)
+
+    assert run_ranks(3, body) == [(True, True, Result.INVALID_ARGUMENT)] * 3
+
+
 def test_bad_unique_id_is_invalid_argument():
     with pytest.raises(SparsecollError) as info:
         Communicator.from_unique_id(b"short", 0, 1)
