@@ -181,19 +181,26 @@ scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void
                                                     sp.dtype, ReduceOp::Sum);
                            }));
   // Every rank applies the non-finite policy to the same step: the node sums' count over all.
-  uint64_t nonfinite = countNonFinite(h.node_sum.data(), h.chunk_length, sp.dtype);
+  const uint64_t nonfinite_here = countNonFinite(h.node_sum.data(), h.chunk_length, sp.dtype);
+  uint64_t nonfinite = nonfinite_here;
   SCCL_CHECK(runAgreedCall(sp.comm, denseRecord(CallOperation::AllReduce, 1, scclUint64),
                            *sp.comm->transport, [&](Transport& t) {
                              return t.allReduce(&nonfinite, &nonfinite, 1, scclUint64,
                                                 ReduceOp::Sum);
                            }));
   double comm_us = microsecondsSince(comm_start);
+  if (nonfinite > 0 && sp.config.non_finite == scclNonFiniteError) {
+    return fail(scclInvalidArgument,
+                "sparse all-reduce (hierarchy node): %llu NaN/Inf value(s) in the node-summed "
+                "gradients (policy error); nothing was changed",
+                static_cast<unsigned long long>(nonfinite));
+  }
   if (nonfinite > 0) {
     SCCL_WARN(LogSubsys::Coll,
               "rank %d: NaN/Inf in %llu node-summed gradient value(s); step discarded",
               sp.comm->rank, static_cast<unsigned long long>(nonfinite));
     fillWithNaN(recvbuf, sp.count, sp.dtype);
-    sp.stats.nonFinite = nonfinite;
+    sp.stats.nonFinite = nonfinite_here;  // this rank's, in its chunk's node sum
     return scclSuccess;
   }
   // The inner calls of the node's local ranks run on different communicators: one that fails

@@ -7,7 +7,8 @@
 //   2. reduce-scatter inside the node (dense, rank order): local rank i holds the node's sum of
 //      chunk i (count x element size x (L-1)/L out per rank, inside the node);
 //   3. the non-finite count of that sum is all-reduced over the communicator (8 bytes), so every
-//      rank applies the policy to the same step;
+//      rank applies the policy to the same step (propagate: recvbuf NaN, nothing else changes;
+//      error: scclInvalidArgument on every rank, nothing changes);
 //   4. the preset (any of them, flat) runs across nodes among the ranks with local index i, over
 //      chunk i, with its own residual: what crosses the node boundary is the preset's traffic on
 //      a vector L times shorter, once per node instead of once per rank;

@@ -164,12 +164,9 @@ scclResult_t resolveSparseConfig(const scclSparseConfig_t& given, ResolvedSparse
   }
   if (config.hierarchy != nullptr) resolved.hierarchy = config.hierarchy;
   SCCL_CHECK(checkStreamOrdered(resolved));
-  SCCL_REQUIRE_ARG(resolved.hierarchy == "flat" ||
-                       (!resolved.stream_ordered && resolved.non_finite == scclNonFinitePropagate),
-                   "hierarchy \"node\" runs host-ordered calls under the non-finite policy "
-                   "propagate (this config has streamOrdered %d, nonFinite %s)",
-                   int(resolved.stream_ordered),
-                   resolved.non_finite == scclNonFiniteError ? "error" : "propagate");
+  SCCL_REQUIRE_ARG(resolved.hierarchy == "flat" || !resolved.stream_ordered,
+                   "hierarchy \"node\" runs host-ordered calls; streamOrdered needs hierarchy "
+                   "\"flat\"");
   SCCL_REQUIRE_ARG(resolved.warmup_calls == 0 || resolved.reduction != "sketch",
                    "densityWarmupCalls %d: the sketch reduction (s2) sizes its sketch from the "
                    "density at creation and cannot change it",

@@ -6,7 +6,9 @@
 // of node sizes refused on every rank, and the statistics' split of the bytes.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -263,4 +265,42 @@ TEST_CASE("hierarchy node: sparsifiers of one communicator share its node split"
     scclSparsifierDestroy(b);
   });
   REQUIRE_NO_RANK_FAILURES(failures);
+}
+
+TEST_CASE("hierarchy node: non-finite values follow the policy on every rank", "[.hierarchy]") {
+  requireNodesOfTwo();
+  for (const char* policy : {"propagate", "error"}) {
+    DYNAMIC_SECTION("policy " << policy) {
+      const scclSparseConfig_t hier = configOf((std::string(R"({"algorithm": "micro", )") +
+                                                R"("density": 0.01, "hierarchy": "node", )" +
+                                                R"("non_finite": ")" + policy + "\"}")
+                                                   .c_str());
+      const bool error = std::string(policy) == "error";
+      auto failures = runLocalRanks(4, [&](int rank, scclComm_t comm, RankLog& log) {
+        scclSparsifier_t sp = nullptr;
+        if (!log.checkResult(scclSparsifierCreate(&sp, comm, 2000, scclFloat32, &hier), scclSuccess,
+                             "create"))
+          return;
+        std::vector<float> send(2000), recv(2000, 5.0f);
+        for (size_t i = 0; i < send.size(); ++i) send[i] = gradient(rank, 0, i);
+        if (rank == 3) send[1999] = std::numeric_limits<float>::quiet_NaN();  // node 1, chunk 1
+        const scclResult_t result = scclSparseAllreduce(send.data(), recv.data(), 2000, scclFloat32,
+                                                        scclSum, sp, comm, nullptr);
+        log.checkResult(result, error ? scclInvalidArgument : scclSuccess, "the call with NaN");
+        bool as_policy = true;
+        for (float x : recv) as_policy = as_policy && (error ? x == 5.0f : std::isnan(x));
+        log.check(as_policy, error ? "recvbuf untouched" : "recvbuf all NaN");
+        scclSparseStats_t s{};
+        s.size = sizeof(s);
+        scclSparsifierGetStats(sp, &s);
+        log.check(s.iteration == 0, "the step did not count");
+        send[1999] = 1.0f;
+        log.checkResult(scclSparseAllreduce(send.data(), recv.data(), 2000, scclFloat32, scclSum,
+                                            sp, comm, nullptr),
+                        scclSuccess, "the next, finite call");
+        scclSparsifierDestroy(sp);
+      });
+      REQUIRE_NO_RANK_FAILURES(failures);
+    }
+  }
 }
