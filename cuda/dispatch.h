@@ -13,6 +13,7 @@
 #include "kernels/shared/scaling_rule.h"
 #include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/reduce_op.h"
 #include "kernels/shared/sketch_element.h"
 #include "kernels/shared/sync_free_call.h"
 #include "sparsecoll/sparsecoll.h"
@@ -62,8 +63,7 @@ bool histogramInSharedMemory(size_t bins);
 cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t acc_dtype,
                                 const void* grad, scclDataType_t grad_dtype, size_t count,
                                 uint64_t* nonfinite, size_t begin, size_t end, uint64_t base_bits,
-                                unsigned shift, size_t bins, uint64_t* counts,
-                                cudaStream_t stream);
+                                unsigned shift, size_t bins, uint64_t* counts, cudaStream_t stream);
 
 // --- kernels/resident_gather.cu (the device-resident gather call's steps; no host wait) ---
 // idx[from, to) = -1.
@@ -130,15 +130,15 @@ cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, 
 cudaError_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                const uint8_t* bitmap, const void* sub, cudaStream_t stream);
 
-// x[i] = x[i] / nranks for i < count, as core/divide_by_ranks.cc divides (float32 arithmetic for float32,
-// float16 and bfloat16, rounded to nearest even; double for float64).
+// x[i] = x[i] / nranks for i < count, as core/divide_by_ranks.cc divides (float32 arithmetic for
+// float32, float16 and bfloat16, rounded to nearest even; double for float64).
 cudaError_t divideByRanks(void* x, scclDataType_t dtype, size_t count, int nranks,
                           cudaStream_t stream);
 
 // --- kernels/rank_order_reduce.cu ---
 // out[i] = in_0[i] op in_1[i] op ... (rank order), in_r = gathered + r * count elements.
 cudaError_t reduceRankOrder(const void* gathered, size_t count, int nranks, scclDataType_t dtype,
-                            bool max, void* out, cudaStream_t stream);
+                            ReduceOp op, void* out, cudaStream_t stream);
 
 // --- kernels/sync_free.cu (the sync_free reduction's device steps; no host synchronisation) ---
 // A slot is 4 + capacity int64 words: k, non-finite count, fingerprint, call number, indices.

@@ -43,8 +43,7 @@ scclResult_t checkAllReduceArguments(const void* send, const void* recv, size_t 
                                      scclDataType_t dtype, ReduceOp op, size_t* total_bytes) {
   SCCL_REQUIRE_ARG(isValidDataType(dtype), "allReduce: unknown data type %d",
                    static_cast<int>(dtype));
-  SCCL_REQUIRE_ARG(op == ReduceOp::Sum || op == ReduceOp::Max, "allReduce: unknown op %d",
-                   static_cast<int>(op));
+  SCCL_REQUIRE_ARG(isValidReduceOp(op), "allReduce: unknown op %d", static_cast<int>(op));
   SCCL_REQUIRE_ARG(byteSize(count, dtype, total_bytes),
                    "allReduce: %zu elements of %s overflow size_t", count, dataTypeName(dtype));
   SCCL_REQUIRE_ARG((send != nullptr && recv != nullptr) || count == 0,
@@ -57,8 +56,7 @@ scclResult_t checkReduceScatterArguments(const void* send, const void* recv, siz
                                          size_t* block_bytes) {
   SCCL_REQUIRE_ARG(isValidDataType(dtype), "reduceScatter: unknown data type %d",
                    static_cast<int>(dtype));
-  SCCL_REQUIRE_ARG(op == ReduceOp::Sum || op == ReduceOp::Max, "reduceScatter: unknown op %d",
-                   static_cast<int>(op));
+  SCCL_REQUIRE_ARG(isValidReduceOp(op), "reduceScatter: unknown op %d", static_cast<int>(op));
   size_t total = 0;
   SCCL_REQUIRE_ARG(byteSize(recvcount, dtype, block_bytes) &&
                        !__builtin_mul_overflow(*block_bytes, static_cast<size_t>(nranks), &total),

@@ -17,7 +17,7 @@ constexpr size_t kBlock = 1024;
 // One definition with the CUDA rank-order reduction: kernels/shared/rank_order_combine.h.
 template <typename T>
 T combine(T a, T b, ReduceOp op) {
-  return rankOrderCombine(a, b, op == ReduceOp::Max);
+  return rankOrderCombine(a, b, op);
 }
 
 template <typename T>

@@ -1,8 +1,8 @@
 // The reduction every transport applies, in one place so that all transports produce bitwise
-// the same result: out[i] = ((in[0][i] + in[1][i]) + in[2][i]) + ... in rank order (or max).
+// the same result: out[i] = ((in[0][i] + in[1][i]) + in[2][i]) + ... in rank order (or max, min).
 // float16 and bfloat16 are combined in float32 and rounded once at the end; integer sums wrap
-// (computed in unsigned arithmetic, so there is no undefined behaviour). Max propagates NaN; a
-// floating result that is NaN is the canonical NaN (kernels/shared/canonical_nan.h).
+// (computed in unsigned arithmetic, so there is no undefined behaviour). Max and min propagate NaN;
+// a floating result that is NaN is the canonical NaN (kernels/shared/canonical_nan.h).
 #pragma once
 
 #include <cstddef>

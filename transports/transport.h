@@ -15,23 +15,22 @@
 //  - Buffers are host memory unless capabilities().device_memory says otherwise.
 //  - In-place operation (send == recv) is allowed where stated.
 //  - Results of allReduce are bitwise identical on every rank and deterministic: element-wise
-//    ((x_0 + x_1) + x_2) + ... in rank order (max for Max), with float16/bfloat16 summed in
-//    float32 and rounded once. Every transport implements exactly this order so that results do
-//    not depend on the transport.
+//    ((x_0 + x_1) + x_2) + ... in rank order (max / min for Max / Min), with float16/bfloat16
+//    summed in float32 and rounded once. Every transport implements exactly this order so that
+//    results do not depend on the transport.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "kernels/shared/reduce_op.h"
 #include "sparsecoll/sparsecoll.h"
 #include "transports/agreement_record.h"
 #include "transports/stream_collectives.h"
 #include "transports/window.h"
 
 namespace sccl {
-
-enum class ReduceOp { Sum, Max };
 
 struct TransportCapabilities {
   bool device_memory = false;  // may buffers live in GPU memory?
@@ -56,8 +55,8 @@ class Transport {
   virtual scclResult_t allGatherV(const void* send, size_t send_bytes, void* recv,
                                   const size_t* recv_bytes, const size_t* recv_offsets) = 0;
 
-  // Element-wise reduction of `count` elements; send == recv allowed. Sum supports every
-  // scclDataType_t; Max supports every type too (NaN propagates for floating types). A floating
+  // Element-wise reduction of `count` elements; send == recv allowed. Sum, Max and Min support
+  // every scclDataType_t (Max and Min propagate NaN for floating types). A floating
   // result that is NaN is the canonical quiet NaN of its type, whatever the operands' payloads.
   virtual scclResult_t allReduce(const void* send, void* recv, size_t count, scclDataType_t dtype,
                                  ReduceOp op) = 0;

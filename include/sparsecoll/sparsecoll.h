@@ -98,7 +98,9 @@ typedef enum SCCL_ENUM_BASE {
 typedef enum SCCL_ENUM_BASE {
   scclSum = 0, /* element-wise sum over ranks */
   scclAvg = 1, /* element-wise sum divided by the number of ranks */
-  scclNumOps = 2
+  scclMax = 2, /* element-wise maximum (dense collectives only; NaN if any operand is NaN) */
+  scclMin = 3, /* element-wise minimum (dense collectives only; NaN if any operand is NaN) */
+  scclNumOps = 4
 } scclRedOp_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -197,18 +199,20 @@ SCCL_API scclResult_t scclCommSplit(scclComm_t comm, int color, int key, scclCom
  * sparsifier or event communicator, call number). Ranks that called different things all return
  * scclInvalidUsage with the same message naming the field, values and ranks; nothing was
  * exchanged and the communicator stays usable (docs/api.md, "Call agreement"). */
-/* recvbuf = sum (or average) over ranks of sendbuf, `count` elements; sendbuf == recvbuf allowed.
- * Every rank gets bitwise the same result: element-wise ((x_0 + x_1) + x_2) + ... in rank order;
- * float16 and bfloat16 are summed in float32 and rounded once. Buffers of a call are all host
- * memory (stream NULL) or all GPU memory (stream: the caller's cudaStream_t, synchronised before
- * the transport runs) on a transport that carries device memory (nccl; else scclInvalidUsage). */
+/* recvbuf = sum, average, maximum or minimum over ranks of sendbuf, `count` elements; sendbuf ==
+ * recvbuf allowed. Every rank gets bitwise the same result: element-wise ((x_0 + x_1) + x_2) + ...
+ * in rank order; float16 and bfloat16 are combined in float32 and rounded once; scclAvg takes
+ * floating types only; a floating result that is NaN is the canonical quiet NaN. Buffers of a call
+ * are all host memory (stream NULL) or all GPU memory (stream: the caller's cudaStream_t,
+ * synchronised before the transport runs) on a transport that carries device memory (nccl; else
+ * scclInvalidUsage). */
 SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t count,
                                     scclDataType_t datatype, scclRedOp_t op, scclComm_t comm,
                                     void* stream);
 /* recvbuf[r * sendcount + i] = sendbuf of rank r [i]. */
 SCCL_API scclResult_t scclAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
                                     scclDataType_t datatype, scclComm_t comm, void* stream);
-/* recvbuf[i] = sum (or average) over ranks r of sendbuf of rank r [rank * recvcount + i]: sendbuf
+/* recvbuf[i] = reduction (op) over ranks r of sendbuf of rank r [rank * recvcount + i]: sendbuf
  * holds nranks blocks of recvcount elements and each rank receives the reduction of its block,
  * bitwise that slice of scclAllReduce's result (rank order, the same rounding and NaN rule).
  * In place: recvbuf == sendbuf + rank * recvcount elements. */
@@ -412,8 +416,8 @@ SCCL_API scclResult_t scclSparsifierReset(scclSparsifier_t sparsifier);
 
 /* Drop-in for an all-reduce of a gradient: recvbuf receives the aggregated sparse gradient in
  * dense layout (zeros where nothing was selected), sum or average over ranks, bitwise identical
- * on every rank. sendbuf == recvbuf allowed. count and dtype must be the sparsifier's, comm the
- * one it was created on. Unsent values stay in the residual (error feedback). Buffers: host
+ * on every rank (op: scclSum or scclAvg; scclMax and scclMin: scclInvalidArgument). sendbuf ==
+ * recvbuf allowed. count and dtype must be the sparsifier's, comm the one it was created on. Unsent values stay in the residual (error feedback). Buffers: host
  * memory with stream NULL, or both GPU memory with the caller's cudaStream_t, for the gather, sketch
  * and sync_free reductions over the nccl transport (others: scclInvalidUsage; docs/gpu.md). */
 SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
@@ -524,7 +528,8 @@ SCCL_API scclResult_t scclSparsifierSetDensity(scclSparsifier_t sparsifier, doub
  * threshold, partitions; blobs of different saves): scclInvalidUsage on every rank. On any error
  * the sparsifier is exactly as before and the communicator stays usable. The loaded residual is
  * in host memory; a sparsifier on device buffers uploads it at its next call (recapture a CUDA
- * graph after loading). */
+ * graph after loading). A "hierarchy": "node" sparsifier resumes on the same node layout; its
+ * import agrees across nodes and then over the whole communicator before any rank changes. */
 SCCL_API scclResult_t scclSparsifierGetStateSize(scclSparsifier_t sparsifier, size_t* bytes);
 SCCL_API scclResult_t scclSparsifierExportState(scclSparsifier_t sparsifier, void* buffer,
                                                 size_t bytes, size_t* written);

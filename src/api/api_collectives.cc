@@ -54,7 +54,7 @@ SCCL_API scclResult_t scclAllReduce(const void* sendbuf, void* recvbuf, size_t c
     SCCL_CHECK(runOnTransport(
         comm, record,
         [&](sccl::Transport& t) {
-          return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::ReduceOp::Sum);
+          return t.allReduce(sendbuf, recvbuf, count, datatype, sccl::transportReduceOp(op));
         },
         on_device));
     if (op != scclAvg) return scclSuccess;
@@ -107,7 +107,8 @@ SCCL_API scclResult_t scclReduceScatter(const void* sendbuf, void* recvbuf, size
     SCCL_CHECK(runOnTransport(
         comm, record,
         [&](sccl::Transport& t) {
-          return t.reduceScatter(sendbuf, recvbuf, recvcount, datatype, sccl::ReduceOp::Sum);
+          return t.reduceScatter(sendbuf, recvbuf, recvcount, datatype,
+                                 sccl::transportReduceOp(op));
         },
         on_device));
     // Divided element by element as scclAllReduce divides: the bits of its slice.

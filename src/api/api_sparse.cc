@@ -102,7 +102,7 @@ SCCL_API scclResult_t scclSparseAllreduce(const void* sendbuf, void* recvbuf, si
                      count, sparsifier->count);
     SCCL_REQUIRE_ARG(dtype == sparsifier->dtype, "dtype %s differs from the sparsifier's %s",
                      sccl::dataTypeName(dtype), sccl::dataTypeName(sparsifier->dtype));
-    SCCL_CHECK(sccl::requireRedOp(op));
+    SCCL_CHECK(sccl::requireSparseRedOp(op));
     size_t bytes = count * sccl::dataTypeSize(dtype);
     // In place is sendbuf == recvbuf; a partial overlap would read what the call already wrote.
     SCCL_CHECK(sccl::requireNoPartialOverlap(sendbuf, bytes, recvbuf, bytes, 0));

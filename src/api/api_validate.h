@@ -47,8 +47,26 @@ inline scclResult_t requireDataType(const scclDataType_t& dtype) {
 
 inline scclResult_t requireRedOp(const scclRedOp_t& op) {
   int bits = enumBits(op);
-  SCCL_REQUIRE_ARG(bits == scclSum || bits == scclAvg, "unknown reduction op %d", bits);
+  SCCL_REQUIRE_ARG(bits >= 0 && bits < scclNumOps, "unknown reduction op %d", bits);
   return scclSuccess;
+}
+
+// A sparse all-reduce adds the ranks' selected entries (and error feedback keeps what was not
+// sent for a later sum); a maximum or minimum of partially sent vectors has no such meaning.
+inline scclResult_t requireSparseRedOp(const scclRedOp_t& op) {
+  SCCL_CHECK(requireRedOp(op));
+  SCCL_REQUIRE_ARG(op == scclSum || op == scclAvg,
+                   "a sparse all-reduce takes scclSum or scclAvg, not %s (scclMax and scclMin are "
+                   "for the dense collectives)",
+                   op == scclMax ? "scclMax" : "scclMin");
+  return scclSuccess;
+}
+
+// The transports' reduction for a public op: scclAvg is a sum that the API then divides.
+inline ReduceOp transportReduceOp(scclRedOp_t op) {
+  if (op == scclMax) return ReduceOp::Max;
+  if (op == scclMin) return ReduceOp::Min;
+  return ReduceOp::Sum;
 }
 
 // The largest buffer any call takes: 2^56 bytes (64 PiB), above every 64-bit user address space

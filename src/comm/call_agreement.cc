@@ -43,6 +43,8 @@ std::string showRedOp(uint64_t value) {
   switch (static_cast<int32_t>(value)) {
     case scclSum: return "scclSum";
     case scclAvg: return "scclAvg";
+    case scclMax: return "scclMax";
+    case scclMin: return "scclMin";
     case -1: return "none";
     default: return "invalid (" + std::to_string(static_cast<int32_t>(value)) + ")";
   }

@@ -122,13 +122,12 @@ TEST_CASE("gpu rank-order reduction writes the cpu's canonical NaNs", "[gpu][ind
     std::vector<const void*> pointers;
     for (const Bytes& input : inputs) pointers.push_back(input.data());
     DeviceBuffer<uint8_t> d_gathered(gathered);
-    for (bool max : {false, true}) {
-      INFO(sccl::dataTypeName(dtype) << (max ? " max" : " sum"));
+    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max, sccl::ReduceOp::Min}) {
+      INFO(sccl::dataTypeName(dtype) << " " << sccl::reduceOpName(op));
       Bytes want(n * widthOf(dtype));
-      sccl::reduceInRankOrder(pointers.data(), nranks, want.data(), n, dtype,
-                              max ? sccl::ReduceOp::Max : sccl::ReduceOp::Sum);
+      sccl::reduceInRankOrder(pointers.data(), nranks, want.data(), n, dtype, op);
       DeviceBuffer<uint8_t> out(want.size());
-      REQUIRE(sccl::cuda_dispatch::reduceRankOrder(d_gathered.get(), n, nranks, dtype, max,
+      REQUIRE(sccl::cuda_dispatch::reduceRankOrder(d_gathered.get(), n, nranks, dtype, op,
                                                    out.get(), nullptr) == cudaSuccess);
       CHECK_BITS_OF_WIDTH("reduceRankOrder", widthOf(dtype), want, out.read());
     }

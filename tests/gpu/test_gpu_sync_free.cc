@@ -32,9 +32,16 @@ namespace {
 // One emulated rank's words of the resident sync_free call (kernels/shared/sync_free_call.h).
 struct RankWords {
   explicit RankWords(int nranks)
-      : threshold(1), nonfinite(1), bad(1), sequence(std::vector<uint64_t>{0}), status(1),
-        totals(3), ranges(2 * size_t(nranks)), partitions(2 * size_t(nranks)),
-        exdyna(4 * size_t(nranks)), fault(std::vector<uint64_t>{0}) {}
+      : threshold(1),
+        nonfinite(1),
+        bad(1),
+        sequence(std::vector<uint64_t>{0}),
+        status(1),
+        totals(3),
+        ranges(2 * size_t(nranks)),
+        partitions(2 * size_t(nranks)),
+        exdyna(4 * size_t(nranks)),
+        fault(std::vector<uint64_t>{0}) {}
   sccl::SyncFreeWords words(int nranks, size_t capacity) {
     sccl::SyncFreeWords w;
     w.nranks = nranks;
@@ -131,7 +138,7 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
                                       nullptr) == scclSuccess);
       std::vector<float> mine = values.read();
       for (size_t s = 0; s < sum.size(); ++s)
-        sum[s] = r == 0 ? mine[s] : sccl::rankOrderCombine(sum[s], mine[s], false);
+        sum[s] = r == 0 ? mine[s] : sccl::rankOrderCombine(sum[s], mine[s], sccl::ReduceOp::Sum);
     }
     DeviceBuffer<float> d_sum(sum);
     for (int r = 0; r < nranks; ++r) {

@@ -77,7 +77,7 @@ inline Enum badEnum(int bits) {
 }
 
 inline const int kBadDtypes[] = {-1, 10, 11, 255, INT_MAX, INT_MIN};
-inline const int kBadOps[] = {-1, 2, 3, INT_MAX, INT_MIN};
+inline const int kBadOps[] = {-1, 4, 5, INT_MAX, INT_MIN};
 
 enum class Kind { Comm, Sparsifier, Event };
 

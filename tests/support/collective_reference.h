@@ -82,24 +82,33 @@ inline std::vector<std::byte> makeInput(scclDataType_t dtype, uint64_t seed, int
   return buffer;
 }
 
+// The reductions the reference knows, its own names (not the library's enum: the reference is
+// written independently of it).
+enum class ReferenceOp { Sum, Max, Min };
+
 // The reference: written independently of reduce_ops.cc from the rule in transport.h and the NaN
-// rule (docs/kernels.md, "NaN payloads"): a floating result that is NaN, of a sum or of a max
-// with a NaN operand, is quiet_NaN (the canonical NaN), whatever the inputs' payloads.
+// rule (docs/kernels.md, "NaN payloads"): a floating result that is NaN, of a sum or of a max/min
+// with a NaN operand, is quiet_NaN (the canonical NaN), whatever the inputs' payloads. Max and min
+// keep the earlier rank's operand on ties (+0 against -0 included).
 template <typename Acc>
-Acc combineReference(Acc acc, Acc x, bool max) {
+Acc combineReference(Acc acc, Acc x, ReferenceOp op) {
+  Acc result;
+  if (op == ReferenceOp::Max)
+    result = acc < x ? x : acc;
+  else if (op == ReferenceOp::Min)
+    result = x < acc ? x : acc;
+  else
+    result = acc + x;
   if constexpr (std::is_floating_point_v<Acc>) {
-    const Acc result = max ? (acc < x ? x : acc) : acc + x;
     if (std::isnan(acc) || std::isnan(x) || std::isnan(result)) {
       return std::numeric_limits<Acc>::quiet_NaN();
     }
-    return result;
   }
-  if (!max) return acc + x;
-  return acc < x ? x : acc;
+  return result;
 }
 
 template <typename T, typename Acc = T>
-void referenceTyped(uint64_t seed, int nranks, size_t count, bool max, bool with_nans,
+void referenceTyped(uint64_t seed, int nranks, size_t count, ReferenceOp op, bool with_nans,
                     Acc (*load)(T), T (*store)(Acc), scclDataType_t dtype, std::byte* out) {
   auto input = [&](int rank, size_t index) {
     unsigned char raw[8] = {};  // storeInput writes up to 8 bytes
@@ -110,7 +119,7 @@ void referenceTyped(uint64_t seed, int nranks, size_t count, bool max, bool with
   };
   for (size_t i = 0; i < count; ++i) {
     Acc acc = input(0, i);
-    for (int r = 1; r < nranks; ++r) acc = combineReference(acc, input(r, i), max);
+    for (int r = 1; r < nranks; ++r) acc = combineReference(acc, input(r, i), op);
     T result = store(acc);
     std::memcpy(out + i * sizeof(T), &result, sizeof(T));
   }
@@ -121,50 +130,54 @@ T identity(T value) {
   return value;
 }
 
-// Integer sums wrap: computed on the unsigned type (the bit pattern of any signed wrap).
+// Integer sums wrap: computed on the unsigned type (the bit pattern of any signed wrap); max and
+// min compare as the signed or unsigned type itself.
 template <typename S, typename U>
-void referenceInteger(uint64_t seed, int nranks, size_t count, bool max, scclDataType_t dtype,
+void referenceInteger(uint64_t seed, int nranks, size_t count, ReferenceOp op, scclDataType_t dtype,
                       std::byte* out) {
-  if (max)
-    return referenceTyped<S>(seed, nranks, count, true, false, identity<S>, identity<S>, dtype,
-                             out);
-  referenceTyped<U>(seed, nranks, count, false, false, identity<U>, identity<U>, dtype, out);
+  if (op != ReferenceOp::Sum)
+    return referenceTyped<S>(seed, nranks, count, op, false, identity<S>, identity<S>, dtype, out);
+  referenceTyped<U>(seed, nranks, count, op, false, identity<U>, identity<U>, dtype, out);
 }
 
-inline std::vector<std::byte> expectedAllReduce(scclDataType_t dtype, bool max, uint64_t seed,
+// The expected result of reducing every rank's makeInput(dtype, seed, rank, count, with_nans).
+inline std::vector<std::byte> expectedReduction(scclDataType_t dtype, ReferenceOp op, uint64_t seed,
                                                 int nranks, size_t count, bool with_nans) {
   std::vector<std::byte> out(count * sccl::dataTypeSize(dtype));
   std::byte* o = out.data();
   switch (dtype) {
-    case scclInt8: referenceInteger<int8_t, uint8_t>(seed, nranks, count, max, dtype, o); break;
-    case scclUint8: referenceInteger<uint8_t, uint8_t>(seed, nranks, count, max, dtype, o); break;
-    case scclInt32: referenceInteger<int32_t, uint32_t>(seed, nranks, count, max, dtype, o); break;
-    case scclUint32:
-      referenceInteger<uint32_t, uint32_t>(seed, nranks, count, max, dtype, o);
-      break;
-    case scclInt64: referenceInteger<int64_t, uint64_t>(seed, nranks, count, max, dtype, o); break;
-    case scclUint64:
-      referenceInteger<uint64_t, uint64_t>(seed, nranks, count, max, dtype, o);
-      break;
+    case scclInt8: referenceInteger<int8_t, uint8_t>(seed, nranks, count, op, dtype, o); break;
+    case scclUint8: referenceInteger<uint8_t, uint8_t>(seed, nranks, count, op, dtype, o); break;
+    case scclInt32: referenceInteger<int32_t, uint32_t>(seed, nranks, count, op, dtype, o); break;
+    case scclUint32: referenceInteger<uint32_t, uint32_t>(seed, nranks, count, op, dtype, o); break;
+    case scclInt64: referenceInteger<int64_t, uint64_t>(seed, nranks, count, op, dtype, o); break;
+    case scclUint64: referenceInteger<uint64_t, uint64_t>(seed, nranks, count, op, dtype, o); break;
     case scclFloat32:
-      referenceTyped<float>(seed, nranks, count, max, with_nans, identity<float>, identity<float>,
+      referenceTyped<float>(seed, nranks, count, op, with_nans, identity<float>, identity<float>,
                             dtype, o);
       break;
     case scclFloat64:
-      referenceTyped<double>(seed, nranks, count, max, with_nans, identity<double>,
-                             identity<double>, dtype, o);
+      referenceTyped<double>(seed, nranks, count, op, with_nans, identity<double>, identity<double>,
+                             dtype, o);
       break;
     case scclFloat16:
-      referenceTyped<uint16_t, float>(seed, nranks, count, max, with_nans, sccl::fp16ToFloat,
+      referenceTyped<uint16_t, float>(seed, nranks, count, op, with_nans, sccl::fp16ToFloat,
                                       sccl::floatToFp16, dtype, o);
       break;
     case scclBfloat16:
-      referenceTyped<uint16_t, float>(seed, nranks, count, max, with_nans, sccl::bf16ToFloat,
+      referenceTyped<uint16_t, float>(seed, nranks, count, op, with_nans, sccl::bf16ToFloat,
                                       sccl::floatToBf16, dtype, o);
       break;
     case scclNumTypes: break;
   }
   return out;
+}
+
+// Sum (max false) or max (max true), as the transport tests name them.
+inline std::vector<std::byte> expectedAllReduce(scclDataType_t dtype, bool max, uint64_t seed,
+                                                int nranks, size_t count, bool with_nans) {
+  return expectedReduction(dtype, max ? ReferenceOp::Max : ReferenceOp::Sum, seed, nranks, count,
+                           with_nans);
 }
 
 // Index of the first differing element, or -1 when the buffers are bitwise equal.

@@ -122,6 +122,12 @@ void addSparseCases(Matrix& m) {
       return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32,
                                  badEnum<scclRedOp_t>(bits), c.sp, c.comm, nullptr);
     });
+  // Valid ops of the dense collectives that a sparse all-reduce has no meaning for.
+  for (scclRedOp_t op : {scclMax, scclMin})
+    m.add(sa, op == scclMax ? "scclMax" : "scclMin", scclInvalidArgument, [op](Ctx& c) {
+      return scclSparseAllreduce(c.send.data(), c.recv.data(), kCount, scclFloat32, op, c.sp,
+                                 c.comm, nullptr);
+    });
   m.add(sa, "NULL sendbuf", scclInvalidArgument, [](Ctx& c) {
     return scclSparseAllreduce(nullptr, c.recv.data(), kCount, scclFloat32, scclSum, c.sp, c.comm,
                                nullptr);
@@ -149,8 +155,8 @@ void addSparseCases(Matrix& m) {
   // Below the first release's struct (an uninitialised size, typically) and beyond any plausible
   // one: refused, never a partial copy.
   const size_t first_release = offsetof(scclSparseStats_t, meanAbsDensityError) + sizeof(double);
-  for (size_t size : {size_t{0}, size_t{8}, size_t{15}, size_t{16}, first_release - 1,
-                      size_t{4097}, SIZE_MAX})
+  for (size_t size :
+       {size_t{0}, size_t{8}, size_t{15}, size_t{16}, first_release - 1, size_t{4097}, SIZE_MAX})
     m.add(gs, "stats size " + std::to_string(size), scclInvalidArgument, [size](Ctx& c) {
       c.sparseStats.size = size;
       return scclSparsifierGetStats(c.sp, &c.sparseStats);
@@ -205,9 +211,8 @@ void addSparseCases(Matrix& m) {
   for (size_t bytes : {size_t{0}, size_t{8}, size_t{80}, size_t{256}})
     m.add(im, std::to_string(bytes) + " zero bytes", scclInvalidArgument,
           [bytes](Ctx& c) { return scclSparsifierImportState(c.sp, c.zeros, bytes); });
-  m.add(im, "a forged block", scclInvalidArgument, [](Ctx& c) {
-    return scclSparsifierImportState(c.sp, c.forged, sizeof(c.forged));
-  });
+  m.add(im, "a forged block", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierImportState(c.sp, c.forged, sizeof(c.forged)); });
   // Invalid densities change nothing (the matrix's later valid calls run at the old density).
   const std::string sd = "scclSparsifierSetDensity";
   m.handles(sd, Kind::Sparsifier,

@@ -1,9 +1,9 @@
 // The NaN rule in the transports' rank-order all-reduce (kernels/shared/rank_order_combine.h,
-// which the NCCL transport's kernel shares) and scclAvg's division (core/divide_by_ranks.cc): with NaNs of
-// different payloads and signs on different ranks, every rank receives the canonical NaN of the
-// dtype wherever the result is NaN, and the exact value elsewhere, bit for bit. Sum and average
-// through scclAllReduce on in-process ranks (the local, MPI and UCX transports all reduce with
-// reduceInRankOrder); max, which only the library itself uses, through reduceInRankOrder.
+// which the NCCL transport's kernel shares) and scclAvg's division (core/divide_by_ranks.cc): with
+// NaNs of different payloads and signs on different ranks, every rank receives the canonical NaN of
+// the dtype wherever the result is NaN, and the exact value elsewhere, bit for bit. Sum, average,
+// max and min through scclAllReduce on in-process ranks (the local, MPI and UCX transports all
+// reduce with reduceInRankOrder), and through reduceInRankOrder itself.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -24,7 +24,7 @@ using sccl_test::RankLog;
 using sccl_test::runLocalRanks;
 using sccl_test::valueBits;
 
-enum class Op { Sum, Avg, Max };
+enum class Op { Sum, Avg, Max, Min };
 
 constexpr size_t kCount = 2500;  // more than one 1024-element block of the host reduction
 
@@ -41,19 +41,26 @@ double inputValue(int rank, int nranks, size_t i) {
   }
 }
 
+const char* opName(Op op) {
+  return op == Op::Sum ? "sum" : op == Op::Avg ? "avg" : op == Op::Max ? "max" : "min";
+}
+
 uint64_t inputBits(scclDataType_t dtype, int rank, int nranks, size_t i) {
   const double v = inputValue(rank, nranks, i);
   return std::isnan(v) ? payloadNaNBits(dtype, i / 7 + size_t(rank)) : valueBits(dtype, v);
 }
 
-// The rule, from the values: rank-order sum or max in double (exact for these inputs), divided by
-// the rank count in the dtype's arithmetic for scclAvg, canonical NaN wherever the result is NaN.
+// The rule, from the values: rank-order sum, max or min in double (exact for these inputs), divided
+// by the rank count in the dtype's arithmetic for scclAvg, canonical NaN wherever the result is
+// NaN.
 uint64_t expectedBits(scclDataType_t dtype, Op op, int nranks, size_t i) {
   double result = inputValue(0, nranks, i);
   for (int r = 1; r < nranks; ++r) {
     const double v = inputValue(r, nranks, i);
-    if (op == Op::Max) {
-      result = std::isnan(result) || std::isnan(v) ? NAN : std::fmax(result, v);
+    if (op == Op::Max || op == Op::Min) {
+      result = std::isnan(result) || std::isnan(v) ? NAN
+               : op == Op::Max                     ? std::fmax(result, v)
+                                                   : std::fmin(result, v);
     } else {
       result += v;
     }
@@ -83,11 +90,13 @@ std::vector<unsigned char> expectedResult(scclDataType_t dtype, Op op, int nrank
 void checkAllReduce(int rank, int nranks, scclComm_t comm, RankLog& log, scclDataType_t dtype,
                     scclRedOp_t op) {
   std::vector<unsigned char> send = rankInput(dtype, rank, nranks), recv(send.size());
-  const std::vector<unsigned char> want =
-      expectedResult(dtype, op == scclSum ? Op::Sum : Op::Avg, nranks);
-  const std::string what = std::string(sccl::dataTypeName(dtype)) +
-                           (op == scclSum ? " sum" : " avg") + " over " + std::to_string(nranks) +
-                           " ranks";
+  const Op rule = op == scclSum   ? Op::Sum
+                  : op == scclAvg ? Op::Avg
+                  : op == scclMax ? Op::Max
+                                  : Op::Min;
+  const std::vector<unsigned char> want = expectedResult(dtype, rule, nranks);
+  const std::string what = std::string(sccl::dataTypeName(dtype)) + " " + opName(rule) + " over " +
+                           std::to_string(nranks) + " ranks";
   if (!log.checkResult(scclAllReduce(send.data(), recv.data(), kCount, dtype, op, comm, nullptr),
                        scclSuccess, what)) {
     return;
@@ -104,7 +113,7 @@ TEST_CASE("nan rule: dense all-reduce gives every rank the canonical NaN",
   for (int nranks : {2, 3, 5}) {
     auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
       for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16, scclBfloat16}) {
-        for (scclRedOp_t op : {scclSum, scclAvg}) {
+        for (scclRedOp_t op : {scclSum, scclAvg, scclMax, scclMin}) {
           checkAllReduce(rank, nranks, comm, log, dtype, op);
         }
       }
@@ -113,18 +122,21 @@ TEST_CASE("nan rule: dense all-reduce gives every rank the canonical NaN",
   }
 }
 
-TEST_CASE("nan rule: rank-order sum and max write the canonical NaN", "[nan_rule][core][reduce]") {
+TEST_CASE("nan rule: rank-order sum, max and min write the canonical NaN",
+          "[nan_rule][core][reduce]") {
   for (int nranks : {2, 3, 5}) {
     for (scclDataType_t dtype : {scclFloat32, scclFloat64, scclFloat16, scclBfloat16}) {
       std::vector<std::vector<unsigned char>> inputs;
       std::vector<const void*> pointers;
       for (int r = 0; r < nranks; ++r) inputs.push_back(rankInput(dtype, r, nranks));
       for (const auto& input : inputs) pointers.push_back(input.data());
-      for (Op op : {Op::Sum, Op::Max}) {
-        INFO(sccl::dataTypeName(dtype) << (op == Op::Sum ? " sum" : " max") << " of " << nranks);
+      for (Op op : {Op::Sum, Op::Max, Op::Min}) {
+        INFO(sccl::dataTypeName(dtype) << " " << opName(op) << " of " << nranks);
         std::vector<unsigned char> out(inputs[0].size());
         sccl::reduceInRankOrder(pointers.data(), nranks, out.data(), kCount, dtype,
-                                op == Op::Sum ? sccl::ReduceOp::Sum : sccl::ReduceOp::Max);
+                                op == Op::Sum   ? sccl::ReduceOp::Sum
+                                : op == Op::Max ? sccl::ReduceOp::Max
+                                                : sccl::ReduceOp::Min);
         const std::vector<unsigned char> want = expectedResult(dtype, op, nranks);
         CHECK(sccl_test::bitDifferences(dtype, want.data(), out.data(), kCount) == "");
       }

@@ -1,6 +1,7 @@
 // scclReduceScatter on in-process ranks (1-8): every data type against an independent reference
 // of the rank-order reduction (tests/support/collective_reference.h) and bitwise against the
-// matching slice of scclAllReduce (sum and average, NaN payloads included), in place and not;
+// matching slice of scclAllReduce (sum, average, max and min, NaN payloads included), in place
+// and not;
 // ranks that disagree all get scclInvalidUsage and the communicator stays usable.
 #include <catch2/catch.hpp>
 
@@ -31,24 +32,43 @@ std::vector<std::byte> block(const std::vector<std::byte>& all, int index, size_
                                 all.begin() + std::ptrdiff_t(size_t(index + 1) * bytes));
 }
 
+struct OpCase {
+  scclRedOp_t op;
+  sccl_test::ReferenceOp reference;
+  const char* name;
+};
+constexpr OpCase kSum{scclSum, sccl_test::ReferenceOp::Sum, "sum"};
+constexpr OpCase kMax{scclMax, sccl_test::ReferenceOp::Max, "max"};
+constexpr OpCase kMin{scclMin, sccl_test::ReferenceOp::Min, "min"};
+
+const char* opName(scclRedOp_t op) {
+  switch (op) {
+    case scclSum: return "sum";
+    case scclAvg: return "avg";
+    case scclMax: return "max";
+    case scclMin: return "min";
+    default: return "?";
+  }
+}
+
 void checkAgainstReference(int rank, int nranks, scclComm_t comm, RankLog& log,
-                           scclDataType_t dtype, size_t recvcount, bool in_place, bool with_nans) {
+                           scclDataType_t dtype, const OpCase& op, size_t recvcount, bool in_place,
+                           bool with_nans) {
   const size_t element = sccl::dataTypeSize(dtype), bytes = recvcount * element;
   std::vector<std::byte> send = inputOf(dtype, rank, nranks, recvcount, with_nans);
   std::vector<std::byte> recv(bytes, std::byte{0x5a});
   void* out = in_place ? static_cast<void*>(send.data() + size_t(rank) * bytes) : recv.data();
-  const std::string what = std::string("reduceScatter ") + sccl::dataTypeName(dtype) + " x " +
-                           std::to_string(recvcount) + (in_place ? " in place" : "") +
-                           (with_nans ? " with NaN" : "");
-  if (!log.checkResult(
-          scclReduceScatter(send.data(), out, recvcount, dtype, scclSum, comm, nullptr),
-          scclSuccess, what))
+  const std::string what = std::string("reduceScatter ") + op.name + " " +
+                           sccl::dataTypeName(dtype) + " x " + std::to_string(recvcount) +
+                           (in_place ? " in place" : "") + (with_nans ? " with NaN" : "");
+  if (!log.checkResult(scclReduceScatter(send.data(), out, recvcount, dtype, op.op, comm, nullptr),
+                       scclSuccess, what))
     return;
   const std::vector<std::byte> got(static_cast<std::byte*>(out),
                                    static_cast<std::byte*>(out) + bytes);
   const std::vector<std::byte> want =
-      block(sccl_test::expectedAllReduce(dtype, false, kSeed, nranks, recvcount * size_t(nranks),
-                                         with_nans),
+      block(sccl_test::expectedReduction(dtype, op.reference, kSeed, nranks,
+                                         recvcount * size_t(nranks), with_nans),
             rank, bytes);
   const long long wrong = sccl_test::firstMismatch(got, want, element);
   log.check(wrong < 0, what + ": element " + std::to_string(wrong) + " differs from the reference");
@@ -60,8 +80,8 @@ void checkAgainstAllReduce(int rank, int nranks, scclComm_t comm, RankLog& log,
   const size_t element = sccl::dataTypeSize(dtype), bytes = recvcount * element;
   const std::vector<std::byte> send = inputOf(dtype, rank, nranks, recvcount, true);
   std::vector<std::byte> reduced(send.size()), mine(bytes);
-  const std::string what = std::string(op == scclAvg ? "avg " : "sum ") +
-                           sccl::dataTypeName(dtype) + " x " + std::to_string(recvcount);
+  const std::string what =
+      std::string(opName(op)) + " " + sccl::dataTypeName(dtype) + " x " + std::to_string(recvcount);
   log.checkResult(scclAllReduce(send.data(), reduced.data(), recvcount * size_t(nranks), dtype, op,
                                 comm, nullptr),
                   scclSuccess, "allReduce " + what);
@@ -82,8 +102,11 @@ TEST_CASE("scclReduceScatter: each rank's block of the rank-order reduction, eve
         for (scclDataType_t dtype : sccl_test::allDataTypes()) {
           const bool floating = sccl::isFloatingType(dtype);
           for (size_t recvcount : {size_t(0), size_t(1), size_t(7), size_t(1000)})
-            checkAgainstReference(rank, nranks, comm, log, dtype, recvcount, false, floating);
-          checkAgainstReference(rank, nranks, comm, log, dtype, 333, true, floating);
+            checkAgainstReference(rank, nranks, comm, log, dtype, kSum, recvcount, false, floating);
+          for (const OpCase& op : {kSum, kMax, kMin})
+            checkAgainstReference(rank, nranks, comm, log, dtype, op, 333, true, floating);
+          for (const OpCase& op : {kMax, kMin})
+            checkAgainstReference(rank, nranks, comm, log, dtype, op, 1000, false, floating);
         }
       });
       REQUIRE_NO_RANK_FAILURES(failures);
@@ -91,7 +114,7 @@ TEST_CASE("scclReduceScatter: each rank's block of the rank-order reduction, eve
   }
 }
 
-TEST_CASE("scclReduceScatter is bitwise scclAllReduce's slice, sum and average",
+TEST_CASE("scclReduceScatter is bitwise scclAllReduce's slice, sum, average, max and min",
           "[reduce_scatter][local]") {
   for (int nranks : {2, 3, 5}) {
     DYNAMIC_SECTION("nranks " << nranks) {
@@ -99,8 +122,11 @@ TEST_CASE("scclReduceScatter is bitwise scclAllReduce's slice, sum and average",
         for (scclDataType_t dtype : {scclFloat16, scclBfloat16, scclFloat32, scclFloat64}) {
           checkAgainstAllReduce(rank, nranks, comm, log, dtype, scclSum, 4097);
           checkAgainstAllReduce(rank, nranks, comm, log, dtype, scclAvg, 4097);
+          checkAgainstAllReduce(rank, nranks, comm, log, dtype, scclMax, 4097);
+          checkAgainstAllReduce(rank, nranks, comm, log, dtype, scclMin, 4097);
         }
-        checkAgainstAllReduce(rank, nranks, comm, log, scclInt64, scclSum, 100);
+        for (scclRedOp_t op : {scclSum, scclMax, scclMin})
+          checkAgainstAllReduce(rank, nranks, comm, log, scclInt64, op, 100);
       });
       REQUIRE_NO_RANK_FAILURES(failures);
     }

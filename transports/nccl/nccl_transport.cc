@@ -238,8 +238,8 @@ scclResult_t NcclTransport::allReduce(const void* send, void* recv, size_t count
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, bytes, recv_staging_, false, &d_recv, &recv_staged));
-  const cudaError_t reduced = cuda_dispatch::reduceRankOrder(d_gathered, count, nranks_, dtype,
-                                                             op == ReduceOp::Max, d_recv, stream_);
+  const cudaError_t reduced =
+      cuda_dispatch::reduceRankOrder(d_gathered, count, nranks_, dtype, op, d_recv, stream_);
   if (reduced != cudaSuccess)
     return failed(cudaFailure(reduced, "nccl transport: rank-order reduction"));
   SCCL_CHECK(waitStream("allReduce"));
@@ -289,8 +289,8 @@ scclResult_t NcclTransport::reduceScatter(const void* send, void* recv, size_t r
   void* d_recv = nullptr;
   bool recv_staged = false;
   SCCL_CHECK(deviceView(recv, block, recv_staging_, false, &d_recv, &recv_staged));
-  const cudaError_t reduced = cuda_dispatch::reduceRankOrder(d_gathered, recvcount, nranks_, dtype,
-                                                             op == ReduceOp::Max, d_recv, stream_);
+  const cudaError_t reduced =
+      cuda_dispatch::reduceRankOrder(d_gathered, recvcount, nranks_, dtype, op, d_recv, stream_);
   if (reduced != cudaSuccess)
     return failed(cudaFailure(reduced, "nccl transport: rank-order reduction"));
   SCCL_CHECK(waitStream("reduceScatter"));
@@ -407,7 +407,7 @@ scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size
   }
   // A launch failure leaves the ranks out of step (the others' all-gathers went ahead): broken.
   const cudaError_t reduced =
-      cuda_dispatch::reduceRankOrder(reduce_from, count, nranks_, dtype, false, recv, on);
+      cuda_dispatch::reduceRankOrder(reduce_from, count, nranks_, dtype, ReduceOp::Sum, recv, on);
   if (reduced != cudaSuccess)
     return failed(cudaFailure(reduced, "nccl transport: rank-order reduction (stream-ordered)"));
   return scclSuccess;

@@ -22,19 +22,24 @@ from ._buffers import describe
 from ._library import lib
 from .errors import Result, SparsecollError, check
 
-_SUM, _AVG = 0, 1
 _NOCOLOR = -1  # SCCL_SPLIT_NOCOLOR
-_OPS = {"sum": _SUM, "avg": _AVG}
+_OPS = {"sum": 0, "avg": 1, "max": 2, "min": 3}  # scclRedOp_t
+_SPARSE_OPS = ("sum", "avg")
 _MPI_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")
 _BUILD_HAS = re.compile(r"this build has: ([a-z0-9_, ]*)\)")
 _store_counter = [0]
 
 
-def _op_code(op):
-    if op not in _OPS:
-        raise SparsecollError(Result.INVALID_ARGUMENT,
-                              "op must be 'sum' or 'avg', not %r" % (op,))
+def _op_code(op, allowed=tuple(_OPS)):
+    if op not in allowed:
+        raise SparsecollError(Result.INVALID_ARGUMENT, "op must be one of %s, not %r"
+                              % (", ".join(repr(name) for name in allowed), op))
     return _OPS[op]
+
+
+def _sparse_op_code(op):
+    """A sparse all-reduce sums (or averages): max and min are for the dense collectives."""
+    return _op_code(op, _SPARSE_OPS)
 
 
 def get_unique_id():
@@ -284,7 +289,7 @@ class Communicator:
 
     # --- dense collectives --------------------------------------------------------------------
     def allreduce(self, tensor, out=None, op="sum"):
-        """Element-wise sum (or average) over ranks; in place unless out is given."""
+        """Element-wise "sum", "avg", "max" or "min" over ranks; in place unless out is given."""
         out = tensor if out is None else out
         send, count, dtype, stream = describe(tensor)
         recv, out_count, out_dtype, _ = describe(out, "out", written=True)
@@ -305,7 +310,7 @@ class Communicator:
         return out
 
     def reduce_scatter(self, tensor, out, op="sum"):
-        """out = the sum (or average) over ranks of tensor[r * n : (r + 1) * n] for this rank r
+        """out = the reduction (op: "sum", "avg", "max", "min") over ranks of tensor[r * n : (r + 1) * n] for this rank r
         (n = out's element count, tensor holds size x n): bitwise that block of allreduce."""
         send, count, dtype, stream = describe(tensor)
         recv, out_count, out_dtype, _ = describe(out, "out", written=True)

@@ -15,7 +15,7 @@ import os
 from . import _ctypes_types as T
 from ._buffers import describe
 from ._library import lib
-from .communicator import _op_code
+from .communicator import _sparse_op_code
 from .errors import Result, SparsecollError, check
 
 
@@ -133,8 +133,8 @@ class Sparsifier:
         if (out_count, out_dtype) != (count, dtype):
             raise SparsecollError(Result.INVALID_ARGUMENT, "out must match tensor's size and dtype")
         comm = self.comm.handle
-        check(lib.scclSparseAllreduce(send, recv, count, dtype, _op_code(op), self.handle, comm,
-                                      stream), comm)
+        check(lib.scclSparseAllreduce(send, recv, count, dtype, _sparse_op_code(op), self.handle,
+                                      comm, stream), comm)
         return out
 
     def stats(self):
