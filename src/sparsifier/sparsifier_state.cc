@@ -10,13 +10,13 @@
 #include "core/error.h"
 #include "core/state_blob.h"
 #include "core/state_stream.h"
+#include "sparsifier/sparsifier_state_parts.h"
 
 namespace sccl {
 namespace {
 
-constexpr uint64_t kStateMagic = 0x54504b434c434353ull;  // "SCCLCKPT" in memory order
 constexpr size_t kMaxNameBytes = 64;
-constexpr const char* kWhat = "sparsifier checkpoint";
+constexpr const char* kWhat = kSparsifierStateWhat;
 
 struct StateSections {
   StateWriter shared, own;
@@ -35,10 +35,7 @@ scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
   const ResolvedSparseConfig& c = sp.config;
   shared.text(c.algorithm);
   shared.u64(sp.iteration);
-  shared.f64(c.density);
-  shared.u64(static_cast<uint64_t>(c.warmup_calls));
-  shared.f64(c.warmup_start);
-  shared.text(c.warmup_form);
+  writeDensity(c, shared);
   shared.u8(sp.residual_to_flush ? 1 : 0);
   shared.u64(sp.rank_counts.size());
   for (uint64_t k : sp.rank_counts) shared.u64(k);
@@ -52,17 +49,10 @@ scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
 }
 
 StateBlobHeader headerOf(const scclSparsifier& sp, const StateSections& sections) {
-  StateBlobHeader h;
-  h.magic = kStateMagic;
-  h.rank = static_cast<uint32_t>(sp.comm->rank);
-  h.nranks = static_cast<uint32_t>(sp.comm->nranks);
-  h.count = sp.count;
-  h.dtype = static_cast<uint32_t>(sp.dtype);
-  h.second_dtype = static_cast<uint32_t>(sp.acc_dtype);
-  h.fingerprint = sp.checkpoint_fingerprint;
-  h.setSizes(sections.shared.size(), sections.own.size(), residualBytes(sp));
-  return h;
+  return stateHeaderOf(sp, sections.shared.size(), sections.own.size(), residualBytes(sp));
 }
+
+}  // namespace
 
 // --- import ---
 
@@ -81,12 +71,35 @@ struct LoadedState {
   LoadedState() { next.magic = 0; }
 };
 
-// The header: the framing (core/state_blob.h), then every field that says which sparsifier wrote
-// it, against this one.
-scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
-                        StateBlobHeader* out) {
+void LoadedStateDeleter::operator()(LoadedState* state) const {
+  delete state;
+}
+
+StateBlobHeader stateHeaderOf(const scclSparsifier& sp, size_t shared_bytes, size_t own_bytes,
+                              size_t bulk_bytes) {
+  StateBlobHeader h;
+  h.magic = kSparsifierStateMagic;
+  h.rank = static_cast<uint32_t>(sp.comm->rank);
+  h.nranks = static_cast<uint32_t>(sp.comm->nranks);
+  h.count = sp.count;
+  h.dtype = static_cast<uint32_t>(sp.dtype);
+  h.second_dtype = static_cast<uint32_t>(sp.acc_dtype);
+  h.fingerprint = sp.checkpoint_fingerprint;
+  h.setSizes(shared_bytes, own_bytes, bulk_bytes);
+  return h;
+}
+
+void writeDensity(const ResolvedSparseConfig& c, StateWriter& shared) {
+  shared.f64(c.density);
+  shared.u64(static_cast<uint64_t>(c.warmup_calls));
+  shared.f64(c.warmup_start);
+  shared.text(c.warmup_form);
+}
+
+scclResult_t readStateHeader(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
+                             StateBlobHeader* out) {
   StateBlobHeader& h = *out;
-  SCCL_CHECK(openStateBlob(blob, bytes, kStateMagic, kWhat, &h));
+  SCCL_CHECK(openStateBlob(blob, bytes, kSparsifierStateMagic, kSparsifierStateWhat, &h));
   SCCL_REQUIRE_ARG(h.nranks == uint32_t(sp.comm->nranks) && h.rank == uint32_t(sp.comm->rank),
                    "sparsifier checkpoint: written by rank %u of %u, loaded on rank %d of %d "
                    "(each rank loads its own checkpoint, on a communicator of the same size)",
@@ -103,9 +116,6 @@ scclResult_t readHeader(const scclSparsifier& sp, const unsigned char* blob, siz
                    "density and warm-up may differ: the checkpoint's density in effect is loaded)",
                    static_cast<unsigned long long>(h.fingerprint),
                    static_cast<unsigned long long>(sp.checkpoint_fingerprint));
-  SCCL_REQUIRE_ARG(h.bulk_bytes == residualBytes(sp),
-                   "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
-                   static_cast<unsigned long long>(h.bulk_bytes), residualBytes(sp));
   return scclSuccess;
 }
 
@@ -143,6 +153,8 @@ scclResult_t readDensity(const scclSparsifier& sp, StateReader& r, ResolvedSpars
   return scclSuccess;
 }
 
+namespace {
+
 scclResult_t readShared(const scclSparsifier& sp, StateReader& r, LoadedState* out) {
   std::string algorithm;
   SCCL_CHECK(r.text("preset", kMaxNameBytes, &algorithm));
@@ -172,6 +184,8 @@ scclResult_t readShared(const scclSparsifier& sp, StateReader& r, LoadedState* o
   return scclSuccess;
 }
 
+}  // namespace
+
 scclResult_t readStats(StateReader& r, scclSparseStats_t* stats) {
   uint64_t size = 0;
   SCCL_CHECK(r.u64("statistics size", &size));
@@ -184,11 +198,16 @@ scclResult_t readStats(StateReader& r, scclSparseStats_t* stats) {
   return scclSuccess;
 }
 
+namespace {
+
 // Everything a blob holds, checked field by field, into *out; this sparsifier is not touched.
 scclResult_t parseState(const scclSparsifier& sp, const unsigned char* blob, size_t bytes,
                         LoadedState* out) {
   StateBlobHeader h;
-  SCCL_CHECK(readHeader(sp, blob, bytes, &h));
+  SCCL_CHECK(readStateHeader(sp, blob, bytes, &h));
+  SCCL_REQUIRE_ARG(h.bulk_bytes == residualBytes(sp),
+                   "sparsifier checkpoint: a residual of %llu bytes, this sparsifier's has %zu",
+                   static_cast<unsigned long long>(h.bulk_bytes), residualBytes(sp));
   const unsigned char* shared_bytes = blob + kStateHeaderBytes;
   const unsigned char* own_bytes = shared_bytes + h.shared_bytes;
   StateReader shared(shared_bytes, h.shared_bytes, "shared section");
@@ -237,22 +256,26 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
 
 }  // namespace
 
-namespace {
-
-// The hierarchical sparsifier's state lives in its inner sparsifier on a split communicator;
-// its checkpoint is not written yet. Every rank has the same config, so every rank refuses.
-scclResult_t refuseHierarchy(const scclSparsifier& sp) {
-  if (sp.hierarchy == nullptr) return scclSuccess;
-  return fail(scclInvalidUsage,
-              "checkpoints of a hierarchy \"node\" sparsifier are not supported yet (its state "
-              "is per chunk on the node's split communicators); use hierarchy \"flat\" where "
-              "a run must resume");
+scclResult_t parseFlatState(const scclSparsifier& sp, const void* buffer, size_t bytes,
+                            LoadedStatePtr* out, CallRecord* record) {
+  out->reset(new LoadedState);
+  const scclResult_t parsed =
+      parseState(sp, static_cast<const unsigned char*>(buffer), bytes, out->get());
+  *record = callRecord(CallOperation::SparsifierImportState);
+  record->count = sp.count;
+  record->dtype = static_cast<int16_t>(sp.dtype);
+  record->object = sp.identity;
+  record->config = (*out)->shared_digest;  // preset, call number, density, threshold, partitions
+  record->object_call = (*out)->iteration;
+  return parsed;
 }
 
-}  // namespace
+void applyFlatState(scclSparsifier& sp, LoadedState& loaded) {
+  applyState(sp, loaded);
+}
 
 scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes) {
-  SCCL_CHECK(refuseHierarchy(sp));
+  if (sp.hierarchy != nullptr) return hierarchicalStateSize(sp, bytes);
   StateSections sections;
   SCCL_CHECK(writeSections(sp, &sections));
   *bytes = headerOf(sp, sections).total_bytes;
@@ -261,7 +284,7 @@ scclResult_t sparsifierStateSize(scclSparsifier& sp, size_t* bytes) {
 
 scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t bytes,
                                    size_t* written) {
-  SCCL_CHECK(refuseHierarchy(sp));
+  if (sp.hierarchy != nullptr) return hierarchicalExportState(sp, buffer, bytes, written);
   StateSections sections;
   SCCL_CHECK(writeSections(sp, &sections));
   const StateBlobHeader h = headerOf(sp, sections);
@@ -282,18 +305,12 @@ scclResult_t sparsifierExportState(scclSparsifier& sp, void* buffer, size_t byte
 }
 
 scclResult_t sparsifierImportState(scclSparsifier& sp, const void* buffer, size_t bytes) {
-  SCCL_CHECK(refuseHierarchy(sp));
-  LoadedState loaded;
-  const scclResult_t parsed =
-      parseState(sp, static_cast<const unsigned char*>(buffer), bytes, &loaded);
-  CallRecord record = callRecord(CallOperation::SparsifierImportState);
-  record.count = sp.count;
-  record.dtype = static_cast<int16_t>(sp.dtype);
-  record.object = sp.identity;
-  record.config = loaded.shared_digest;  // preset, call number, density, threshold, partitions
-  record.object_call = loaded.iteration;
+  if (sp.hierarchy != nullptr) return hierarchicalImportState(sp, buffer, bytes);
+  LoadedStatePtr loaded;
+  CallRecord record;
+  const scclResult_t parsed = parseFlatState(sp, buffer, bytes, &loaded, &record);
   SCCL_CHECK(agreeOnImport(sp.comm, parsed, record, CallOperation::SparsifierImportRefused, kWhat));
-  applyState(sp, loaded);
+  applyState(sp, *loaded);
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: checkpoint of call %llu loaded (%zu bytes)",
             static_cast<void*>(&sp), sp.comm->rank, static_cast<unsigned long long>(sp.iteration),
             bytes);
