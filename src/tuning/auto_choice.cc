@@ -11,6 +11,7 @@
 #include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "comm/node_split.h"
 #include "core/patient_wait.h"
 #include "sparsifier/sparse_config.h"
 #include "tuning/call_shape.h"
@@ -29,22 +30,28 @@ constexpr uint64_t kCannotRun = std::numeric_limits<uint64_t>::max();
 // Marks the agreement record of an "auto" creation, so that it never equals a preset's.
 constexpr uint64_t kAutoTag = 0x6175746f63686f73ull;  // "autochos"
 
+// A candidate's config: the caller's settings with this preset, flat (the hierarchical form is
+// the same preset across nodes, sparsifier/node_hierarchy.h).
 scclSparseConfig_t withAlgorithm(const scclSparseConfig_t& config, const char* algorithm) {
   scclSparseConfig_t copy = config;
   copy.algorithm = algorithm;
+  copy.hierarchy = "flat";
   return copy;
 }
 
-// Step 1: the same "auto" request (count, dtype, every setting, the link settings) on every rank.
+// Step 1: the same "auto" request (count, dtype, every setting, the hierarchies allowed, the link
+// settings) on every rank.
 scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dtype,
-                                 const ResolvedSparseConfig& settings, const GivenLink& given) {
+                                 const AutoCandidateConfigs& configs, const GivenLink& given) {
+  const ResolvedSparseConfig& settings = configs.resolved.front();
   CallRecord record = callRecord(CallOperation::SparsifierCreate);
   record.count = count;
   record.dtype = static_cast<int16_t>(dtype);
   // Ranks that were given different links would measure different things (one probing while
   // another skips): the settings are part of the request.
-  record.config =
-      sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag ^ givenLinkFingerprint(given);
+  const uint64_t hierarchies = (configs.flat ? 1u : 0u) | (configs.node ? 2u : 0u);
+  record.config = sparseConfigFingerprint(settings, count, dtype) ^ kAutoTag ^
+                  givenLinkFingerprint(given) ^ (hierarchies * 0x9e3779b97f4a7c15ull);
   char detail[160];
   std::snprintf(detail, sizeof(detail), "this rank's config: auto, density %g, link %s",
                 settings.density, describeGivenLink(given).c_str());
@@ -53,8 +60,9 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
 
 // Step 3: each candidate's local work as rank 0 measured it (kCannotRun where it failed),
 // broadcast: one machine's calibration at a time (ranks sharing a machine would slow each
-// other's), and the same numbers on every rank.
-scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
+// other's), and the same numbers on every rank. Not inlined: GCC 12 inlining it into
+// chooseAlgorithm reports a false -Wfree-nonheap-object on its vectors.
+[[gnu::noinline]] scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
                                  const AutoCandidateConfigs& configs, AutoChoice* choice) {
   const std::vector<const char*>& names = configs.names;
   std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
@@ -90,6 +98,49 @@ scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dt
   return scclSuccess;
 }
 
+// The communicator's nodes when hierarchical candidates apply: at least two nodes, all of the same
+// rank count above one (every rank computes it from the same node map).
+bool multiRankNodes(const scclComm& comm, NodeLayout* layout) {
+  std::vector<int> per_node;
+  for (int node : comm.node_of_rank) {
+    if (node < 0) return false;
+    if (size_t(node) >= per_node.size()) per_node.resize(size_t(node) + 1, 0);
+    ++per_node[size_t(node)];
+  }
+  if (per_node.size() < 2) return false;
+  for (int ranks : per_node)
+    if (ranks != per_node.front()) return false;
+  layout->nodes = int(per_node.size());
+  layout->local_ranks = per_node.front();
+  return layout->local_ranks > 1;
+}
+
+// The hierarchical candidates: each preset again as "node", its calibration shared, after the
+// node split's two probes (collective; every rank takes the same branch from the same node map).
+scclResult_t addHierarchicalCandidates(scclComm* comm, const AutoCandidateConfigs& configs,
+                                       const GivenLink& given, AutoChoice* choice) {
+  NodeLayout layout;
+  const bool nodes = multiRankNodes(*comm, &layout);
+  if (!configs.node || (configs.flat && !nodes)) return scclSuccess;
+  std::shared_ptr<NodeSplit> split;
+  SCCL_CHECK(nodeSplitOf(comm, &split));  // unequal nodes: scclInvalidUsage on every rank
+  choice->layout.nodes = split->nodes;
+  choice->layout.local_ranks = split->local_ranks;
+  SCCL_CHECK(probeLink(split->intra, GivenLink{}, &choice->inside_probe));
+  SCCL_CHECK(probeLink(split->inter, given, &choice->across_probe));
+  std::vector<AutoCandidate> candidates;
+  for (size_t i = 0; i < choice->candidates.size(); ++i) {
+    AutoCandidate flat = choice->candidates[i];
+    flat.config_index = int(i);
+    AutoCandidate node = flat;
+    node.node_hierarchy = true;
+    if (configs.flat) candidates.push_back(flat);
+    candidates.push_back(node);
+  }
+  choice->candidates = std::move(candidates);
+  return scclSuccess;
+}
+
 }  // namespace
 
 const std::vector<const char*>& autoCandidates(bool stream_ordered) {
@@ -109,15 +160,23 @@ scclResult_t resolveAutoCandidates(const scclSparseConfig_t& config, AutoCandida
   AutoCandidateConfigs configs;
   configs.names = autoCandidates(config.streamOrdered == 1);
   configs.resolved.resize(configs.names.size());
+  // The first candidate's resolution checks the hierarchy's spelling and its other settings.
+  scclSparseConfig_t as_asked = config;
+  as_asked.algorithm = configs.names[0];
+  ResolvedSparseConfig checked;
+  SCCL_CHECK(resolveSparseConfig(as_asked, &checked));
+  configs.flat = config.hierarchy == nullptr || checked.hierarchy == "flat";
+  configs.node = config.hierarchy == nullptr || checked.hierarchy == "node";
+  SCCL_REQUIRE_ARG(!configs.node || config.streamOrdered != 1 || configs.flat,
+                   "algorithm \"auto\" with hierarchy \"node\" runs host-ordered calls; "
+                   "streamOrdered needs hierarchy \"flat\"");
+  if (config.streamOrdered == 1) configs.node = false;  // the hierarchy has no stream-ordered form
   for (size_t i = 0; i < configs.names.size(); ++i) {
     // The first candidate's errors are the config's (a knob out of range) and end the request;
     // a later one's mean that this candidate cannot take it, which the choice skips.
     const scclResult_t result =
         resolveSparseConfig(withAlgorithm(config, configs.names[i]), &configs.resolved[i]);
     if (result != scclSuccess && i == 0) return result;
-    SCCL_REQUIRE_ARG(i > 0 || configs.resolved[0].hierarchy == "flat",
-                     "algorithm \"auto\" does not choose among hierarchies yet: name a preset "
-                     "with hierarchy \"node\", or leave hierarchy \"flat\"");
     if (result != scclSuccess) configs.resolved[i] = ResolvedSparseConfig{};
   }
   *out = std::move(configs);
@@ -139,21 +198,31 @@ void rankAutoCandidates(const scclSparseConfig_t& config, size_t count, scclData
 void rankAutoCandidates(const AutoCandidateConfigs& configs, size_t count, scclDataType_t dtype,
                         int nranks, AutoChoice* choice) {
   choice->algorithm = nullptr;
+  choice->chosen = -1;
+  choice->node_hierarchy = false;
   double best = 0;
   for (size_t i = 0; i < choice->candidates.size(); ++i) {
     AutoCandidate& candidate = choice->candidates[i];
     if (candidate.local_s_per_element < 0) continue;
-    if (i >= configs.resolved.size() || configs.resolved[i].algorithm.empty()) {
+    const size_t index = candidate.config_index < 0 ? i : size_t(candidate.config_index);
+    if (index >= configs.resolved.size() || configs.resolved[index].algorithm.empty()) {
       candidate.local_s_per_element = -1;
       continue;
     }
-    const ResolvedSparseConfig& c = configs.resolved[i];
-    const CallShape shape = predictCallShape(c, count, dtype, nranks, ShapeAssumptions{});
-    candidate.predicted =
-        predictCall(c, shape, choice->probe.link,
-                    {candidate.local_s_per_element, choice->probe.ranks_per_machine});
+    const ResolvedSparseConfig& c = configs.resolved[index];
+    const LocalWork local{candidate.local_s_per_element, choice->probe.ranks_per_machine};
+    if (candidate.node_hierarchy) {
+      const HierarchyLinks links{choice->inside_probe.link, choice->across_probe.link,
+                                 choice->probe.link};
+      candidate.predicted = predictHierarchicalCall(c, count, dtype, choice->layout, links, local);
+    } else {
+      const CallShape shape = predictCallShape(c, count, dtype, nranks, ShapeAssumptions{});
+      candidate.predicted = predictCall(c, shape, choice->probe.link, local);
+    }
     if (choice->algorithm == nullptr || candidate.predicted.seconds < best) {
       choice->algorithm = candidate.algorithm;
+      choice->chosen = int(i);
+      choice->node_hierarchy = candidate.node_hierarchy;
       best = candidate.predicted.seconds;
     }
   }
@@ -178,7 +247,7 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
   const auto start = std::chrono::steady_clock::now();
   // Any candidate's config stands for the request: the fingerprint covers every setting, and the
   // agreement's tag tells it from that preset's.
-  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, configs.resolved.front(), given));
+  SCCL_CHECK(agreeOnAutoCreation(comm, count, dtype, configs, given));
   SCCL_CHECK(checkGivenLink(given));  // agreed: every rank returns the same error
   AutoChoice choice;
   choice.agreement_seconds =
@@ -188,6 +257,7 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
   SCCL_CHECK(calibrateCandidates(comm, count, dtype, configs, &choice));
   choice.calibration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count();
+  SCCL_CHECK(addHierarchicalCandidates(comm, configs, given, &choice));
   rankAutoCandidates(configs, count, dtype, comm->nranks, &choice);
   if (choice.algorithm == nullptr) {
     return fail(scclInvalidArgument,
@@ -203,19 +273,28 @@ scclResult_t chooseAlgorithm(scclComm* comm, size_t count, scclDataType_t dtype,
 std::string describeAutoChoice(const AutoChoice& choice) {
   char text[240];
   std::snprintf(text, sizeof(text),
-                "auto chose %s (link: %s, %d rank(s) per host; %.1f ms to choose: agreement "
+                "auto chose %s%s (link: %s, %d rank(s) per host; %.1f ms to choose: agreement "
                 "%.1f, probe %.1f, calibration %.1f); predicted ms:",
                 choice.algorithm ? choice.algorithm : "nothing",
+                choice.node_hierarchy ? " with hierarchy node" : "",
                 describeLinkProbe(choice.probe).c_str(), choice.probe.ranks_per_machine,
                 choice.seconds * 1e3, choice.agreement_seconds * 1e3, choice.probe.seconds * 1e3,
                 choice.calibration_seconds * 1e3);
   std::string out = text;
+  if (choice.layout.local_ranks > 1 || choice.node_hierarchy) {
+    std::snprintf(text, sizeof(text), " nodes %d x %d rank(s), inside %s, across %s;",
+                  choice.layout.nodes, choice.layout.local_ranks,
+                  describeLinkProbe(choice.inside_probe).c_str(),
+                  describeLinkProbe(choice.across_probe).c_str());
+    out += text;
+  }
   for (const AutoCandidate& c : choice.candidates) {
     if (c.local_s_per_element < 0) {
-      out += std::string(" ") + c.algorithm + " -";
+      out += std::string(" ") + c.algorithm + (c.node_hierarchy ? "/node" : "") + " -";
       continue;
     }
-    std::snprintf(text, sizeof(text), " %s %.3f", c.algorithm, c.predicted.seconds * 1e3);
+    std::snprintf(text, sizeof(text), " %s%s %.3f", c.algorithm, c.node_hierarchy ? "/node" : "",
+                  c.predicted.seconds * 1e3);
     out += text;
   }
   return out;

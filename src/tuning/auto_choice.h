@@ -24,6 +24,16 @@
 // streamOrdered 1 (device buffers, calls that may be captured in a CUDA graph) the candidates are
 // the two presets that can run so, micro_sync_free and exdyna_sync_free; the calibration still
 // runs on rank 0's CPU (host buffers ignore streamOrdered).
+//
+// Hierarchies: where the communicator's nodes hold several ranks each (comm.h node_of_rank, the
+// same count on every node, at least two nodes) and the config leaves hierarchy unset (NULL),
+// every candidate is also priced as "hierarchy": "node" (tuning/hierarchy_cost.h), with two more
+// probes, once per communicator: the link inside the node (over the node split's intra
+// communicator, always measured) and the link across nodes (over its inter communicator; the
+// link settings, when given, describe this one). The flat and hierarchical forms of a preset share
+// its calibration. hierarchy "flat" keeps auto to the flat forms, "node" to the hierarchical
+// ones. A hierarchical choice is final: measured calls do not retune it (tuning/auto_retune.h),
+// and it runs on host buffers only, as every hierarchical sparsifier.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +43,7 @@
 #include "sparsecoll/sparsecoll.h"
 #include "sparsifier/sparse_config.h"
 #include "tuning/cost_model.h"
+#include "tuning/hierarchy_cost.h"
 #include "tuning/link_probe.h"
 #include "tuning/link_settings.h"
 
@@ -44,11 +55,18 @@ struct AutoCandidate {
   const char* algorithm = nullptr;
   double local_s_per_element = 0;  // agreed over ranks; < 0: the candidate could not run here
   CallPrediction predicted;
+  bool node_hierarchy = false;  // priced and created as "hierarchy": "node"
+  int config_index = -1;        // its AutoCandidateConfigs entry; -1: its own position
 };
 
 struct AutoChoice {
   const char* algorithm = nullptr;  // the chosen preset (a registry name)
+  int chosen = -1;                  // its index in candidates
+  bool node_hierarchy = false;      // the chosen candidate's hierarchy
   LinkProbe probe;
+  // Hierarchical candidates only: the node layout and the links inside and across nodes.
+  NodeLayout layout;
+  LinkProbe inside_probe, across_probe;
   std::vector<AutoCandidate> candidates;
   double seconds = 0;              // agreement, probe and calibration on this rank
   double agreement_seconds = 0;    // step 1 on this rank: mostly waiting for the last rank to call
@@ -65,7 +83,9 @@ const std::vector<const char*>& autoCandidates(bool stream_ordered = false);
 // candidate's resolves, or the request is refused with its error.
 struct AutoCandidateConfigs {
   std::vector<const char*> names;
-  std::vector<ResolvedSparseConfig> resolved;
+  std::vector<ResolvedSparseConfig> resolved;  // each with hierarchy "flat"
+  bool flat = true;   // the hierarchies the request allows (hierarchy NULL: both, where the
+  bool node = false;  // communicator has nodes of several ranks)
 };
 // config.algorithm is "auto"; its estimator, search space and reduction must be unset (auto
 // chooses whole presets).

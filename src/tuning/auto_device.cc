@@ -50,7 +50,8 @@ const AutoCandidate* deviceCandidate(const AutoChoice& choice, const char* curre
   if (presetHasDevicePath(current)) return nullptr;
   const AutoCandidate* best = nullptr;
   for (const AutoCandidate& c : choice.candidates) {
-    if (c.local_s_per_element < 0 || !presetHasDevicePath(c.algorithm)) continue;
+    if (c.local_s_per_element < 0 || c.node_hierarchy || !presetHasDevicePath(c.algorithm))
+      continue;
     if (best == nullptr || c.predicted.seconds < best->predicted.seconds) best = &c;
   }
   return best;
@@ -58,11 +59,13 @@ const AutoCandidate* deviceCandidate(const AutoChoice& choice, const char* curre
 
 scclResult_t autoPrepareDeviceCall(scclSparsifier* sp, const char** previous) {
   *previous = nullptr;
-  if (sp->auto_choice == nullptr || sp->device != nullptr || sp->iteration != 0)
+  // A hierarchical choice stays: its call refuses device buffers and says how to get a device path.
+  if (sp->auto_choice == nullptr || sp->device != nullptr || sp->iteration != 0 ||
+      sp->hierarchy != nullptr)
     return scclSuccess;
   const char* running = findPreset(sp->config.algorithm.c_str())->name;
   const AutoCandidate* next = deviceCandidate(*sp->auto_choice, running);
-  if (next == nullptr) return scclSuccess;  // runs as it is, or the device check says why not
+  if (next == nullptr) return scclSuccess;    // runs as it is, or the device check says why not
   SCCL_CHECK(switchTo(sp, next->algorithm));  // sparsifierSwitchPreset: an error changes nothing
   *previous = running;
   SCCL_INFO(LogSubsys::Coll,

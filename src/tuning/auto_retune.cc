@@ -135,6 +135,7 @@ std::shared_ptr<AutoRetune> makeAutoRetune(const AutoChoice& choice,
   retune->tolerance = double(std::clamp<int64_t>(paramAutoRetuneTolerance(), 1, 1000)) / 100.0;
   retune->density_correction = density_correction;
   for (const AutoCandidate& a : choice.candidates) {
+    if (a.node_hierarchy) continue;  // retuning switches among the flat forms only
     RetuneCandidate c;
     c.algorithm = a.algorithm;
     c.usable = a.local_s_per_element >= 0;

@@ -22,15 +22,21 @@ scclResult_t createAutoSparsifier(scclComm* comm, size_t count, scclDataType_t d
   SCCL_CHECK(resolveAutoCandidates(config, &configs));
   AutoChoice choice;
   SCCL_CHECK(chooseAlgorithm(comm, count, dtype, configs, givenLinkSettings(), &choice));
-  size_t chosen = 0;
-  while (configs.names[chosen] != choice.algorithm) ++chosen;  // a candidate's registry name
+  const AutoCandidate& candidate = choice.candidates[size_t(choice.chosen)];
+  const size_t index =
+      candidate.config_index < 0 ? size_t(choice.chosen) : size_t(candidate.config_index);
+  ResolvedSparseConfig chosen = configs.resolved[index];
+  if (candidate.node_hierarchy) chosen.hierarchy = "node";
   scclSparsifier* sp = nullptr;
-  SCCL_CHECK(sparsifierCreate(comm, count, dtype, configs.resolved[chosen], &sp));
-  sp->predicted_call_us = choice.candidates[chosen].predicted.seconds * 1e6;
+  SCCL_CHECK(sparsifierCreate(comm, count, dtype, chosen, &sp));
+  sp->predicted_call_us = candidate.predicted.seconds * 1e6;
   // The caller's density correction (empty: each preset's own; the sparsifier's copy of the
   // config has it decided), for the presets switched to.
-  sp->auto_density_correction = configs.resolved[chosen].density_correction;
-  sp->auto_retune = makeAutoRetune(choice, sp->auto_density_correction);
+  sp->auto_density_correction = chosen.density_correction;
+  // A hierarchical choice is final: switching presets rebuilds a flat sparsifier's axes, not a
+  // hierarchy's inner sparsifier.
+  sp->auto_retune =
+      candidate.node_hierarchy ? nullptr : makeAutoRetune(choice, sp->auto_density_correction);
   sp->auto_settled = sp->auto_retune == nullptr;
   SCCL_INFO(LogSubsys::Coll, "rank %d: sparsifier of %zu elements: %s", comm->rank, count,
             describeAutoChoice(choice).c_str());
