@@ -1,5 +1,6 @@
 #include "tuning/auto_choice.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -62,8 +63,10 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
 // broadcast: one machine's calibration at a time (ranks sharing a machine would slow each
 // other's), and the same numbers on every rank. Not inlined: GCC 12 inlining it into
 // chooseAlgorithm reports a false -Wfree-nonheap-object on its vectors.
-[[gnu::noinline]] scclResult_t calibrateCandidates(scclComm* comm, size_t count, scclDataType_t dtype,
-                                 const AutoCandidateConfigs& configs, AutoChoice* choice) {
+[[gnu::noinline]] scclResult_t calibrateCandidates(scclComm* comm, size_t count,
+                                                   scclDataType_t dtype,
+                                                   const AutoCandidateConfigs& configs,
+                                                   AutoChoice* choice) {
   const std::vector<const char*>& names = configs.names;
   std::vector<uint64_t> picoseconds(names.size(), kCannotRun);
   const uint64_t elements = std::min<uint64_t>(count, kCalibrationElements);
@@ -115,6 +118,29 @@ bool multiRankNodes(const scclComm& comm, NodeLayout* layout) {
   return layout->local_ranks > 1;
 }
 
+// Femtoseconds per message and per byte: integers an all-reduce of maxima can agree on.
+uint64_t femtoseconds(double seconds) {
+  return uint64_t(std::clamp(seconds * 1e15, 0.0, 1e18));
+}
+
+// Each node probed its own inside link and each local index its own link across: the slowest of
+// each over the communicator (the largest latency, the lowest rate), so that every rank prices
+// the same links, those the call waits for.
+scclResult_t agreeOnNodeLinks(scclComm* comm, AutoChoice* choice) {
+  LinkModel& inside = choice->inside_probe.link;
+  LinkModel& across = choice->across_probe.link;
+  uint64_t words[4] = {femtoseconds(inside.latency_s), femtoseconds(1.0 / inside.bytes_per_s),
+                       femtoseconds(across.latency_s), femtoseconds(1.0 / across.bytes_per_s)};
+  SCCL_CHECK(commRecordFailure(
+      comm, comm->transport->allReduce(words, words, 4, scclUint64, ReduceOp::Max)));
+  auto rate = [](uint64_t fs_per_byte) {
+    return fs_per_byte == 0 ? 1e18 : 1e15 / double(fs_per_byte);
+  };
+  inside = {double(words[0]) * 1e-15, rate(words[1])};
+  across = {double(words[2]) * 1e-15, rate(words[3])};
+  return scclSuccess;
+}
+
 // The hierarchical candidates: each preset again as "node", its calibration shared, after the
 // node split's two probes (collective; every rank takes the same branch from the same node map).
 scclResult_t addHierarchicalCandidates(scclComm* comm, const AutoCandidateConfigs& configs,
@@ -128,6 +154,7 @@ scclResult_t addHierarchicalCandidates(scclComm* comm, const AutoCandidateConfig
   choice->layout.local_ranks = split->local_ranks;
   SCCL_CHECK(probeLink(split->intra, GivenLink{}, &choice->inside_probe));
   SCCL_CHECK(probeLink(split->inter, given, &choice->across_probe));
+  SCCL_CHECK(agreeOnNodeLinks(comm, choice));
   std::vector<AutoCandidate> candidates;
   for (size_t i = 0; i < choice->candidates.size(); ++i) {
     AutoCandidate flat = choice->candidates[i];

@@ -30,7 +30,8 @@
 // every candidate is also priced as "hierarchy": "node" (tuning/hierarchy_cost.h), with two more
 // probes, once per communicator: the link inside the node (over the node split's intra
 // communicator, always measured) and the link across nodes (over its inter communicator; the
-// link settings, when given, describe this one). The flat and hierarchical forms of a preset share
+// link settings, when given, describe this one), each the slowest over the communicator so that
+// every rank prices the same. The flat and hierarchical forms of a preset share
 // its calibration. hierarchy "flat" keeps auto to the flat forms, "node" to the hierarchical
 // ones. A hierarchical choice is final: measured calls do not retune it (tuning/auto_retune.h),
 // and it runs on host buffers only, as every hierarchical sparsifier.

@@ -2,7 +2,8 @@
 // SCCL_RANKS_PER_NODE=2 in the CTest node_hierarchy_local; hidden tag, the setting is read once
 // per process): every candidate is priced flat and as "hierarchy": "node"; a fast link inside the
 // node and a slow one across make the hierarchical form the choice, equal links the flat one;
-// hierarchy "flat" and "node" restrict the choice; the created sparsifier runs and every rank
+// every rank prices the same links (the slowest node's); hierarchy "flat" and "node" restrict
+// the choice; the created sparsifier runs and every rank
 // gets the same bits; nodes of different sizes refuse "node" on every rank.
 #include <catch2/catch.hpp>
 
@@ -96,6 +97,7 @@ TEST_CASE("auto with nodes of two: the hierarchy among the candidates, restricte
     DYNAMIC_SECTION("hierarchy " << (hierarchy ? hierarchy : "NULL")) {
       const size_t count = 1 << 16;
       std::vector<std::vector<float>> outputs(4);
+      std::vector<std::vector<double>> links(4);
       auto failures = runLocalRanks(4, [&](int rank, scclComm_t comm, RankLog& log) {
         sccl::GivenLink given;
         given.latency_ns = 30000;
@@ -112,6 +114,9 @@ TEST_CASE("auto with nodes of two: the hierarchy among the candidates, restricte
         log.check(
             (flat > 0) == want_flat && (node > 0) == want_node,
             "flat " + std::to_string(flat) + " and node " + std::to_string(node) + " candidates");
+        links[size_t(rank)] = {
+            choice.inside_probe.link.latency_s, choice.inside_probe.link.bytes_per_s,
+            choice.across_probe.link.latency_s, choice.across_probe.link.bytes_per_s};
         if (want_node) {
           log.check(choice.layout.nodes == 2 && choice.layout.local_ranks == 2, "2 x 2 nodes");
           log.check(choice.across_probe.link.bytes_per_s == 1.25e8,
@@ -139,6 +144,8 @@ TEST_CASE("auto with nodes of two: the hierarchy among the candidates, restricte
       });
       REQUIRE_NO_RANK_FAILURES(failures);
       for (int r = 1; r < 4; ++r) CHECK(outputs[size_t(r)] == outputs[0]);
+      // Each node probed its own links; every rank prices the same (the slowest) ones.
+      for (int r = 1; r < 4; ++r) CHECK(links[size_t(r)] == links[0]);
     }
   }
 }
