@@ -8,20 +8,20 @@
 #include <string>
 
 #include "mpi_test_support.h"
+#include "support/reduce_scatter_check.h"
 
 using namespace sccl_mpi_test;
 
 namespace {
 
 const char* opName(sccl::ReduceOp op) {
-  return op == sccl::ReduceOp::Sum ? "sum" : "max";
+  return sccl::reduceOpName(op);
 }
 
 // Runs one allReduce and returns a description of the first wrong element ("" when exact).
 std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
                            size_t count, bool in_place, uint64_t seed) {
-  bool max = op == sccl::ReduceOp::Max;
-  bool with_nans = max && sccl::isFloatingType(dtype);
+  bool with_nans = op != sccl::ReduceOp::Sum && sccl::isFloatingType(dtype);
   size_t element = sccl::dataTypeSize(dtype);
   std::vector<std::byte> send = makeInput(dtype, seed, transport.rank(), count, with_nans);
   std::vector<std::byte> recv(count * element, std::byte{0x5a});
@@ -30,58 +30,17 @@ std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, scc
   if (result != scclSuccess) return std::string("allReduce returned ") + sccl::resultName(result);
   if (in_place) recv = send;
   std::vector<std::byte> want =
-      expectedAllReduce(dtype, max, seed, transport.nranks(), count, with_nans);
+      expectedReduction(dtype, referenceOpOf(op), seed, transport.nranks(), count, with_nans);
   long long bad = firstMismatch(recv, want, element);
   if (bad < 0) return "";
   return "first wrong element " + std::to_string(bad);
-}
-
-// Runs one reduceScatter: this rank's block of the rank-order reference ("" when exact).
-std::string checkReduceScatter(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
-                               size_t recvcount, bool in_place, uint64_t seed) {
-  const bool max = op == sccl::ReduceOp::Max;
-  const bool with_nans = sccl::isFloatingType(dtype);
-  const size_t element = sccl::dataTypeSize(dtype), bytes = recvcount * element;
-  const size_t n = static_cast<size_t>(transport.nranks()), own = transport.rank() * bytes;
-  std::vector<std::byte> send = makeInput(dtype, seed, transport.rank(), recvcount * n, with_nans);
-  std::vector<std::byte> recv(bytes, std::byte{0x5a});
-  void* out = in_place ? static_cast<void*>(send.data() + own) : recv.data();
-  scclResult_t result = transport.reduceScatter(send.data(), out, recvcount, dtype, op);
-  if (result != scclSuccess)
-    return std::string("reduceScatter returned ") + sccl::resultName(result);
-  if (in_place)
-    recv.assign(send.begin() + std::ptrdiff_t(own), send.begin() + std::ptrdiff_t(own + bytes));
-  const std::vector<std::byte> all =
-      expectedAllReduce(dtype, max, seed, transport.nranks(), recvcount * n, with_nans);
-  const std::vector<std::byte> want(all.begin() + std::ptrdiff_t(own),
-                                    all.begin() + std::ptrdiff_t(own + bytes));
-  long long bad = firstMismatch(recv, want, element);
-  return bad < 0 ? "" : "first wrong element " + std::to_string(bad);
-}
-
-void runReduceScatterMatrix(sccl::Transport& transport, const std::vector<size_t>& counts) {
-  uint64_t seed = 500;
-  for (scclDataType_t dtype : {scclInt8, scclUint8, scclInt32, scclUint32, scclInt64, scclUint64,
-                               scclFloat16, scclFloat32, scclFloat64, scclBfloat16}) {
-    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
-      for (size_t recvcount : counts) {
-        for (bool in_place : {false, true}) {
-          INFO("reduceScatter " << sccl::dataTypeName(dtype)
-                                << (op == sccl::ReduceOp::Sum ? " sum" : " max") << " recvcount "
-                                << recvcount << (in_place ? " in place" : "") << " rank "
-                                << transport.rank() << " of " << transport.nranks());
-          CHECK(checkReduceScatter(transport, dtype, op, recvcount, in_place, ++seed) == "");
-        }
-      }
-    }
-  }
 }
 
 void runAllReduceMatrix(sccl::Transport& transport, const std::vector<size_t>& counts) {
   uint64_t seed = 1;
   for (scclDataType_t dtype : {scclInt8, scclUint8, scclInt32, scclUint32, scclInt64, scclUint64,
                                scclFloat16, scclFloat32, scclFloat64, scclBfloat16}) {
-    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
+    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max, sccl::ReduceOp::Min}) {
       for (size_t count : counts) {
         for (bool in_place : {false, true}) {
           INFO(sccl::dataTypeName(dtype)
@@ -148,12 +107,12 @@ TEST_CASE("mpi reduceScatter: each rank's block of the rank-order reduction, eve
           "[mpi][reduce_scatter]") {
   auto transport = makeWorldTransport();
   REQUIRE(transport);
-  runReduceScatterMatrix(*transport, {0, 1, 7, 1000, 70001});
+  sccl_test::runReduceScatterMatrix(*transport, {0, 1, 7, 1000, 70001});
 }
 
 TEST_CASE("mpi reduceScatter: pieces path (64-byte message limit) gives the same bits",
           "[mpi][reduce_scatter][pieces]") {
   auto transport = makeWorldTransport(60000, 64);
   REQUIRE(transport);
-  runReduceScatterMatrix(*transport, {1, 7, 1001});
+  sccl_test::runReduceScatterMatrix(*transport, {1, 7, 1001});
 }

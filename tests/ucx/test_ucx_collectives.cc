@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "support/collective_reference.h"
+#include "support/reduce_scatter_check.h"
 #include "ucx_test_world.h"
 
 using namespace sccl_ucx_test;
@@ -18,8 +19,7 @@ namespace {
 
 std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
                            size_t count, bool in_place, uint64_t seed) {
-  bool max = op == sccl::ReduceOp::Max;
-  bool with_nans = max && sccl::isFloatingType(dtype);
+  bool with_nans = op != sccl::ReduceOp::Sum && sccl::isFloatingType(dtype);
   size_t element = sccl::dataTypeSize(dtype);
   std::vector<std::byte> send =
       sccl_test::makeInput(dtype, seed, transport.rank(), count, with_nans);
@@ -28,52 +28,10 @@ std::string checkAllReduce(sccl::Transport& transport, scclDataType_t dtype, scc
                                  : transport.allReduce(send.data(), recv.data(), count, dtype, op);
   if (result != scclSuccess) return std::string("allReduce returned ") + sccl::resultName(result);
   if (in_place) recv = send;
-  std::vector<std::byte> want =
-      sccl_test::expectedAllReduce(dtype, max, seed, transport.nranks(), count, with_nans);
+  std::vector<std::byte> want = sccl_test::expectedReduction(
+      dtype, sccl_test::referenceOpOf(op), seed, transport.nranks(), count, with_nans);
   long long bad = sccl_test::firstMismatch(recv, want, element);
   return bad < 0 ? "" : "first wrong element " + std::to_string(bad);
-}
-
-// Runs one reduceScatter: this rank's block of the rank-order reference ("" when exact).
-std::string checkReduceScatter(sccl::Transport& transport, scclDataType_t dtype, sccl::ReduceOp op,
-                               size_t recvcount, bool in_place, uint64_t seed) {
-  const bool max = op == sccl::ReduceOp::Max;
-  const bool with_nans = sccl::isFloatingType(dtype);
-  const size_t element = sccl::dataTypeSize(dtype), bytes = recvcount * element;
-  const size_t n = static_cast<size_t>(transport.nranks()), own = transport.rank() * bytes;
-  std::vector<std::byte> send =
-      sccl_test::makeInput(dtype, seed, transport.rank(), recvcount * n, with_nans);
-  std::vector<std::byte> recv(bytes, std::byte{0x5a});
-  void* out = in_place ? static_cast<void*>(send.data() + own) : recv.data();
-  scclResult_t result = transport.reduceScatter(send.data(), out, recvcount, dtype, op);
-  if (result != scclSuccess)
-    return std::string("reduceScatter returned ") + sccl::resultName(result);
-  if (in_place)
-    recv.assign(send.begin() + std::ptrdiff_t(own), send.begin() + std::ptrdiff_t(own + bytes));
-  const std::vector<std::byte> all =
-      sccl_test::expectedAllReduce(dtype, max, seed, transport.nranks(), recvcount * n, with_nans);
-  const std::vector<std::byte> want(all.begin() + std::ptrdiff_t(own),
-                                    all.begin() + std::ptrdiff_t(own + bytes));
-  long long bad = sccl_test::firstMismatch(recv, want, element);
-  return bad < 0 ? "" : "first wrong element " + std::to_string(bad);
-}
-
-void runReduceScatterMatrix(sccl::Transport& transport, const std::vector<size_t>& counts) {
-  uint64_t seed = 500;
-  for (scclDataType_t dtype : {scclInt8, scclUint8, scclInt32, scclUint32, scclInt64, scclUint64,
-                               scclFloat16, scclFloat32, scclFloat64, scclBfloat16}) {
-    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
-      for (size_t recvcount : counts) {
-        for (bool in_place : {false, true}) {
-          INFO("reduceScatter " << sccl::dataTypeName(dtype)
-                                << (op == sccl::ReduceOp::Sum ? " sum" : " max") << " recvcount "
-                                << recvcount << (in_place ? " in place" : "") << " rank "
-                                << transport.rank() << " of " << transport.nranks());
-          CHECK(checkReduceScatter(transport, dtype, op, recvcount, in_place, ++seed) == "");
-        }
-      }
-    }
-  }
 }
 
 std::byte patternByte(int rank, size_t index) {
@@ -90,13 +48,13 @@ TEST_CASE("ucx allReduce: every dtype and op is bitwise the rank-order reduction
   uint64_t seed = 1;
   for (scclDataType_t dtype : {scclInt8, scclUint8, scclInt32, scclUint32, scclInt64, scclUint64,
                                scclFloat16, scclFloat32, scclFloat64, scclBfloat16}) {
-    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max}) {
+    for (sccl::ReduceOp op : {sccl::ReduceOp::Sum, sccl::ReduceOp::Max, sccl::ReduceOp::Min}) {
       // 20000 elements are above the gather threshold for every type of 4 bytes or more.
       for (size_t count :
            {size_t(0), size_t(1), n - 1, n + 1, size_t(1000), size_t(20000), size_t(70001)}) {
         for (bool in_place : {false, true}) {
           INFO(sccl::dataTypeName(dtype)
-               << (op == sccl::ReduceOp::Sum ? " sum" : " max") << " count " << count
+               << " " << sccl::reduceOpName(op) << " count " << count
                << (in_place ? " in place" : "") << " rank " << t->rank() << " of " << n);
           CHECK(checkAllReduce(*t.transport, dtype, op, count, in_place, ++seed) == "");
         }
@@ -218,5 +176,5 @@ TEST_CASE("ucx reduceScatter: each rank's block of the rank-order reduction, eve
           "[ucx][reduce_scatter]") {
   TestTransport t = makeUcxTransport();
   REQUIRE(t);
-  runReduceScatterMatrix(*t.transport, {0, 1, 7, 1000, 70001});
+  sccl_test::runReduceScatterMatrix(*t.transport, {0, 1, 7, 1000, 70001});
 }
