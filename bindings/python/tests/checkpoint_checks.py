@@ -22,7 +22,8 @@ SETTINGS = {
     "s2": dict(algorithm="s2", density=0.05),
     "micro_sync_free": dict(algorithm="micro_sync_free", density=0.05),
     "micro_momentum": dict(algorithm="micro", density=0.05, momentum=0.9, nesterov=True,
-                           momentum_warmup={"start": 0.5, "steps": 8}),
+                           momentum_warmup={"start": 0.5, "steps": 8},
+                           density_warmup={"start": 0.2, "calls": 8}),
     "exdyna_adam": dict(algorithm="exdyna", density=0.05, preconditioner="adam",
                         density_warmup={"start": 0.2, "calls": 8}),
 }
