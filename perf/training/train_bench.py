@@ -3,7 +3,8 @@
 sparsecoll's hook, one process per rank (scripts/cluster/train_bench.sh starts one per emulated
 node; two local processes make the CTest smoke run):
 
-  train_bench.py --rank R --world N --master ADDR [--port P] --mode dense|sparse|sparse_async
+  train_bench.py --rank R --world N --master ADDR [--port P]
+                 --mode dense|sparse|sparse_async|sparse_node
                  [--algorithm micro] [--density 0.01] [--model wide_mlp|pixel_embedding]
                  [--epochs 2] [--batch 64] [--lr L] [--eval-every 20] [--target A] [--seed 0]
                  [--max-steps N] [--data DIR] [--json FILE]
@@ -46,7 +47,10 @@ def parse():
     p.add_argument("--world", type=int, required=True)
     p.add_argument("--master", required=True)
     p.add_argument("--port", type=int, default=29591)
-    p.add_argument("--mode", choices=("dense", "sparse", "sparse_async"), required=True)
+    # sparse_node: the synchronous hook with "hierarchy": "node" (nodes from SCCL_RANKS_PER_NODE
+    # or the host names; scripts/cluster/train_bench.sh --per-node).
+    p.add_argument("--mode", choices=("dense", "sparse", "sparse_async", "sparse_node"),
+                   required=True)
     p.add_argument("--algorithm", default="micro")
     p.add_argument("--density", type=float, default=0.01)
     p.add_argument("--model", choices=sorted(MODELS), default="wide_mlp")
@@ -187,6 +191,8 @@ def main():
         correction = {} if a.plain_hook else dict(
             momentum=0.9, nesterov=True, momentum_warmup={"start": 0.5, "steps": steps_per_epoch},
             density_warmup={"start": 0.1, "calls": 150})
+        if a.mode == "sparse_node":
+            correction["hierarchy"] = "node"
         state = sparsecoll.torch.HookState(comm, algorithm=a.algorithm, density=a.density,
                                            **correction)
         hook = sparsecoll.torch.async_hook if a.mode == "sparse_async" else sparsecoll.torch.hook

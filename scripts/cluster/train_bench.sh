@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Wall-clock time to accuracy of real DDP training on rate-limited links: DDP's own gloo
-# all-reduce against sparsecoll's hook (synchronous and asynchronous), one rank per emulated node
-# (netns_cluster.sh), each running perf/training/train_bench.py; then a table and plots
-# (perf/training/train_summary.py).
+# all-reduce against sparsecoll's hook (synchronous, asynchronous, and with "hierarchy": "node"),
+# --per-node ranks per emulated node (netns_cluster.sh; default one, loopback inside a node), each
+# running perf/training/train_bench.py; then a table and plots (perf/training/train_summary.py).
 #
-#   scripts/cluster/train_bench.sh [--nodes 4] [--rates "1gbit 10gbit off"] [--epochs 2]
-#       [--seeds "0"] [--modes "dense sparse sparse_async"] [--algorithm micro] [--density 0.01]
+#   scripts/cluster/train_bench.sh [--nodes 4] [--per-node 1] [--rates "1gbit 10gbit off"] [--epochs 2]
+#       [--seeds "0"] [--modes "dense sparse sparse_async sparse_node"] [--algorithm micro] [--density 0.01]
 #       [--model wide_mlp|pixel_embedding] [--target A] [--max-steps N] [--plain-hook]
 #       [--out DIR] [--build DIR]
 #
@@ -20,12 +20,13 @@ root=$(cd "$here/../.." && pwd)
 cluster="$here/netns_cluster.sh"
 out="$root/results/train_bench"
 build="${SCCL_BUILD_DIR:-$root/build}"
-nodes=4 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
+nodes=4 per_node=1 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
 algorithm=micro density=0.01 model=wide_mlp target="" max_steps=0 plain=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
+    --per-node) per_node=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
@@ -58,15 +59,20 @@ for rate in $rates; do
       extra=()
       [ -n "$target" ] && extra=(--target "$target")
       pids=()
+      world=$((nodes * per_node))
       for i in $(seq 0 $((nodes - 1))); do
-        ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
-          SPARSECOLL_LIBRARY="$build/libsparsecoll.so" SCCL_TRANSPORT=ucx \
-          SCCL_SOCKET_IFNAME="pv$i" GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
-          "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
-          --rank "$i" --world "$nodes" --master 10.77.0.1 --mode "$mode" \
-          --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
-          --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" &
-        pids+=($!)
+        for j in $(seq 0 $((per_node - 1))); do
+          # Ranks of one namespace are consecutive: SCCL_RANKS_PER_NODE groups them into its node.
+          ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
+            SPARSECOLL_LIBRARY="$build/libsparsecoll.so" SCCL_TRANSPORT=ucx \
+            SCCL_SOCKET_IFNAME="pv$i" GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
+            SCCL_RANKS_PER_NODE="$per_node" \
+            "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
+            --rank $((i * per_node + j)) --world "$world" --master 10.77.0.1 --mode "$mode" \
+            --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
+            --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" &
+          pids+=($!)
+        done
       done
       for pid in "${pids[@]}"; do
         wait "$pid" || { kill "${pids[@]}" 2>/dev/null; echo "train_bench failed ($rate $mode)" >&2; exit 1; }
