@@ -44,8 +44,7 @@ scclResult_t writeHierarchySections(scclSparsifier& sp, HierarchySections* out) 
   shared.u64(h.chunk);
   shared.u64(sp.iteration);
   writeDensity(sp.config, shared);
-  shared.u64(sp.rank_counts.size());
-  for (uint64_t k : sp.rank_counts) shared.u64(k);
+  writeRankCounts(sp.rank_counts, shared);
   StateWriter& own = out->own;
   own.u64(sizeof(scclSparseStats_t));
   own.bytes(&sp.stats, sizeof(scclSparseStats_t));
@@ -104,17 +103,8 @@ scclResult_t parseOuter(const scclSparsifier& sp, const unsigned char* blob, siz
                    static_cast<unsigned long long>(out->iteration));
   out->config = sp.config;
   SCCL_CHECK(readDensity(sp, shared, &out->config));
-  uint64_t ranks = 0;
-  SCCL_CHECK(shared.u64("rank count of the counts", &ranks));
-  SCCL_REQUIRE_ARG(ranks == 0 || ranks == uint64_t(sp.comm->nranks),
-                   "sparsifier checkpoint: %llu rank counts for %d ranks",
-                   static_cast<unsigned long long>(ranks), sp.comm->nranks);
-  out->rank_counts.resize(ranks);
-  for (uint64_t& k : out->rank_counts) {
-    SCCL_CHECK(shared.u64("a rank's count", &k));
-    SCCL_REQUIRE_ARG(k <= sp.count, "sparsifier checkpoint: a rank count %llu above the count %zu",
-                     static_cast<unsigned long long>(k), sp.count);
-  }
+  // Empty before the first call: the counts come from the calls across nodes.
+  SCCL_CHECK(readRankCounts(sp, shared, true, &out->rank_counts));
   SCCL_CHECK(readStats(own, &out->stats));
   SCCL_CHECK(expectWord(own, "local rank", uint64_t(h.local_rank)));
   SCCL_CHECK(expectWord(own, "chunk start", h.chunk_begin));

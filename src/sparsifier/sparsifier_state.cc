@@ -37,8 +37,7 @@ scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
   shared.u64(sp.iteration);
   writeDensity(c, shared);
   shared.u8(sp.residual_to_flush ? 1 : 0);
-  shared.u64(sp.rank_counts.size());
-  for (uint64_t k : sp.rank_counts) shared.u64(k);
+  writeRankCounts(sp.rank_counts, shared);
   shared.u64(sp.auto_switches);
   shared.u8(sp.auto_settled ? 1 : 0);
   own.u64(sizeof(scclSparseStats_t));
@@ -153,6 +152,27 @@ scclResult_t readDensity(const scclSparsifier& sp, StateReader& r, ResolvedSpars
   return scclSuccess;
 }
 
+void writeRankCounts(const std::vector<uint64_t>& counts, StateWriter& shared) {
+  shared.u64(counts.size());
+  for (uint64_t k : counts) shared.u64(k);
+}
+
+scclResult_t readRankCounts(const scclSparsifier& sp, StateReader& r, bool may_be_empty,
+                            std::vector<uint64_t>* out) {
+  uint64_t ranks = 0;
+  SCCL_CHECK(r.u64("rank count of the counts", &ranks));
+  SCCL_REQUIRE_ARG(ranks == uint64_t(sp.comm->nranks) || (may_be_empty && ranks == 0),
+                   "sparsifier checkpoint: %llu rank counts for %d ranks",
+                   static_cast<unsigned long long>(ranks), sp.comm->nranks);
+  out->resize(ranks);
+  for (uint64_t& k : *out) {
+    SCCL_CHECK(r.u64("a rank's count", &k));
+    SCCL_REQUIRE_ARG(k <= sp.count, "sparsifier checkpoint: a rank count %llu above the count %zu",
+                     static_cast<unsigned long long>(k), sp.count);
+  }
+  return scclSuccess;
+}
+
 namespace {
 
 scclResult_t readShared(const scclSparsifier& sp, StateReader& r, LoadedState* out) {
@@ -168,17 +188,7 @@ scclResult_t readShared(const scclSparsifier& sp, StateReader& r, LoadedState* o
   out->next.config = sp.config;
   SCCL_CHECK(readDensity(sp, r, &out->next.config));
   SCCL_CHECK(r.flag("residual to flush", &out->residual_to_flush));
-  uint64_t ranks = 0;
-  SCCL_CHECK(r.u64("rank count of the counts", &ranks));
-  SCCL_REQUIRE_ARG(ranks == uint64_t(sp.comm->nranks),
-                   "sparsifier checkpoint: %llu rank counts for %d ranks",
-                   static_cast<unsigned long long>(ranks), sp.comm->nranks);
-  out->rank_counts.resize(ranks);
-  for (uint64_t& k : out->rank_counts) {
-    SCCL_CHECK(r.u64("a rank's count", &k));
-    SCCL_REQUIRE_ARG(k <= sp.count, "sparsifier checkpoint: a rank count %llu above the count %zu",
-                     static_cast<unsigned long long>(k), sp.count);
-  }
+  SCCL_CHECK(readRankCounts(sp, r, false, &out->rank_counts));
   SCCL_CHECK(r.u64("auto switches", &out->auto_switches));
   SCCL_CHECK(r.flag("auto settled", &out->auto_settled));
   return scclSuccess;

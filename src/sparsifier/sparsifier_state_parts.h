@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/state_blob.h"
 #include "core/state_stream.h"
@@ -31,6 +32,12 @@ scclResult_t readStateHeader(const scclSparsifier& sp, const unsigned char* blob
 // the rules of scclSparsifierSetDensity into *c.
 void writeDensity(const ResolvedSparseConfig& c, StateWriter& shared);
 scclResult_t readDensity(const scclSparsifier& sp, StateReader& r, ResolvedSparseConfig* c);
+
+// The last call's rank counts: one per rank of the communicator, each at most the count (none
+// where may_be_empty and the sparsifier has not run a call).
+void writeRankCounts(const std::vector<uint64_t>& counts, StateWriter& shared);
+scclResult_t readRankCounts(const scclSparsifier& sp, StateReader& r, bool may_be_empty,
+                            std::vector<uint64_t>* out);
 
 // This rank's scclSparseStats_t, size-checked.
 scclResult_t readStats(StateReader& r, scclSparseStats_t* stats);

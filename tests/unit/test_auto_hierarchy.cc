@@ -14,9 +14,11 @@
 
 #include "sparsifier/sparsifier.h"
 #include "support/local_ranks.h"
+#include "support/node_hierarchy_inputs.h"
 #include "tuning/auto_choice.h"
 
 using sccl_test::RankLog;
+using sccl_test::requireNodesOfTwo;
 using sccl_test::runLocalRanks;
 
 namespace {
@@ -49,16 +51,9 @@ sccl::AutoChoice measurements(const sccl::LinkModel& inside, const sccl::LinkMod
   return choice;
 }
 
-void requireNodesOfTwo() {
-  const char* setting = std::getenv("SCCL_RANKS_PER_NODE");
-  REQUIRE(setting != nullptr);
-  REQUIRE(std::string(setting) == "2");
-}
-
 }  // namespace
 
-TEST_CASE("auto prices the hierarchy from the links inside and across nodes",
-          "[.hierarchy][auto]") {
+TEST_CASE("auto prices the hierarchy from the links inside and across nodes", "[.hierarchy]") {
   sccl::AutoCandidateConfigs configs;
   REQUIRE(sccl::resolveAutoCandidates(autoConfig(nullptr), &configs) == scclSuccess);
   CHECK(configs.flat);
@@ -91,7 +86,7 @@ TEST_CASE("auto prices the hierarchy from the links inside and across nodes",
 }
 
 TEST_CASE("auto with nodes of two: the hierarchy among the candidates, restricted on request",
-          "[.hierarchy][auto]") {
+          "[.hierarchy]") {
   requireNodesOfTwo();
   for (const char* hierarchy : {static_cast<const char*>(nullptr), "flat", "node"}) {
     DYNAMIC_SECTION("hierarchy " << (hierarchy ? hierarchy : "NULL")) {
@@ -150,8 +145,7 @@ TEST_CASE("auto with nodes of two: the hierarchy among the candidates, restricte
   }
 }
 
-TEST_CASE("auto with hierarchy node on nodes of different sizes fails every rank",
-          "[.hierarchy][auto]") {
+TEST_CASE("auto with hierarchy node on nodes of different sizes fails every rank", "[.hierarchy]") {
   requireNodesOfTwo();
   auto failures = runLocalRanks(3, [&](int, scclComm_t comm, RankLog& log) {
     const scclSparseConfig_t config = autoConfig("node");

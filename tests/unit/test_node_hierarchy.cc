@@ -19,26 +19,19 @@
 #include "sparsifier/sparsifier.h"
 #include "support/fault_transport.h"
 #include "support/local_ranks.h"
+#include "support/node_hierarchy_inputs.h"
 
+using sccl_test::configOf;
 using sccl_test::RankLog;
+using sccl_test::requireNodesOfTwo;
 using sccl_test::runLocalRanks;
 
 namespace {
 
-constexpr int kPerNode = 2;
+constexpr int kPerNode = sccl_test::kRanksPerNode;
 
-// Rank r's gradient element i at call t: varied magnitudes, so the summation order shows in the
-// bits.
 float gradient(int rank, int call, size_t i) {
-  const uint32_t h = uint32_t(i * 2654435761u) ^ uint32_t(rank * 40503 + call * 977);
-  const float magnitude = float(1u << (h % 13));
-  return (float(int(h >> 8) % 2001) - 1000.0f) / 1000.0f / magnitude;
-}
-
-scclSparseConfig_t configOf(const char* json) {
-  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-  REQUIRE(scclSparseConfigFromJson(json, &config) == scclSuccess);
-  return config;
+  return sccl_test::nodeTestGradient(rank, call, i);
 }
 
 // Every rank's output of `calls` calls of `config` on `nranks` ranks, gradients from gradient().
@@ -109,12 +102,6 @@ std::vector<std::vector<float>> reference(int nodes, size_t count, const char* f
     REQUIRE_NO_RANK_FAILURES(failures);
   }
   return expected;
-}
-
-void requireNodesOfTwo() {
-  const char* setting = std::getenv("SCCL_RANKS_PER_NODE");
-  REQUIRE(setting != nullptr);
-  REQUIRE(std::string(setting) == std::to_string(kPerNode));
 }
 
 }  // namespace

@@ -11,30 +11,21 @@
 #include <vector>
 
 #include "support/local_ranks.h"
+#include "support/node_hierarchy_inputs.h"
 
+using sccl_test::configOf;
 using sccl_test::RankLog;
+using sccl_test::requireNodesOfTwo;
 using sccl_test::runLocalRanks;
 
 namespace {
 
 using Blob = std::vector<unsigned char>;
 
-float gradient(int rank, int call, size_t i) {
-  const uint32_t h = uint32_t(i * 2654435761u) ^ uint32_t(rank * 40503 + call * 977);
-  const float magnitude = float(1u << (h % 13));
-  return (float(int(h >> 8) % 2001) - 1000.0f) / 1000.0f / magnitude;
-}
-
-scclSparseConfig_t configOf(const char* json) {
-  scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
-  REQUIRE(scclSparseConfigFromJson(json, &config) == scclSuccess);
-  return config;
-}
-
 bool callOnce(scclSparsifier_t sp, scclComm_t comm, int rank, int t, size_t count,
               std::vector<float>* out, RankLog& log) {
   std::vector<float> send(count);
-  for (size_t i = 0; i < count; ++i) send[i] = gradient(rank, t, i);
+  for (size_t i = 0; i < count; ++i) send[i] = sccl_test::nodeTestGradient(rank, t, i);
   out->assign(count, -3.0f);
   return log.checkResult(
       scclSparseAllreduce(send.data(), out->data(), count, scclFloat32, scclSum, sp, comm, nullptr),
@@ -58,15 +49,9 @@ uint64_t iterationOf(scclSparsifier_t sp) {
   return s.iteration;
 }
 
-void requireNodesOfTwo() {
-  const char* setting = std::getenv("SCCL_RANKS_PER_NODE");
-  REQUIRE(setting != nullptr);
-  REQUIRE(std::string(setting) == "2");
-}
-
 }  // namespace
 
-TEST_CASE("hierarchy node: a checkpoint resumes bit for bit", "[.hierarchy][checkpoint]") {
+TEST_CASE("hierarchy node: a checkpoint resumes bit for bit", "[.hierarchy]") {
   requireNodesOfTwo();
   const size_t count = 5001;  // odd: the last local rank's chunk is shorter, the input padded
   for (const char* json : {R"({"algorithm": "micro", "density": 0.01, "hierarchy": "node"})",
@@ -112,7 +97,7 @@ TEST_CASE("hierarchy node: a checkpoint resumes bit for bit", "[.hierarchy][chec
 }
 
 TEST_CASE("hierarchy node: a refused checkpoint fails every rank and changes nothing",
-          "[.hierarchy][checkpoint]") {
+          "[.hierarchy]") {
   requireNodesOfTwo();
   const size_t count = 4000;
   const scclSparseConfig_t hier =
@@ -164,8 +149,7 @@ TEST_CASE("hierarchy node: a refused checkpoint fails every rank and changes not
   REQUIRE_NO_RANK_FAILURES(failures);
 }
 
-TEST_CASE("hierarchy node: a blob loaded on another rank is refused everywhere",
-          "[.hierarchy][checkpoint]") {
+TEST_CASE("hierarchy node: a blob loaded on another rank is refused everywhere", "[.hierarchy]") {
   requireNodesOfTwo();
   const size_t count = 3000;
   const scclSparseConfig_t hier =
