@@ -29,7 +29,7 @@ Four ranks, one per emulated node (a network namespace each, links limited to 1 
 train the same model on Fashion-MNIST for one epoch (234 steps of 64 images per rank), with the
 same seed and data order: "dense" is PyTorch DistributedDataParallel's own all-reduce over gloo,
 "sparse" the same script with sparsecoll.torch.hook, micro at density 1 % (Nesterov momentum
-correction with its warm-up, docs/python.md). The model is embedding-heavy (6.4 M parameters,
+correction with its momentum and density warm-ups, docs/python.md). The model is embedding-heavy (6.4 M parameters,
 little computation per image), so the exchange is most of a dense step. Per row: median step time
 (10th-90th percentile) and its parts (compute measured without communication before the run;
 exposed communication = the rest), the step against dense, the bytes each rank sent per step and
