@@ -9,20 +9,21 @@
 namespace sccl {
 namespace {
 
+std::map<int, int> nodeSizes(const scclComm& comm) {
+  std::map<int, int> sizes;
+  for (int node : comm.node_of_rank) ++sizes[node];
+  return sizes;
+}
+
 // Every node must hold the same number of ranks; every rank sees the same map, so every rank
 // returns the same verdict.
 scclResult_t checkEqualNodes(const scclComm& comm, int* nodes, int* per_node) {
-  std::map<int, int> sizes;
-  for (int node : comm.node_of_rank) ++sizes[node];
-  *nodes = static_cast<int>(sizes.size());
-  *per_node = sizes.begin()->second;
-  std::string listed;
   bool equal = true;
-  for (const auto& [node, ranks] : sizes) {
-    equal = equal && ranks == *per_node;
-    listed += (listed.empty() ? "" : ", ") + std::to_string(ranks);
-  }
+  countNodes(comm, nodes, per_node, &equal);
   if (!equal) {
+    std::string listed;
+    for (const auto& [node, ranks] : nodeSizes(comm))
+      listed += (listed.empty() ? "" : ", ") + std::to_string(ranks);
     return fail(scclInvalidUsage,
                 "hierarchy \"node\" needs the same number of ranks on every node; this "
                 "communicator's %d nodes hold %s ranks (node detection: the host identity, "
@@ -33,6 +34,14 @@ scclResult_t checkEqualNodes(const scclComm& comm, int* nodes, int* per_node) {
 }
 
 }  // namespace
+
+void countNodes(const scclComm& comm, int* nodes, int* per_node, bool* equal) {
+  const std::map<int, int> sizes = nodeSizes(comm);
+  *nodes = static_cast<int>(sizes.size());
+  *per_node = sizes.empty() ? 0 : sizes.begin()->second;
+  *equal = true;
+  for (const auto& [node, ranks] : sizes) *equal = *equal && ranks == *per_node;
+}
 
 NodeSplit::~NodeSplit() {
   if (inter != nullptr) commDestroy(inter, false);

@@ -26,6 +26,11 @@ struct NodeSplit {
   ~NodeSplit();
 };
 
+// How many nodes the communicator's node map holds and how many ranks each (the same map on
+// every rank, so the same answer): *per_node is the first node's count, *equal whether every
+// node holds that many.
+void countNodes(const scclComm& comm, int* nodes, int* per_node, bool* equal);
+
 // The communicator's split: made by two scclCommSplit-style splits the first time (collective:
 // every rank must reach it at the same call, as a sparsifier's creation does), the same object
 // afterwards. Nodes of different rank counts are scclInvalidUsage on every rank (they all see the

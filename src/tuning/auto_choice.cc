@@ -101,21 +101,13 @@ scclResult_t agreeOnAutoCreation(scclComm* comm, size_t count, scclDataType_t dt
   return scclSuccess;
 }
 
-// The communicator's nodes when hierarchical candidates apply: at least two nodes, all of the same
+// Hierarchical candidates apply where the communicator has at least two nodes, all of the same
 // rank count above one (every rank computes it from the same node map).
-bool multiRankNodes(const scclComm& comm, NodeLayout* layout) {
-  std::vector<int> per_node;
-  for (int node : comm.node_of_rank) {
-    if (node < 0) return false;
-    if (size_t(node) >= per_node.size()) per_node.resize(size_t(node) + 1, 0);
-    ++per_node[size_t(node)];
-  }
-  if (per_node.size() < 2) return false;
-  for (int ranks : per_node)
-    if (ranks != per_node.front()) return false;
-  layout->nodes = int(per_node.size());
-  layout->local_ranks = per_node.front();
-  return layout->local_ranks > 1;
+bool multiRankNodes(const scclComm& comm) {
+  int nodes = 0, per_node = 0;
+  bool equal = false;
+  countNodes(comm, &nodes, &per_node, &equal);
+  return equal && nodes >= 2 && per_node > 1;
 }
 
 // Femtoseconds per message and per byte: integers an all-reduce of maxima can agree on.
@@ -145,9 +137,7 @@ scclResult_t agreeOnNodeLinks(scclComm* comm, AutoChoice* choice) {
 // node split's two probes (collective; every rank takes the same branch from the same node map).
 scclResult_t addHierarchicalCandidates(scclComm* comm, const AutoCandidateConfigs& configs,
                                        const GivenLink& given, AutoChoice* choice) {
-  NodeLayout layout;
-  const bool nodes = multiRankNodes(*comm, &layout);
-  if (!configs.node || (configs.flat && !nodes)) return scclSuccess;
+  if (!configs.node || (configs.flat && !multiRankNodes(*comm))) return scclSuccess;
   std::shared_ptr<NodeSplit> split;
   SCCL_CHECK(nodeSplitOf(comm, &split));  // unequal nodes: scclInvalidUsage on every rank
   choice->layout.nodes = split->nodes;
@@ -194,10 +184,8 @@ scclResult_t resolveAutoCandidates(const scclSparseConfig_t& config, AutoCandida
   SCCL_CHECK(resolveSparseConfig(as_asked, &checked));
   configs.flat = config.hierarchy == nullptr || checked.hierarchy == "flat";
   configs.node = config.hierarchy == nullptr || checked.hierarchy == "node";
-  SCCL_REQUIRE_ARG(!configs.node || config.streamOrdered != 1 || configs.flat,
-                   "algorithm \"auto\" with hierarchy \"node\" runs host-ordered calls; "
-                   "streamOrdered needs hierarchy \"flat\"");
-  if (config.streamOrdered == 1) configs.node = false;  // the hierarchy has no stream-ordered form
+  // The hierarchy has no stream-ordered form (an explicit "node" was refused just above).
+  if (config.streamOrdered == 1) configs.node = false;
   for (size_t i = 0; i < configs.names.size(); ++i) {
     // The first candidate's errors are the config's (a knob out of range) and end the request;
     // a later one's mean that this candidate cannot take it, which the choice skips.
