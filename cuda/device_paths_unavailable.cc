@@ -2,6 +2,7 @@
 // collectives refuse them (sparsifier/sparsifier_device.h, core/device_collectives.h).
 #include "core/device_collectives.h"
 #include "core/error.h"
+#include "sparsifier/hierarchy_memory.h"
 #include "sparsifier/sparsifier_device.h"
 
 namespace sccl {
@@ -38,6 +39,10 @@ scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {
 
 scclResult_t deviceExportResidual(scclSparsifier&, void*) {
   return fail(scclInternalError, "device residual read in a build without CUDA kernels");
+}
+
+scclResult_t createDeviceHierarchyMemory(scclSparsifier&, std::unique_ptr<HierarchyMemory>*) {
+  return fail(scclInternalError, "device hierarchy memory called in a build without CUDA kernels");
 }
 
 scclResult_t prepareDeviceTransport(scclComm*) {

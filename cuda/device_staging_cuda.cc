@@ -62,6 +62,13 @@ scclResult_t CudaDeviceStaging::toDevice(void* device, const void* host, size_t 
   return scclSuccess;
 }
 
+scclResult_t CudaDeviceStaging::copyOnDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  SCCL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+                  "device staging: copy on the device");
+  return scclSuccess;
+}
+
 scclResult_t CudaDeviceStaging::synchronize() {
   ++counters_.waits;
   SCCL_CUDA_CHECK(cudaStreamSynchronize(stream_), "device staging: the call's kernels");

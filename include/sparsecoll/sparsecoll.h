@@ -374,8 +374,9 @@ typedef struct {
    * reduce-scatter the gradient inside the node, the preset then runs across nodes among the
    * ranks with the same local index, each over its 1/L chunk with its own residual, and an
    * all-gather inside the node completes the vector (docs/algorithms/hierarchy.md). Every node
-   * must hold the same number of ranks. With algorithm "auto": NULL lets auto price both forms
-   * where nodes hold several ranks; "flat" or "node" restricts it to that form. */
+   * must hold the same number of ranks. Host or device buffers (device: presets with a device
+   * path; not streamOrdered). With algorithm "auto": NULL lets auto price both forms where nodes
+   * hold several ranks; "flat" or "node" restricts it to that form. */
   const char* hierarchy;
 } scclSparseConfig_t;
 

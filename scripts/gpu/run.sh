@@ -278,6 +278,11 @@ else
   fi
 fi
 
+# The hierarchy on device buffers groups in-process ranks into nodes by a setting read once per
+# process: its hidden tag runs in a process of its own.
+run_step tests "[.gpu_hierarchy] (nodes of 2)" 150 -- \
+  env SCCL_RANKS_PER_NODE=2 "${gpu_tests[@]}" "[.gpu_hierarchy]"
+
 # 2. several processes on the one GPU, over UCX (NCCL refuses two ranks on one device)
 if [[ -x $B/bin/sccl_gpu_multiprocess ]]; then
   for n in 2 3 4; do

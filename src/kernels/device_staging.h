@@ -39,6 +39,9 @@ class DeviceStaging {
     kSyncFreeSlots,     // resident sync_free: every rank's slot
     kSyncFreeValues,    // resident sync_free: the n * capacity values
     kSyncFreeWords,     // resident sync_free: the call's words (kernels/shared/sync_free_call.h)
+    kNodeSum,           // hierarchy node: the node's sum of this rank's chunk
+    kNodePadded,        // hierarchy node: the vector padded to L x chunk elements
+    kNodeScratch,       // hierarchy node: the non-finite check's widened copy and its count
     kBufferCount
   };
   // Host memory the device reads or writes without the host in between (page-locked on CUDA).
@@ -69,6 +72,8 @@ class DeviceStaging {
   // The same copy, only enqueued: `host` (a hostBuffer) holds the bytes after synchronize().
   virtual scclResult_t readBack(void* host, const void* device, size_t bytes) = 0;
   virtual scclResult_t toDevice(void* device, const void* host, size_t bytes) = 0;
+  // device-to-device copy of `bytes`, enqueued on the call's stream.
+  virtual scclResult_t copyOnDevice(void* dst, const void* src, size_t bytes) = 0;
   // Waits for the work enqueued on the call's stream, before a transport (whose operations run
   // on their own stream) reads what the kernels wrote.
   virtual scclResult_t synchronize() = 0;

@@ -2,19 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <string>
 
-#include "algorithms/call_header.h"
 #include "comm/call_agreement.h"
 #include "comm/comm.h"
 #include "comm/node_split.h"
-#include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "kernels/shared/half.h"
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
@@ -24,23 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-// NaN or +-inf among `count` elements of a floating gradient type.
-uint64_t countNonFinite(const void* data, size_t count, scclDataType_t dtype) {
-  uint64_t found = 0;
-  for (size_t i = 0; i < count; ++i) {
-    double x = 0;
-    switch (dtype) {
-      case scclFloat64: x = static_cast<const double*>(data)[i]; break;
-      case scclFloat32: x = static_cast<const float*>(data)[i]; break;
-      case scclFloat16: x = fp16ToFloat(static_cast<const uint16_t*>(data)[i]); break;
-      case scclBfloat16: x = bf16ToFloat(static_cast<const uint16_t*>(data)[i]); break;
-      default: break;
-    }
-    found += std::isfinite(x) ? 0 : 1;
-  }
-  return found;
 }
 
 CallRecord denseRecord(CallOperation operation, size_t count, scclDataType_t dtype) {
@@ -145,6 +123,7 @@ scclResult_t buildNodeHierarchy(scclSparsifier& sp) {
   const size_t element = dataTypeSize(sp.dtype);
   if (h->chunk * L != sp.count) h->padded.resize(h->chunk * L * element);
   h->node_sum.resize(std::max<size_t>(h->chunk, 1) * element);
+  h->host = hostHierarchyMemory(*h);
   if (h->chunk_length > 0) {
     ResolvedSparseConfig flat = sp.config;
     flat.hierarchy = "flat";
@@ -161,27 +140,31 @@ scclResult_t buildNodeHierarchy(scclSparsifier& sp) {
 }
 
 scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
-                                   scclRedOp_t op) {
+                                   scclRedOp_t op, HierarchyMemory& m) {
   NodeHierarchy& h = *sp.hierarchy;
   const auto start = Clock::now();
-  SCCL_CHECK(agreeOnCall(sp.comm, sparseCallRecord(sp, op, false), nullptr, "hierarchy node"));
+  SCCL_CHECK(
+      agreeOnCall(sp.comm, sparseCallRecord(sp, op, m.onDevice()), nullptr, "hierarchy node"));
   const size_t element = dataTypeSize(sp.dtype);
   const size_t L = static_cast<size_t>(h.local_ranks);
-  const bool padded = h.padded.size() > 0;
-  if (padded) {  // the reduce-scatter's input: the gradient, zeros past count
-    std::memcpy(h.padded.data(), sendbuf, sp.count * element);
-    std::memset(static_cast<unsigned char*>(h.padded.data()) + sp.count * element, 0,
-                (h.chunk * L - sp.count) * element);
+  void* padded = m.padded();
+  if (padded != nullptr) {  // the reduce-scatter's input: the gradient, zeros past count
+    SCCL_CHECK(m.copy(padded, sendbuf, sp.count * element));
+    SCCL_CHECK(m.fillZero(static_cast<unsigned char*>(padded) + sp.count * element,
+                          (h.chunk * L - sp.count) * element));
   }
-  const void* scatter_from = padded ? h.padded.data() : sendbuf;
+  const void* scatter_from = padded != nullptr ? padded : sendbuf;
+  void* node_sum = m.nodeSum();
   auto comm_start = Clock::now();
+  SCCL_CHECK(m.synchronize());  // the transport reads what the stream wrote
   SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::ReduceScatter, h.chunk, sp.dtype),
-                           *h.intra->transport, [&](Transport& t) {
-                             return t.reduceScatter(scatter_from, h.node_sum.data(), h.chunk,
-                                                    sp.dtype, ReduceOp::Sum);
+                           m.intraTransport(), [&](Transport& t) {
+                             return t.reduceScatter(scatter_from, node_sum, h.chunk, sp.dtype,
+                                                    ReduceOp::Sum);
                            }));
   // Every rank applies the non-finite policy to the same step: the node sums' count over all.
-  const uint64_t nonfinite_here = countNonFinite(h.node_sum.data(), h.chunk_length, sp.dtype);
+  uint64_t nonfinite_here = 0;
+  SCCL_CHECK(m.countNonFinite(node_sum, h.chunk_length, sp.dtype, &nonfinite_here));
   uint64_t nonfinite = nonfinite_here;
   SCCL_CHECK(runAgreedCall(sp.comm, denseRecord(CallOperation::AllReduce, 1, scclUint64),
                            *sp.comm->transport, [&](Transport& t) {
@@ -199,7 +182,7 @@ scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void
     SCCL_WARN(LogSubsys::Coll,
               "rank %d: NaN/Inf in %llu node-summed gradient value(s); step discarded",
               sp.comm->rank, static_cast<unsigned long long>(nonfinite));
-    fillWithNaN(recvbuf, sp.count, sp.dtype);
+    SCCL_CHECK(m.fillNaN(recvbuf, sp.count, sp.dtype));
     sp.stats.nonFinite = nonfinite_here;  // this rank's, in its chunk's node sum
     return scclSuccess;
   }
@@ -207,8 +190,7 @@ scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void
   // (a hostile peer refused, a broken link) must fail its whole node, or the others would wait
   // in the all-gather below. The verdict travels inside the node before anything is written.
   const scclResult_t inner_result =
-      h.inner != nullptr ? sparseAllreduce(h.inner, h.node_sum.data(), h.node_sum.data(), scclSum)
-                         : scclSuccess;
+      h.inner != nullptr ? m.innerCall(h.inner, node_sum) : scclSuccess;
   const std::string inner_error = inner_result != scclSuccess ? threadLastError() : "";
   uint64_t failed_ranks = inner_result != scclSuccess ? 1 : 0;
   SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllReduce, 1, scclUint64),
@@ -229,18 +211,65 @@ scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void
                 static_cast<unsigned long long>(failed_ranks));
   }
   comm_start = Clock::now();
-  void* gather_into = padded ? h.padded.data() : recvbuf;
-  SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllGather, h.chunk, sp.dtype),
-                           *h.intra->transport, [&](Transport& t) {
-                             return t.allGather(h.node_sum.data(), gather_into, h.chunk * element);
-                           }));
+  void* gather_into = padded != nullptr ? padded : recvbuf;
+  SCCL_CHECK(m.synchronize());  // the inner call's output, written on the stream
+  SCCL_CHECK(runAgreedCall(
+      h.intra, denseRecord(CallOperation::AllGather, h.chunk, sp.dtype), m.intraTransport(),
+      [&](Transport& t) { return t.allGather(node_sum, gather_into, h.chunk * element); }));
   comm_us += microsecondsSince(comm_start);
-  if (padded) std::memcpy(recvbuf, h.padded.data(), sp.count * element);
-  if (op == scclAvg) SCCL_CHECK(divideByRanks(recvbuf, sp.count, sp.dtype, sp.comm->nranks));
+  if (padded != nullptr) SCCL_CHECK(m.copy(recvbuf, padded, sp.count * element));
+  if (op == scclAvg) SCCL_CHECK(m.divideByRanks(recvbuf, sp.count, sp.dtype, sp.comm->nranks));
   // The reduce-scatter and the all-gather each send (L - 1) blocks of c elements inside the node.
   h.bytes_inside_node = 2 * (L - 1) * h.chunk * element;
   ++sp.iteration;
   return recordHierarchicalCall(sp, h, microsecondsSince(start), comm_us);
+}
+
+scclResult_t hierarchicalAllreduceOnHost(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
+                                         scclRedOp_t op) {
+  NodeHierarchy& h = *sp.hierarchy;
+  if (h.device != nullptr) {
+    return fail(scclInvalidUsage,
+                "sendbuf/recvbuf are host memory, but this hierarchical sparsifier's residual is "
+                "in GPU memory since its first call; scclSparsifierReset starts it again");
+  }
+  applyCallDensity(sp);
+  return commRecordFailure(sp.comm, hierarchicalAllreduce(sp, sendbuf, recvbuf, op, *h.host));
+}
+
+scclResult_t hierarchicalAllreduceOnDevice(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
+                                           scclRedOp_t op, void* stream,
+                                           const HierarchyDevice& device) {
+  NodeHierarchy& h = *sp.hierarchy;
+  if (h.device == nullptr) {
+    if (sp.iteration > 0) {
+      return fail(scclInvalidUsage,
+                  "sendbuf/recvbuf are GPU memory, but this hierarchical sparsifier's residual is "
+                  "in host memory since its first call (%llu calls); scclSparsifierReset starts "
+                  "it again",
+                  static_cast<unsigned long long>(sp.iteration));
+    }
+    // Every rank with a chunk checks its inner preset; all ranks refuse together.
+    const scclResult_t checked = h.inner != nullptr ? device.check(*h.inner, stream) : scclSuccess;
+    const std::string why = checked != scclSuccess ? threadLastError() : "";
+    uint64_t refusing = checked != scclSuccess ? 1 : 0;
+    SCCL_CHECK(runAgreedCall(sp.comm, denseRecord(CallOperation::AllReduce, 1, scclUint64),
+                             *sp.comm->transport, [&](Transport& t) {
+                               return t.allReduce(&refusing, &refusing, 1, scclUint64,
+                                                  ReduceOp::Sum);
+                             }));
+    if (checked != scclSuccess) return fail(checked, "hierarchy node: %s", why.c_str());
+    if (refusing > 0) {
+      return fail(scclInvalidUsage,
+                  "hierarchy node: %llu rank(s) cannot run the preset across nodes on device "
+                  "buffers (their error names why); nothing was changed",
+                  static_cast<unsigned long long>(refusing));
+    }
+    SCCL_CHECK(device.create(sp, &h.device));
+  }
+  h.device->setStream(stream);
+  applyCallDensity(sp);
+  return commRecordFailure(sp.comm, hierarchicalAllreduce(sp, sendbuf, recvbuf, op, *h.device));
 }
 
 }  // namespace sccl

@@ -23,11 +23,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "sparsecoll/sparsecoll.h"
+#include "sparsifier/hierarchy_memory.h"
 
 struct scclComm;
 struct scclSparsifier;
@@ -49,6 +51,10 @@ struct NodeHierarchy {
   size_t chunk_length = 0;  // c, shorter (or 0) for the last local ranks when L does not divide
   AlignedBuffer padded;     // L x c elements when count < L x c: the padded input and output
   AlignedBuffer node_sum;   // c elements: the node's sum of this chunk, then its reduction
+  std::unique_ptr<HierarchyMemory> host;  // over padded and node_sum
+  // The device buffers, from the first call on device buffers until scclSparsifierReset; while
+  // they exist, calls on host buffers are refused (the inner residual is in device memory).
+  std::unique_ptr<HierarchyMemory> device;
   // Every rank's k_i of the last call, by rank in the communicator.
   std::vector<uint64_t> rank_counts;
   uint64_t bytes_inside_node = 0;  // this rank's bytes sent inside the node in the last call
@@ -64,9 +70,30 @@ struct NodeHierarchy {
 // rank (they see the same node map), naming the counts.
 scclResult_t buildNodeHierarchy(scclSparsifier& sp);
 
-// One hierarchical call on host buffers (steps 1-5 above); sp.stats and sp.rank_counts describe
-// it afterwards (bytes across nodes in bytesSent/bytesReceived, inside in the node fields).
+// One hierarchical call (steps 1-5 above) on the buffers `memory` holds (host, or device ordered
+// on the stream given to memory.setStream); sp.stats and sp.rank_counts describe it afterwards
+// (bytes across nodes in bytesSent/bytesReceived, inside in the node fields).
 scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
-                                   scclRedOp_t op);
+                                   scclRedOp_t op, HierarchyMemory& memory);
+
+// On host buffers: refused (scclInvalidUsage, nothing changed) while the device buffers exist.
+scclResult_t hierarchicalAllreduceOnHost(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
+                                         scclRedOp_t op);
+
+// What the device half provides (cuda/'s, or the tests' fake device): whether the inner preset
+// runs on device buffers (scclInvalidUsage naming what is missing, no side effect), and the
+// hierarchy's device memory.
+struct HierarchyDevice {
+  std::function<scclResult_t(const scclSparsifier& inner, void* stream)> check;
+  std::function<scclResult_t(scclSparsifier& sp, std::unique_ptr<HierarchyMemory>* out)> create;
+};
+
+// On device buffers, ordered on `stream`. The first such call checks the inner preset on every
+// rank with a chunk and agrees on the verdict over the communicator (a refusal is
+// scclInvalidUsage on every rank with nothing changed; so is a sparsifier whose earlier calls ran
+// on host buffers), then creates the device memory.
+scclResult_t hierarchicalAllreduceOnDevice(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
+                                           scclRedOp_t op, void* stream,
+                                           const HierarchyDevice& device);
 
 }  // namespace sccl

@@ -234,6 +234,7 @@ void sparsifierDestroy(scclSparsifier* sp) {
 scclResult_t sparsifierReset(scclSparsifier* sp) {
   if (sp->hierarchy != nullptr) {
     if (sp->hierarchy->inner != nullptr) SCCL_CHECK(sparsifierReset(sp->hierarchy->inner));
+    sp->hierarchy->device.reset();  // the next call's buffers decide again where it runs
     sp->iteration = 0;
     clearStats(*sp);
     return scclSuccess;
@@ -248,16 +249,40 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   return scclSuccess;
 }
 
+scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
+                                     scclRedOp_t op, void* stream, const DeviceCallRun& run) {
+  const Clock::time_point start = Clock::now();
+  SparseCall call;
+  call.sp = sp;
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.op = op;
+  applyCallDensity(*sp);
+  // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
+  // its agreement is the reduction's own header checks (docs/reliability.md).
+  if (!sp->config.stream_ordered)
+    SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true), nullptr,
+                           describeCallDensity(*sp).c_str()));
+  SCCL_CHECK(commRecordFailure(sp->comm, run(call, stream)));
+  if (call.step_discarded) {
+    sp->stats.nonFinite = call.nonfinite_local;
+    return scclSuccess;
+  }
+  ++sp->iteration;
+  recordCall(*sp, call, microsecondsSince(start));
+  return scclSuccess;
+}
+
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device, void* stream) {
   if (sp->hierarchy != nullptr) {
-    if (on_device) {
-      return fail(scclInvalidUsage,
-                  "hierarchy \"node\" runs on host buffers; device buffers need hierarchy "
-                  "\"flat\" for now");
-    }
-    applyCallDensity(*sp);
-    return commRecordFailure(sp->comm, hierarchicalAllreduce(*sp, sendbuf, recvbuf, op));
+    if (!on_device) return hierarchicalAllreduceOnHost(*sp, sendbuf, recvbuf, op);
+    const HierarchyDevice device{checkDeviceSparseAllreduce, createDeviceHierarchyMemory};
+    return hierarchicalAllreduceOnDevice(*sp, sendbuf, recvbuf, op, stream, device);
+  }
+  if (on_device) {
+    SCCL_CHECK(checkDeviceSparseAllreduce(*sp, stream));  // refused without side effects
+    return sparseAllreduceOnDevice(sp, sendbuf, recvbuf, op, stream, runDeviceSparseAllreduce);
   }
   Clock::time_point start = Clock::now();
   SparseCall call;
@@ -265,23 +290,6 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   call.sendbuf = sendbuf;
   call.recvbuf = recvbuf;
   call.op = op;
-  if (on_device) {
-    SCCL_CHECK(checkDeviceSparseAllreduce(*sp, stream));  // refused without side effects
-    applyCallDensity(*sp);
-    // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
-    // its agreement is the reduction's own header checks (docs/reliability.md).
-    if (!sp->config.stream_ordered)
-      SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true), nullptr,
-                             describeCallDensity(*sp).c_str()));
-    SCCL_CHECK(commRecordFailure(sp->comm, runDeviceSparseAllreduce(call, stream)));
-    if (call.step_discarded) {
-      sp->stats.nonFinite = call.nonfinite_local;
-      return scclSuccess;
-    }
-    ++sp->iteration;
-    recordCall(*sp, call, microsecondsSince(start));
-    return scclSuccess;
-  }
   if (sp->device != nullptr) {  // the same code as the reverse case (checkDeviceSparseAllreduce)
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU memory "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +118,12 @@ scclResult_t sparsifierReset(scclSparsifier* sp);
 // stream.
 scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recvbuf, scclRedOp_t op,
                              bool on_device = false, void* stream = nullptr);
+// The device call after its entry checks: density, agreement, `run` (the device half:
+// runDeviceSparseAllreduce of sparsifier/sparsifier_device.h, or the tests' fake device), then
+// the call's statistics. Flat sparsifiers only.
+using DeviceCallRun = std::function<scclResult_t(SparseCall& call, void* stream)>;
+scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
+                                     scclRedOp_t op, void* stream, const DeviceCallRun& run);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
 // The density of the next call (the target, or the warm-up's step at sp.iteration) with its k,
 // the estimator's parameters and the call fingerprint; what sparseAllreduce applies first.

@@ -5,6 +5,8 @@
 // Design and synchronisation points: docs/gpu.md.
 #pragma once
 
+#include <memory>
+
 #include "algorithms/algorithm.h"
 #include "sparsecoll/sparsecoll.h"
 
@@ -42,6 +44,13 @@ scclResult_t deviceRefreshStats(scclSparsifier& sp);
 // not read yet. The residual a checkpoint loads goes to the host buffer, and the next call on
 // device buffers starts its device half from it (createDeviceState uploads the host residual).
 scclResult_t deviceExportResidual(scclSparsifier& sp, void* host);
+
+// The device memory of a hierarchical sparsifier (sparsifier/node_hierarchy.h, "hierarchy":
+// "node"): the node's vectors in device memory, the CUDA backend's kernels, the transport inside
+// the node for device buffers (NCCL, else pinned staging), the inner preset through its own
+// device call. Collective over the node's ranks only where the device transport is created.
+class HierarchyMemory;
+scclResult_t createDeviceHierarchyMemory(scclSparsifier& sp, std::unique_ptr<HierarchyMemory>* out);
 
 // L2 norm of the device residual (0 when the sparsifier has never run on the device).
 scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm);

@@ -59,7 +59,8 @@ const AutoCandidate* deviceCandidate(const AutoChoice& choice, const char* curre
 
 scclResult_t autoPrepareDeviceCall(scclSparsifier* sp, const char** previous) {
   *previous = nullptr;
-  // A hierarchical choice stays: its call refuses device buffers and says how to get a device path.
+  // A hierarchical choice stays: its preset runs across nodes on device buffers where it has a
+  // device path, else the call says why.
   if (sp->auto_choice == nullptr || sp->device != nullptr || sp->iteration != 0 ||
       sp->hierarchy != nullptr)
     return scclSuccess;

@@ -63,7 +63,8 @@ inline std::vector<unsigned char> gradientBytes(const HeadHeavyGradient& gradien
 // `device`), each with a communicator of `config`.
 inline std::vector<std::string> onRanks(int nranks, const scclConfig_t& config, bool device,
                                         const std::function<std::string(int, scclComm_t)>& body) {
-  return onRankThreads(nranks, config, [device](int) { return device ? 0 : -1; }, body);
+  return onRankThreads(
+      nranks, config, [device](int) { return device ? 0 : -1; }, body);
 }
 
 inline scclConfig_t transportConfig(const char* transport) {
@@ -77,18 +78,23 @@ inline scclConfig_t transportConfig(const char* transport) {
 inline void recordCall(scclSparsifier_t sp, int nranks, const void* out, Buffers where,
                        size_t count, scclDataType_t dtype, RankCallRecord* record) {
   const size_t out_bytes = count * sccl::dataTypeSize(dtype);
-  const size_t residual_bytes = count * sccl::dataTypeSize(sp->acc_dtype);
+  // A hierarchical sparsifier's residual is its inner one's, over this rank's chunk (none
+  // without a chunk).
+  const scclSparsifier* holder = sp->hierarchy != nullptr ? sp->hierarchy->inner : sp;
+  const size_t residual_bytes =
+      holder != nullptr ? holder->count * sccl::dataTypeSize(holder->acc_dtype) : 0;
   record->output.resize(out_bytes);
   record->residual.resize(residual_bytes);
   if (where == Buffers::Device) {
     check(cudaMemcpy(record->output.data(), out, out_bytes, cudaMemcpyDeviceToHost), "read output");
-    if (sp->device != nullptr)
-      check(cudaMemcpy(record->residual.data(), sp->device->residual, residual_bytes,
+    if (holder != nullptr && holder->device != nullptr && residual_bytes > 0)
+      check(cudaMemcpy(record->residual.data(), holder->device->residual, residual_bytes,
                        cudaMemcpyDeviceToHost),
             "read residual");
   } else {
     std::memcpy(record->output.data(), out, out_bytes);
-    std::memcpy(record->residual.data(), sp->residual.data(), residual_bytes);
+    if (residual_bytes > 0)
+      std::memcpy(record->residual.data(), holder->residual.data(), residual_bytes);
   }
   record->counts.resize(size_t(nranks));
   scclSparsifierGetRankCounts(sp, record->counts.data(), nranks);
@@ -107,42 +113,43 @@ inline MultiRankRun runMultiRank(int nranks, const char* transport, size_t count
   run.calls.assign(size_t(iterations), std::vector<RankCallRecord>(size_t(nranks)));
   const bool device = where == Buffers::Device;
   const size_t bytes = count * sccl::dataTypeSize(dtype);
-  run.failures = onRanks(nranks, transportConfig(transport), device,
-                         [&](int r, scclComm_t comm) -> std::string {
-    scclSparsifier_t raw = nullptr;
-    if (scclSparsifierCreate(&raw, comm, count, dtype, &config) != scclSuccess)
-      return std::string("scclSparsifierCreate: ") + scclGetLastError(comm);
-    Sparsifier sp{raw, &scclSparsifierDestroy};
-    std::vector<unsigned char> host_out(bytes);
-    std::unique_ptr<Stream> stream;
-    std::unique_ptr<DeviceBuffer<unsigned char>> d_grad, d_out;
-    if (device) {
-      stream = std::make_unique<Stream>();
-      d_grad = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
-      d_out = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
-    }
-    for (int t = 0; t < iterations; ++t) {
-      std::vector<unsigned char> grad = gradientBytes(gradient, dtype, r, uint64_t(t));
-      RankCallRecord& record = run.calls[size_t(t)][size_t(r)];
-      if (device) {
-        upload(d_grad->get(), grad.data(), bytes, "gradient");
-        record.result = scclSparseAllreduce(d_grad->get(), d_out->get(), count, dtype, op,
-                                            sp.get(), comm, stream->get());
-        check(cudaStreamSynchronize(stream->get()), "cudaStreamSynchronize");
-      } else {
-        record.result = scclSparseAllreduce(grad.data(), host_out.data(), count, dtype, op,
-                                            sp.get(), comm, nullptr);
-      }
-      if (record.result != scclSuccess) {
-        record.error = scclGetLastError(comm);
-        return "";  // the caller compares results and texts
-      }
-      recordCall(sp.get(), nranks, device ? static_cast<const void*>(d_out->get())
-                                          : static_cast<const void*>(host_out.data()),
-                 where, count, dtype, &record);
-    }
-    return "";
-  });
+  run.failures = onRanks(
+      nranks, transportConfig(transport), device, [&](int r, scclComm_t comm) -> std::string {
+        scclSparsifier_t raw = nullptr;
+        if (scclSparsifierCreate(&raw, comm, count, dtype, &config) != scclSuccess)
+          return std::string("scclSparsifierCreate: ") + scclGetLastError(comm);
+        Sparsifier sp{raw, &scclSparsifierDestroy};
+        std::vector<unsigned char> host_out(bytes);
+        std::unique_ptr<Stream> stream;
+        std::unique_ptr<DeviceBuffer<unsigned char>> d_grad, d_out;
+        if (device) {
+          stream = std::make_unique<Stream>();
+          d_grad = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
+          d_out = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
+        }
+        for (int t = 0; t < iterations; ++t) {
+          std::vector<unsigned char> grad = gradientBytes(gradient, dtype, r, uint64_t(t));
+          RankCallRecord& record = run.calls[size_t(t)][size_t(r)];
+          if (device) {
+            upload(d_grad->get(), grad.data(), bytes, "gradient");
+            record.result = scclSparseAllreduce(d_grad->get(), d_out->get(), count, dtype, op,
+                                                sp.get(), comm, stream->get());
+            check(cudaStreamSynchronize(stream->get()), "cudaStreamSynchronize");
+          } else {
+            record.result = scclSparseAllreduce(grad.data(), host_out.data(), count, dtype, op,
+                                                sp.get(), comm, nullptr);
+          }
+          if (record.result != scclSuccess) {
+            record.error = scclGetLastError(comm);
+            return "";  // the caller compares results and texts
+          }
+          recordCall(sp.get(), nranks,
+                     device ? static_cast<const void*>(d_out->get())
+                            : static_cast<const void*>(host_out.data()),
+                     where, count, dtype, &record);
+        }
+        return "";
+      });
   return run;
 }
 

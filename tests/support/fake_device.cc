@@ -351,6 +351,16 @@ scclResult_t FakeStaging::toDevice(void* device, const void* host, size_t bytes)
   return scclSuccess;
 }
 
+scclResult_t FakeStaging::copyOnDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  if (!d_.isDevice(dst) || !d_.isDevice(src)) d_.violation("copyOnDevice: not device memory");
+  ++d_.counters.launches;
+  void* to = d_.view(dst);
+  const void* from = d_.view(src);
+  d_.enqueue([=] { std::memmove(to, from, bytes); });
+  return scclSuccess;
+}
+
 scclResult_t FakeStaging::synchronize() {
   d_.wait();
   return scclSuccess;

@@ -187,6 +187,7 @@ class FakeStaging final : public sccl::DeviceStaging {
   scclResult_t toHost(void* host, const void* device, size_t bytes) override;
   scclResult_t readBack(void* host, const void* device, size_t bytes) override;
   scclResult_t toDevice(void* device, const void* host, size_t bytes) override;
+  scclResult_t copyOnDevice(void* dst, const void* src, size_t bytes) override;
   scclResult_t synchronize() override;
   scclResult_t fillNaN(void* recvbuf, size_t count, scclDataType_t dtype) override;
   scclResult_t divideByRanks(void* x, size_t count, scclDataType_t dtype, int nranks) override;
