@@ -498,6 +498,19 @@ SCCL_API scclResult_t scclSparsifierGetAlgorithm(scclSparsifier_t sparsifier, co
 /* counts[r] = k_r of the last call for every rank r (nranks entries). */
 SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, uint64_t* counts,
                                                   int nranks);
+/* Zeroes, in `buffer` (count host elements of dtype, count = the sparsifier's), every element
+ * the last call's output carries: the global index list of the gather and sync_free presets, the
+ * blocks some rank marked for s2, every element for the dense reduction. Nothing when no call has
+ * completed since creation, scclSparsifierReset, a preset switch or a checkpoint load, or when
+ * the last call failed or discarded its step (non-finite gradients). What DGC's momentum factor
+ * masking needs for a velocity kept beside the sparsifier (the Python hook's momentum
+ * correction), at the cost of k' writes instead of a pass over the vector. Local (no
+ * communication). dtype float32, float16, bfloat16 or float64, else scclInvalidArgument.
+ * scclInvalidUsage for a sparsifier whose calls run on device buffers (mask the velocity with
+ * the output on the device) and for "hierarchy": "node" (each rank knows only its own chunk's
+ * list). */
+SCCL_API scclResult_t scclSparsifierMaskSent(scclSparsifier_t sparsifier, void* buffer,
+                                             size_t count, scclDataType_t dtype);
 /* Sets the target density from the next call on (k = max(1, floor(density * count)); the
  * estimators' density-dependent parameters and scclSparseStats_t.kTarget follow) and ends any
  * density warm-up of the config. Local, but the density in effect is part of what every call

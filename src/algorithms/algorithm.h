@@ -83,6 +83,9 @@ struct ReductionEntry {
   // the sync_free reduction there only with the scaling or fixed estimator, whose threshold the
   // device can hold). false: host buffers only (dense: GPU users call scclAllReduce).
   bool has_device_path;
+  // scclSparsifierMaskSent after a completed call on host buffers: zeroes in `buffer` (sp.count
+  // elements of dtype) what the call's output carries (algorithms/sent_mask.h).
+  scclResult_t (*mask_sent)(const scclSparsifier& sp, void* buffer, scclDataType_t dtype);
 };
 
 // The algorithm name that is no preset: the cost model chooses one at sparsifier creation

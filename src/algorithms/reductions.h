@@ -13,6 +13,8 @@ scclResult_t runDenseReductionWithResidual(SparseCall& call);
 scclResult_t runGatherReduction(SparseCall& call);  // gather_reduction.cc
 scclResult_t runSketchReduction(SparseCall& call);  // sketch_reduction.cc
 scclResult_t prepareSketchReduction(scclSparsifier& sp);
+// scclSparsifierMaskSent for s2: the blocks of the last call's union bitmap.
+scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataType_t dtype);
 // The count sketch's width c: ceil(lambda k) for "topk" block selection, ceil(lambda max_r k_r)
 // of the call for "nonzero" (k_max: elements in the blocks the busiest rank marked); at least 1,
 // at most kMaxSketchWidth. Also the cost model's (tuning/wire_plan.cc).

@@ -4,6 +4,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/reductions.h"
+#include "algorithms/sent_mask.h"
 
 namespace sccl {
 
@@ -34,14 +35,14 @@ const std::vector<PresetEntry>& presetRegistry() {
 
 const std::vector<ReductionEntry>& reductionRegistry() {
   static const std::vector<ReductionEntry> reductions = {
-      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr, false,
-       false},
+      {"dense", "all-reduce of the whole gradient", false, runDenseReduction, nullptr, false, false,
+       maskEverything},
       {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
-       runGatherReduction, nullptr, true, true},
+       runGatherReduction, nullptr, true, true, maskGlobalIndices},
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
-       runSketchReduction, prepareSketchReduction, false, true},
+       runSketchReduction, prepareSketchReduction, false, true, maskSketchBlocks},
       {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
-       runSyncFreeReduction, prepareSyncFreeReduction, true, true},
+       runSyncFreeReduction, prepareSyncFreeReduction, true, true, maskGlobalIndices},
   };
   return reductions;
 }

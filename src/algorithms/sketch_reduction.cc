@@ -1,8 +1,9 @@
 // sketch: the data path of the S2 Reducer (preset s2).
 //
-// Paper: K. Ge, Y. Fu, Y. Zhang, Z. Lai, X. Deng, D. Li, "S2 Reducer: High-Performance Sparse Communication to Accelerate
-// Distributed Deep Learning" (Algorithm 1). Reference code: GeKeShi/Sparse_Sketch_Reducer,
-// Sketch_Embed_Reducer + CSVec (LSTM/gradient_reducers.py, LSTM/codings/cs_embedding/csvec.py).
+// Paper: K. Ge, Y. Fu, Y. Zhang, Z. Lai, X. Deng, D. Li, "S2 Reducer: High-Performance Sparse
+// Communication to Accelerate Distributed Deep Learning" (Algorithm 1). Reference code:
+// GeKeShi/Sparse_Sketch_Reducer, Sketch_Embed_Reducer + CSVec (LSTM/gradient_reducers.py,
+// LSTM/codings/cs_embedding/csvec.py).
 //
 // Steps of one call on every rank (acc = residual + gradient is already computed):
 //  1. blocks of B = sketchBlockSize elements (the last one may be shorter). Selection into a
@@ -60,6 +61,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "algorithms/call_header.h"
@@ -112,8 +114,8 @@ scclResult_t selectTopBlocks(SparseCall& call, SketchState& st, double* cutoff_n
                          blocks * sizeof(double), false, &norms));
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false,
                          &marks));
-  SCCL_CHECK(kernels.blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count,
-                                       st.shape.block, static_cast<double*>(norms), call.stream));
+  SCCL_CHECK(kernels.blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count, st.shape.block,
+                                       static_cast<double*>(norms), call.stream));
   double cutoff_sq = 0;
   SCCL_CHECK(kernels.markTopBlocks(static_cast<const double*>(norms), blocks, st.max_blocks,
                                    static_cast<uint8_t*>(marks), &cutoff_sq, call.stream));
@@ -210,6 +212,18 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
       blocks, st->shape.block, st->shape.rows, static_cast<unsigned long long>(st->shape.width),
       st->select_nonzero ? "nonzero" : "topk", static_cast<unsigned long long>(st->max_blocks));
   sp.reduction_state = std::move(st);
+  return scclSuccess;
+}
+
+scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataType_t dtype) {
+  const SketchState& st = static_cast<const SketchState&>(*sp.reduction_state);
+  const size_t element = dataTypeSize(dtype);
+  for (size_t b = 0; b < st.global.size(); ++b) {
+    if (st.global[b] == 0) continue;
+    const size_t begin = b * st.shape.block;
+    const size_t end = std::min(st.shape.count, begin + st.shape.block);
+    std::memset(static_cast<unsigned char*>(buffer) + begin * element, 0, (end - begin) * element);
+  }
   return scclSuccess;
 }
 

@@ -6,6 +6,7 @@
 #include "api/api_validate.h"
 #include "algorithms/algorithm.h"
 #include "comm/comm.h"
+#include "core/memory_space.h"
 #include "sparsifier/sparsifier.h"
 #include "sparsifier/sparsifier_state.h"
 #include "tuning/auto_sparsifier.h"
@@ -137,6 +138,33 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
     if (sparsifier->device != nullptr) SCCL_CHECK(sccl::deviceRefreshStats(*sparsifier));
     std::copy(sparsifier->rank_counts.begin(), sparsifier->rank_counts.end(), counts);
     return scclSuccess;
+  });
+}
+
+SCCL_API scclResult_t scclSparsifierMaskSent(scclSparsifier_t sparsifier, void* buffer,
+                                             size_t count, scclDataType_t dtype) {
+  return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
+    SCCL_CHECK(requireLiveSparsifier(sparsifier));
+    SCCL_REQUIRE_ARG(count == sparsifier->count, "count %zu differs from the sparsifier's %zu",
+                     count, sparsifier->count);
+    SCCL_REQUIRE_ARG(buffer != nullptr || count == 0, "buffer is NULL");
+    SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat16 || dtype == scclBfloat16 ||
+                         dtype == scclFloat64,
+                     "dtype %d: the buffer must be float32, float16, bfloat16 or float64",
+                     int(dtype));
+    if (sparsifier->hierarchy != nullptr) {
+      return sccl::fail(scclInvalidUsage,
+                        "scclSparsifierMaskSent: a \"hierarchy\": \"node\" sparsifier knows only "
+                        "its own chunk's index list; mask with the output (where it is non-zero)");
+    }
+    if (sparsifier->device != nullptr ||
+        (buffer != nullptr && sccl::memorySpaceOf(buffer) == sccl::MemorySpace::Device)) {
+      return sccl::fail(scclInvalidUsage,
+                        "scclSparsifierMaskSent works on host memory after calls on host "
+                        "buffers; on the GPU mask with the output (where it is non-zero)");
+    }
+    if (sparsifier->last_call_mask == nullptr || count == 0) return scclSuccess;  // nothing sent
+    return sparsifier->last_call_mask(*sparsifier, buffer, dtype);
   });
 }
 

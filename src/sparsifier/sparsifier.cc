@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/sent_mask.h"
 #include "comm/call_agreement.h"
 #include "comm/comm.h"
 #include "core/dtype.h"
@@ -241,6 +242,7 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   }
   SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
   sp->device.reset();  // the next call's buffers decide again where the residual lives
+  sp->last_call_mask = nullptr;
   sp->residual_to_flush = false;
   sp->estimator->reset();
   sp->search->reset();
@@ -296,6 +298,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
                 "since its first call; scclSparsifierReset starts it again");
   }
   applyCallDensity(*sp);
+  sp->last_call_mask = nullptr;  // until this call completes
   SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false), nullptr,
                          describeCallDensity(*sp).c_str()));
   call.acc = sp->acc.data();
@@ -325,6 +328,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
     }
   }
   ++sp->iteration;
+  sp->last_call_mask = flush ? maskEverything : sp->reduction->mask_sent;
   recordCall(*sp, call, microsecondsSince(start));
   return scclSuccess;
 }
@@ -375,6 +379,7 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, sp->count, sp->dtype);
   sp->density = 0;  // the next call gives the new estimator its density and the fingerprint
+  sp->last_call_mask = nullptr;  // the old reduction's state is gone
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: now %s%s", static_cast<void*>(sp),
             sp->comm->rank, describeSparseConfig(sp->config).c_str(),
             sp->residual_to_flush ? " (the next call sends the residual with the gradient)" : "");

@@ -255,6 +255,7 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
   sp.search = std::move(loaded.next.search);
   sp.iteration = loaded.iteration;
   sp.residual_to_flush = loaded.residual_to_flush;
+  sp.last_call_mask = nullptr;  // the loaded state has no last call here
   sp.rank_counts = std::move(loaded.rank_counts);
   sp.auto_switches = loaded.auto_switches;
   sp.auto_settled = loaded.auto_settled;

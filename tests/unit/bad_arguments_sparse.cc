@@ -170,6 +170,23 @@ void addSparseCases(Matrix& m) {
   for (int n : {0, 1, kRanks + 1, -1, INT_MAX, INT_MIN})
     m.add(rc, "nranks " + std::to_string(n), scclInvalidArgument,
           [n](Ctx& c) { return scclSparsifierGetRankCounts(c.sp, c.counts.data(), n); });
+  const std::string ms = "scclSparsifierMaskSent";
+  m.handles(ms, Kind::Sparsifier, [](Ctx& c, void* h) {
+    return scclSparsifierMaskSent(asSp(h), c.recv.data(), kCount, scclFloat32);
+  });
+  m.add(ms, "NULL buffer", scclInvalidArgument,
+        [](Ctx& c) { return scclSparsifierMaskSent(c.sp, nullptr, kCount, scclFloat32); });
+  for (size_t count : {size_t{0}, kCount - 1, kCount + 1, k2p32, kMax})
+    m.add(ms, "count " + std::to_string(count), scclInvalidArgument, [count](Ctx& c) {
+      return scclSparsifierMaskSent(c.sp, c.recv.data(), count, scclFloat32);
+    });
+  m.dtypes(ms, [](Ctx& c, scclDataType_t d) {
+    return scclSparsifierMaskSent(c.sp, c.recv.data(), kCount, d);
+  });
+  for (scclDataType_t d : {scclInt32, scclInt8, scclUint64})
+    m.add(ms, std::string("dtype ") + std::to_string(int(d)) + " (not a gradient type)",
+          scclInvalidArgument,
+          [d](Ctx& c) { return scclSparsifierMaskSent(c.sp, c.recv.data(), kCount, d); });
   const std::string ga = "scclSparsifierGetAlgorithm";
   m.handles(ga, Kind::Sparsifier, [](Ctx&, void* h) {
     const char* name = nullptr;

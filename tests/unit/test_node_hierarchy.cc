@@ -291,3 +291,29 @@ TEST_CASE("hierarchy node: non-finite values follow the policy on every rank", "
     }
   }
 }
+
+TEST_CASE("hierarchy node: scclSparsifierMaskSent is refused, the communicator stays usable",
+          "[.hierarchy]") {
+  requireNodesOfTwo();
+  const scclSparseConfig_t hier =
+      configOf(R"({"algorithm": "micro", "density": 0.01, "hierarchy": "node"})");
+  auto failures = runLocalRanks(4, [&](int rank, scclComm_t comm, RankLog& log) {
+    scclSparsifier_t sp = nullptr;
+    if (!log.checkResult(scclSparsifierCreate(&sp, comm, 1000, scclFloat32, &hier), scclSuccess,
+                         "create"))
+      return;
+    std::vector<float> send(1000), recv(1000), mask(1000, 1.0f);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = gradient(rank, 0, i);
+    log.checkResult(scclSparseAllreduce(send.data(), recv.data(), 1000, scclFloat32, scclSum, sp,
+                                        comm, nullptr),
+                    scclSuccess, "call");
+    log.checkResult(scclSparsifierMaskSent(sp, mask.data(), 1000, scclFloat32), scclInvalidUsage,
+                    "mask on a hierarchical sparsifier");
+    log.check(mask == std::vector<float>(1000, 1.0f), "the buffer is untouched");
+    log.checkResult(scclSparseAllreduce(send.data(), recv.data(), 1000, scclFloat32, scclSum, sp,
+                                        comm, nullptr),
+                    scclSuccess, "the next call");
+    scclSparsifierDestroy(sp);
+  });
+  REQUIRE_NO_RANK_FAILURES(failures);
+}

@@ -116,6 +116,7 @@ _SIGNATURES = {
     "scclSparseAllreduce": (_I, [_P, _P, _S, _I, _I, _P, _COMM, _P]),
     "scclSparsifierGetStats": (_I, [_P, ctypes.POINTER(T.SparseStats)]),
     "scclSparsifierGetRankCounts": (_I, [_P, ctypes.POINTER(ctypes.c_uint64), _I]),
+    "scclSparsifierMaskSent": (_I, [_P, _P, _S, _I]),
     "scclSparsifierGetAsyncError": (_I, [_P, ctypes.POINTER(_I)]),
     "scclSparsifierGetAlgorithm": (_I, [_P, ctypes.POINTER(ctypes.c_char_p)]),
     "scclSparsifierSetDensity": (_I, [_P, ctypes.c_double]),

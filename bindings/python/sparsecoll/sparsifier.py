@@ -160,6 +160,17 @@ class Sparsifier:
         check(lib.scclSparsifierGetRankCounts(self.handle, counts, size), self.comm._handle)
         return list(counts)
 
+    def mask_sent(self, tensor):
+        """scclSparsifierMaskSent: zeroes, in place, the elements of `tensor` (host memory, the
+        sparsifier's count, a float dtype) that the last call's output carries (its global index
+        list; s2: the marked blocks; dense: all), nothing when no call completed since creation,
+        a reset or a load. DGC's momentum factor masking in k' writes instead of a pass over the
+        vector. Host tensors after calls on host buffers only (else INVALID_USAGE), and not for
+        hierarchy="node"."""
+        address, count, dtype, _ = describe(tensor, "tensor", written=True)
+        check(lib.scclSparsifierMaskSent(self.handle, address, count, dtype), self.comm._handle)
+        return tensor
+
     def async_error(self):
         """scclSparsifierGetAsyncError as a Result: the sticky fault of a stream-ordered
         sparsifier (stream_ordered=True) found while its calls ran on the GPU; SUCCESS otherwise.

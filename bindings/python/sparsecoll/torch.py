@@ -59,6 +59,18 @@ def _sends_everything(sparsifier):
     return (reduction.decode() if reduction else sparsifier.algorithm) == "dense"
 
 
+def _mask_sent(sparsifier, velocity, output):
+    """Momentum factor masking: u = 0 where the call's output carries a sent value. CPU tensors:
+    the library's list of the call (scclSparsifierMaskSent: k' writes, where a comparison and a
+    masked fill would pass over the bucket twice); GPU tensors and hierarchy="node" (each rank
+    knows only its chunk's list): where the output is non-zero."""
+    hierarchy = sparsifier._config.hierarchy
+    if velocity.is_cuda or (hierarchy is not None and hierarchy.decode() == "node"):
+        velocity.masked_fill_(output != 0, 0.0)
+    else:
+        sparsifier.mask_sent(velocity)
+
+
 class _BucketLayout:
     """A DDP bucket's canonical parameter order (its first layout) and the gather index that
     takes the current layout into it (index None: the current layout is the canonical one).
@@ -136,14 +148,13 @@ class HookState:
     momentum SGD update, delayed but not lost.
     momentum_masking (default True) zeroes u where an entry was sent, as the library zeroes its
     residual there: otherwise a sent value's momentum keeps pushing the residual in a stale
-    direction (DGC section 3.2). The entries sent are taken as the non-zero entries of the
-    aggregated output: for the gather reduction (topk, cltk, micro, exdyna, sidco) these are
-    exactly the k' globally selected indices, where the library zeroes every rank's residual,
-    except a selected entry whose sum over ranks is exactly 0.0 (measure zero; its velocity then
-    stays, as if unsent). The sketch (s2) and sync-free reductions get the same rule (the non-zero
-    output), which was not checked against where they clear their residuals. The library exposes
-    no list of selected indices (scclSparsifierGetStats has counts only), hence the non-zero
-    mask. With the dense algorithm nothing is masked (every entry is sent every step, and masking
+    direction (DGC section 3.2). The entries sent are what the call's output carries: on CPU
+    tensors the library's own list (Sparsifier.mask_sent, scclSparsifierMaskSent: the k'
+    globally selected indices of the gather and sync-free presets, where the library zeroes every
+    rank's residual; the blocks some rank marked for s2), k' writes; on GPU tensors and with
+    hierarchy="node" (each rank knows only its chunk's list) the non-zero entries of the output,
+    which are the same but for a selected entry whose sum over ranks is exactly 0.0 (its velocity
+    then stays, as if unsent). With the dense algorithm nothing is masked (every entry is sent every step, and masking
     would erase the momentum): the correction is then ordinary momentum SGD, avg(m u_r + g_r) = m avg(u) + avg(g), up to float rounding.
     nesterov (default False; needs momentum) feeds g + momentum * u instead of u, as
     torch.optim.SGD(nesterov=True) steps along (with the dense algorithm it is Nesterov SGD, tested).
@@ -431,7 +442,7 @@ class HookState:
         self._precondition(key, work)
         sparsifier.allreduce(work, op=self.op)
         if velocity is not None and self.momentum_masking and not _sends_everything(sparsifier):
-            velocity.masked_fill_(work != 0, 0.0)
+            _mask_sent(sparsifier, velocity, work)
         if index is not None:
             tensor.index_copy_(0, index, work)
         self.traffic.add(sparsifier.stats(), tensor.numel(), step_ends)

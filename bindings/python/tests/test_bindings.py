@@ -109,6 +109,34 @@ def test_sparse_allreduce_single_rank_stats_reset_and_errors(comm):
     assert info.value.code == Result.INVALID_USAGE
 
 
+def test_mask_sent_zeroes_what_the_output_carries(comm):
+    count = 200
+    s = Sparsifier(comm, count, algorithm="topk", density=0.05)
+    before = torch.ones(count)
+    s.mask_sent(before)  # no call yet: nothing was sent
+    assert torch.equal(before, torch.ones(count))
+    g = torch.linspace(0.01, 1.0, count)
+    out = s.allreduce(g.clone())
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        mask = torch.ones(count, dtype=dtype)
+        s.mask_sent(mask)
+        assert torch.equal(mask == 0, out != 0), dtype
+    as_numpy = np.ones(count, dtype=np.float32)
+    s.mask_sent(as_numpy)
+    assert np.array_equal(as_numpy == 0, (out != 0).numpy())
+    with pytest.raises(SparsecollError) as info:  # another count
+        s.mask_sent(torch.ones(count + 1))
+    assert info.value.code == Result.INVALID_ARGUMENT and info.value.message != ""
+    with pytest.raises(SparsecollError) as info:  # not a gradient type
+        s.mask_sent(torch.ones(count, dtype=torch.int32))
+    assert info.value.code == Result.INVALID_ARGUMENT
+    s.reset()
+    after_reset = torch.ones(count)
+    s.mask_sent(after_reset)
+    assert torch.equal(after_reset, torch.ones(count))
+    s.destroy()
+
+
 def test_momentum_correction_single_rank_velocity_and_masking(comm):
     import sparsecoll.torch as sparse_torch
     with pytest.raises(ValueError):
