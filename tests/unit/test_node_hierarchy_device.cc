@@ -46,6 +46,7 @@ struct RankCall {
   std::vector<unsigned char> output;
   scclSparseStats_t stats{};
   std::vector<uint64_t> counts;
+  DeviceCounters outer;  // the fake device's counts of the call, less the inner call's
 };
 using Runs = std::vector<std::vector<RankCall>>;  // [rank][call]
 
@@ -134,14 +135,21 @@ DeviceRun onFake(const Setup& s, const scclSparseConfig_t& config) {
     FakeStaging staging(device);
     FakeInner inner(device);
     installFakeDeviceTransport(sp->hierarchy->intra, device);
+    DeviceCounters inner_counts;  // what the inner calls of the current call cost
     const sccl::InnerDeviceCall inner_call = [&](scclSparsifier* in, void* chunk, void* stream) {
       inner.prepare(device, *in);
-      return sccl::sparseAllreduceOnDevice(
+      const DeviceCounters before = device.counters;
+      const scclResult_t result = sccl::sparseAllreduceOnDevice(
           in, chunk, chunk, scclSum, stream, [&](sccl::SparseCall& call, void* st) {
-            const scclResult_t result = sccl::runStagedCall(call, kernels, inner.staging,
-                                                            inner.vectors, st, &inner.exchange);
-            return result;
+            return sccl::runStagedCall(call, kernels, inner.staging, inner.vectors, st,
+                                       &inner.exchange);
           });
+      inner_counts.to_host += device.counters.to_host - before.to_host;
+      inner_counts.to_host_bytes += device.counters.to_host_bytes - before.to_host_bytes;
+      inner_counts.to_device += device.counters.to_device - before.to_device;
+      inner_counts.to_device_bytes += device.counters.to_device_bytes - before.to_device_bytes;
+      inner_counts.waits += device.counters.waits - before.waits;
+      return result;
     };
     const sccl::HierarchyDevice fake{
         [](const scclSparsifier&, void*) { return scclSuccess; },
@@ -160,7 +168,16 @@ DeviceRun onFake(const Setup& s, const scclSparseConfig_t& config) {
         storeValue(s.dtype, device.view(recv), i, kUntouched);
       }
       RankCall& c = out.runs[size_t(rank)][size_t(t)];
+      inner_counts = DeviceCounters{};
+      const DeviceCounters before = device.counters;
       c.result = sccl::hierarchicalAllreduceOnDevice(*sp, grad, recv, s.op, nullptr, fake);
+      c.outer.to_host = device.counters.to_host - before.to_host - inner_counts.to_host;
+      c.outer.to_host_bytes =
+          device.counters.to_host_bytes - before.to_host_bytes - inner_counts.to_host_bytes;
+      c.outer.to_device = device.counters.to_device - before.to_device - inner_counts.to_device;
+      c.outer.to_device_bytes =
+          device.counters.to_device_bytes - before.to_device_bytes - inner_counts.to_device_bytes;
+      c.outer.waits = device.counters.waits - before.waits - inner_counts.waits;
       device.wait();  // the caller's synchronisation before it reads recvbuf
       const auto* o = static_cast<const unsigned char*>(device.view(recv));
       c.output.assign(o, o + bytes);
@@ -238,7 +255,25 @@ TEST_CASE("hierarchy node on device buffers: bitwise the host run on the fake de
       s.dtype = c.dtype;
       s.op = c.op;
       const scclSparseConfig_t config = hierarchical(c.preset);
-      requireSame(onHost(s, config), onFake(s, config));
+      const DeviceRun fake = onFake(s, config);
+      requireSame(onHost(s, config), fake);
+      // What the hierarchy itself costs a call, besides the preset across nodes: three waits
+      // (before the reduce-scatter, the non-finite count, before the all-gather), the count's
+      // 8 bytes read back, and each collective inside the node staging exactly its own bytes
+      // (reduce-scatter: L c elements out, c in; all-gather: c out, L c in).
+      const size_t L = size_t(sccl_test::kRanksPerNode);
+      const size_t c_bytes = (c.count + L - 1) / L * sccl::dataTypeSize(c.dtype);
+      for (size_t r = 0; r < fake.runs.size(); ++r) {
+        for (size_t t = 0; t < fake.runs[r].size(); ++t) {
+          INFO("rank " << r << " call " << t);
+          const DeviceCounters& o = fake.runs[r][t].outer;
+          CHECK(o.waits == 3);
+          CHECK(o.to_host == 3);
+          CHECK(o.to_host_bytes == 8 + (L + 1) * c_bytes);
+          CHECK(o.to_device == 2);
+          CHECK(o.to_device_bytes == (L + 1) * c_bytes);
+        }
+      }
     }
   }
 }
