@@ -500,9 +500,10 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
                                                   int nranks);
 /* Zeroes, in `buffer` (count host elements of dtype, count = the sparsifier's), every element
  * the last call's output carries: the global index list of the gather and sync_free presets, the
- * blocks some rank marked for s2, every element for the dense reduction. Nothing when no call has
- * completed since creation, scclSparsifierReset, a preset switch or a checkpoint load, or when
- * the last call failed or discarded its step (non-finite gradients). What DGC's momentum factor
+ * blocks some rank marked for s2, every element for the dense reduction (also after "auto"
+ * switched presets following that call). Nothing when no call has completed since creation,
+ * scclSparsifierReset or a checkpoint load, or when the last call failed or discarded its step
+ * (non-finite gradients). What DGC's momentum factor
  * masking needs for a velocity kept beside the sparsifier (the Python hook's momentum
  * correction), at the cost of k' writes instead of a pass over the vector. Local (no
  * communication). dtype float32, float16, bfloat16 or float64, else scclInvalidArgument.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 
@@ -15,6 +16,9 @@ scclResult_t runSketchReduction(SparseCall& call);  // sketch_reduction.cc
 scclResult_t prepareSketchReduction(scclSparsifier& sp);
 // scclSparsifierMaskSent for s2: the blocks of the last call's union bitmap.
 scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataType_t dtype);
+// The elements of those blocks, ascending: what maskGlobalIndices masks in their place once the
+// sketch's state is gone (a preset switch right after the call).
+void sketchSentIndices(const scclSparsifier& sp, std::vector<int64_t>* out);
 // The count sketch's width c: ceil(lambda k) for "topk" block selection, ceil(lambda max_r k_r)
 // of the call for "nonzero" (k_max: elements in the blocks the busiest rank marked); at least 1,
 // at most kMaxSketchWidth. Also the cost model's (tuning/wire_plan.cc).

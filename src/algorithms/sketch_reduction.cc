@@ -227,6 +227,16 @@ scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataTy
   return scclSuccess;
 }
 
+void sketchSentIndices(const scclSparsifier& sp, std::vector<int64_t>* out) {
+  const SketchState& st = static_cast<const SketchState&>(*sp.reduction_state);
+  out->clear();
+  for (size_t b = 0; b < st.global.size(); ++b) {
+    if (st.global[b] == 0) continue;
+    const size_t end = std::min(st.shape.count, (b + 1) * st.shape.block);
+    for (size_t i = b * st.shape.block; i < end; ++i) out->push_back(int64_t(i));
+  }
+}
+
 scclResult_t runSketchReduction(SparseCall& call) {
   scclSparsifier& sp = *call.sp;
   SketchState& st = static_cast<SketchState&>(*sp.reduction_state);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/reductions.h"
 #include "algorithms/sent_mask.h"
 #include "comm/call_agreement.h"
 #include "comm/comm.h"
@@ -369,6 +370,12 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   next.config = config;
   SCCL_CHECK(buildSparsifierAxes(next));
   if (next.reduction->prepare != nullptr) SCCL_CHECK(next.reduction->prepare(next));
+  // The last call's mask outlives the switch ("auto" retunes right after a call, before the
+  // caller masks): the sketch's blocks become an index list before its state goes.
+  if (sp->last_call_mask == maskSketchBlocks) {
+    sketchSentIndices(*sp, &sp->global_indices);
+    sp->last_call_mask = maskGlobalIndices;
+  }
   const bool unsent = sp->reduction->needs_selection || sp->residual_to_flush;
   sp->residual_to_flush = unsent && !next.reduction->needs_selection && config.error_feedback;
   sp->config = std::move(next.config);
@@ -379,7 +386,6 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
   sp->config_fingerprint = sparseConfigFingerprint(sp->config, sp->count, sp->dtype);
   sp->density = 0;  // the next call gives the new estimator its density and the fingerprint
-  sp->last_call_mask = nullptr;  // the old reduction's state is gone
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: now %s%s", static_cast<void*>(sp),
             sp->comm->rank, describeSparseConfig(sp->config).c_str(),
             sp->residual_to_flush ? " (the next call sends the residual with the gradient)" : "");

@@ -97,8 +97,9 @@ struct scclSparsifier {
   std::vector<int64_t> gathered_indices;
   std::vector<int64_t> global_indices;
   sccl::AlignedBuffer values;
-  // The last completed host call's mask (scclSparsifierMaskSent, its reduction's): null before
-  // one, after a failed or discarded call, a reset, a preset switch or a checkpoint load.
+  // The last completed host call's mask (scclSparsifierMaskSent, its reduction's; kept across
+  // a preset switch): null before one, after a failed or discarded call, a reset or a
+  // checkpoint load.
   scclResult_t (*last_call_mask)(const scclSparsifier&, void*, scclDataType_t) = nullptr;
   // The density correction's candidates of the fused pass (algorithms/gather_selection.cc):
   // indices and values at or above the window's floor; the size is the pass's capacity.

@@ -2,9 +2,10 @@
 // carries (the gather and sync_free presets' global index list, which for these gradients is
 // where the output is non-zero; the union of s2's marked blocks; everything for dense), in every
 // gradient dtype, and nothing before a call, after a reset, or after a call that discarded its
-// step or failed.
+// step or failed; a preset switch right after the call ("auto"'s retune) keeps the call's mask.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "sparsecoll/sparsecoll.h"
+#include "sparsifier/sparse_config.h"
+#include "sparsifier/sparsifier.h"
 #include "support/local_ranks.h"
 #include "support/typed_values.h"
 
@@ -134,6 +137,41 @@ TEST_CASE("mask sent: half types, and nothing after a discarded or refused step"
         log.checkResult(scclSparsifierMaskSent(sp, mask.data(), kCount, scclFloat32), scclSuccess,
                         "after the NaN call");
         log.check(mask == std::vector<float>(kCount, 1.0f), "nothing sent, nothing zeroed");
+        scclSparsifierDestroy(sp);
+      });
+      REQUIRE_NO_RANK_FAILURES(failures);
+    }
+  }
+}
+
+TEST_CASE("mask sent: a preset switch after the call keeps its mask", "[mask_sent]") {
+  struct Switch {
+    const char* from;
+    const char* to;
+  };
+  for (const Switch& sw : {Switch{"s2", "micro"}, Switch{"micro", "s2"}, Switch{"topk", "dense"}}) {
+    DYNAMIC_SECTION(sw.from << " then " << sw.to) {
+      const scclSparseConfig_t config = configFor(sw.from);
+      sccl::ResolvedSparseConfig next;
+      REQUIRE(sccl::resolveSparseConfig(configFor(sw.to), &next) == scclSuccess);
+      auto failures = runLocalRanks(2, [&](int rank, scclComm_t comm, RankLog& log) {
+        scclSparsifier_t sp = nullptr;
+        if (!log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &config),
+                             scclSuccess, "create"))
+          return;
+        std::vector<float> send(kCount), recv(kCount), before(kCount, 1.0f), after(kCount, 1.0f);
+        for (size_t i = 0; i < kCount; ++i) send[i] = gradientOf(rank, 0, i);
+        log.checkResult(scclSparseAllreduce(send.data(), recv.data(), kCount, scclFloat32, scclSum,
+                                            sp, comm, nullptr),
+                        scclSuccess, "call");
+        log.checkResult(scclSparsifierMaskSent(sp, before.data(), kCount, scclFloat32), scclSuccess,
+                        "mask before the switch");
+        // What "auto" does right after a call when its measurements favour another preset.
+        log.checkResult(sccl::sparsifierSwitchPreset(sp, next), scclSuccess, "switch");
+        log.checkResult(scclSparsifierMaskSent(sp, after.data(), kCount, scclFloat32), scclSuccess,
+                        "mask after the switch");
+        log.check(before == after, "the switch kept the last call's mask");
+        log.check(std::count(after.begin(), after.end(), 0.0f) > 0, "something was masked");
         scclSparsifierDestroy(sp);
       });
       REQUIRE_NO_RANK_FAILURES(failures);
