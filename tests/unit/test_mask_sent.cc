@@ -32,6 +32,14 @@ float gradientOf(int rank, int call, size_t i) {
   return 0.001f + float(h % 100003) / 100003.0f * float(1 + (i % 7));
 }
 
+// The mask of `sp` now zeroes nothing (no call has sent anything since `when`).
+void checkMasksNothing(scclSparsifier_t sp, RankLog& log, const std::string& when) {
+  std::vector<float> mask(kCount, 1.0f);
+  log.checkResult(scclSparsifierMaskSent(sp, mask.data(), kCount, scclFloat32), scclSuccess,
+                  "mask " + when);
+  log.check(mask == std::vector<float>(kCount, 1.0f), "nothing zeroed " + when);
+}
+
 scclSparseConfig_t configFor(const char* preset) {
   scclSparseConfig_t config = SCCL_SPARSE_CONFIG_INITIALIZER;
   config.algorithm = preset;
@@ -54,9 +62,7 @@ TEST_CASE("mask sent: zero exactly where the last call's output carries values",
                                scclSuccess, "create"))
             return;
           std::vector<float> send(kCount), recv(kCount), mask(kCount, 1.0f);
-          log.checkResult(scclSparsifierMaskSent(sp, mask.data(), kCount, scclFloat32), scclSuccess,
-                          "before any call");
-          log.check(mask == std::vector<float>(kCount, 1.0f), "nothing zeroed before a call");
+          checkMasksNothing(sp, log, "before any call");
           for (int t = 0; t < 3; ++t) {
             for (size_t i = 0; i < kCount; ++i) send[i] = gradientOf(rank, t, i);
             if (!log.checkResult(scclSparseAllreduce(send.data(), recv.data(), kCount, scclFloat32,
@@ -89,10 +95,7 @@ TEST_CASE("mask sent: zero exactly where the last call's output carries values",
           }
           // After a reset nothing was sent.
           log.checkResult(scclSparsifierReset(sp), scclSuccess, "reset");
-          std::fill(mask.begin(), mask.end(), 1.0f);
-          log.checkResult(scclSparsifierMaskSent(sp, mask.data(), kCount, scclFloat32), scclSuccess,
-                          "after reset");
-          log.check(mask == std::vector<float>(kCount, 1.0f), "nothing zeroed after a reset");
+          checkMasksNothing(sp, log, "after a reset");
           scclSparsifierDestroy(sp);
         });
         REQUIRE_NO_RANK_FAILURES(failures);
@@ -133,10 +136,7 @@ TEST_CASE("mask sent: half types, and nothing after a discarded or refused step"
         log.checkResult(result,
                         config.nonFinite == scclNonFiniteError ? scclInvalidArgument : scclSuccess,
                         "the call with a NaN");
-        std::vector<float> mask(kCount, 1.0f);
-        log.checkResult(scclSparsifierMaskSent(sp, mask.data(), kCount, scclFloat32), scclSuccess,
-                        "after the NaN call");
-        log.check(mask == std::vector<float>(kCount, 1.0f), "nothing sent, nothing zeroed");
+        checkMasksNothing(sp, log, "after the NaN call");
         scclSparsifierDestroy(sp);
       });
       REQUIRE_NO_RANK_FAILURES(failures);
