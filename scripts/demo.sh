@@ -105,8 +105,8 @@ rank, exact for the algorithm's messages. Where the model is known to be wrong (
 rank taken for every rank, no contention, no reduction arithmetic) is in docs/cost_model.md; its
 checks against measured runs are in docs/results/cost_model.md. Against the slow-link training
 above (docs/results/train_bench.md, 2-epoch runs): it priced dense DDP's exchange at 1 Gbit/s
-within 6 % (317.6 ms predicted, 337.8 measured) and the sparse step's extra time 9x too low (12.8
-against 118.5 ms: the hook's momentum passes and 4 ranks on 2 cores, which it does not model).
+within 6 % (317.6 ms predicted, 335.3 measured) and the sparse step's extra time 7x too low (12.8
+against 91.1 ms: the hook's momentum passes and 4 ranks on 2 cores, which it does not model).
 EOF
 "$build_dir/perf/cost_projection" -b 8M -e 8M -D 0.01 -R 8,64,1024 -G 1,10,100 -L 5 \
   -A dense,topk,micro,exdyna,s2 -n 3 | grep -v '^# [a-z_ ]*: '
