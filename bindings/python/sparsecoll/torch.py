@@ -62,13 +62,18 @@ def _sends_everything(sparsifier):
 def _mask_sent(sparsifier, velocity, output):
     """Momentum factor masking: u = 0 where the call's output carries a sent value. CPU tensors:
     the library's list of the call (scclSparsifierMaskSent: k' writes, where a comparison and a
-    masked fill would pass over the bucket twice); GPU tensors and hierarchy="node" (each rank
-    knows only its chunk's list): where the output is non-zero."""
-    hierarchy = sparsifier._config.hierarchy
-    if velocity.is_cuda or (hierarchy is not None and hierarchy.decode() == "node"):
-        velocity.masked_fill_(output != 0, 0.0)
-    else:
-        sparsifier.mask_sent(velocity)
+    masked fill would pass over the bucket twice); GPU tensors, and sparsifiers whose list the
+    library refuses (hierarchy="node", also when algorithm="auto" chose it: each rank knows only
+    its chunk's list): where the output is non-zero."""
+    if not velocity.is_cuda and not getattr(sparsifier, "_mask_by_output", False):
+        try:
+            sparsifier.mask_sent(velocity)
+            return
+        except SparsecollError as error:
+            if error.code != Result.INVALID_USAGE:
+                raise
+            sparsifier._mask_by_output = True
+    velocity.masked_fill_(output != 0, 0.0)
 
 
 class _BucketLayout:

@@ -137,6 +137,24 @@ def test_mask_sent_zeroes_what_the_output_carries(comm):
     s.destroy()
 
 
+def test_momentum_masking_falls_back_to_the_output_for_a_hierarchy(comm):
+    """hierarchy="node" refuses scclSparsifierMaskSent: the hook masks where the output is
+    non-zero instead (one node of one rank here)."""
+    import sparsecoll.torch as sparse_torch
+    param = torch.nn.Parameter(torch.zeros(100))
+    sync = sparse_torch.GradientSynchronizer([param], comm, algorithm="topk", density=0.05,
+                                             momentum=0.5, hierarchy="node")
+    g = torch.linspace(0.01, 1.0, 100)
+    for _ in range(2):
+        param.grad = g.clone()
+        sync.synchronize()
+        sent = param.grad != 0
+        assert int(sent.sum()) > 0
+        assert torch.equal(sync.state.velocities[0][sent], torch.zeros(int(sent.sum())))
+    assert all(s._mask_by_output for s in sync.state.sparsifiers.values())
+    sync.close()
+
+
 def test_momentum_correction_single_rank_velocity_and_masking(comm):
     import sparsecoll.torch as sparse_torch
     with pytest.raises(ValueError):
