@@ -90,9 +90,6 @@ scclResult_t StagedHierarchyMemory::reserve(const NodeHierarchy& h, size_t count
   SCCL_CHECK(staging_.buffer(DeviceStaging::kNodeScratch, word_at + sizeof(uint64_t), &scratch));
   scratch_ = scratch;
   count_ = reinterpret_cast<uint64_t*>(static_cast<char*>(scratch) + word_at);
-  void* host = nullptr;
-  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kPlanHost, sizeof(uint64_t), &host));
-  count_host_ = static_cast<uint64_t*>(host);
   return scclSuccess;
 }
 
@@ -117,8 +114,11 @@ scclResult_t StagedHierarchyMemory::countNonFinite(const void* x, size_t count,
   SCCL_CHECK(kernels_.accumulate(scratch_, nullptr,
                                  dtype == scclFloat64 ? scclFloat64 : scclFloat32, x, dtype, count,
                                  count_, stream_));
-  SCCL_CHECK(staging_.toHost(count_host_, count_, sizeof(uint64_t)));
-  *found = *count_host_;
+  // Asked for at every call: a staging's host buffer may move when something else grows it.
+  void* host = nullptr;
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kPlanHost, sizeof(uint64_t), &host));
+  SCCL_CHECK(staging_.toHost(host, count_, sizeof(uint64_t)));
+  *found = *static_cast<const uint64_t*>(host);
   return scclSuccess;
 }
 

@@ -97,7 +97,6 @@ class StagedHierarchyMemory : public HierarchyMemory {
   void* padded_ = nullptr;
   void* scratch_ = nullptr;    // the widened copy the non-finite count writes
   uint64_t* count_ = nullptr;  // its device word
-  uint64_t* count_host_ = nullptr;
   size_t scratch_elements_ = 0;
 };
 
