@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -174,6 +175,22 @@ scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
     }));
   }
   SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin,
+                                             size_t end, double threshold, size_t capacity,
+                                             int64_t* idx, uint64_t* count, void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "selectAboveCounted"));
+  const uint64_t bits = thresholdBits(dtype, threshold);
+  // The compaction writes at most `capacity` positions and counts every qualifying one.
+  SCCL_CHECK(withTemp("selectAboveCounted", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin,
+                                      std::max(begin, end), bits, idx, nullptr, capacity, count,
+                                      asStream(stream));
+  }));
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, count, capacity, asStream(stream)),
+                  "padIndicesAfterCount");
   return scclSuccess;
 }
 

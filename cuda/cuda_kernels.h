@@ -79,6 +79,9 @@ class CudaKernels final : public KernelBackend {
   scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                  double threshold, size_t n, int64_t* idx, size_t padded,
                                  void* stream) const override;
+  scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  double threshold, size_t capacity, int64_t* idx, uint64_t* count,
+                                  void* stream) const override;
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void* stream) const override;

@@ -68,6 +68,9 @@ cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t 
 // --- kernels/resident_gather.cu (the device-resident gather call's steps; no host wait) ---
 // idx[from, to) = -1.
 cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream);
+// idx[min(*count, capacity), capacity) = -1, *count in device memory.
+cudaError_t padIndicesAfterCount(int64_t* idx, const uint64_t* count, size_t capacity,
+                                 cudaStream_t stream);
 // plan = planGatherCall(records, params, ranges, *fault) (kernels/shared/gather_plan.h), one
 // thread.
 cudaError_t planGather(const uint64_t* records, const GatherPlanParams& params,

@@ -21,6 +21,11 @@ __global__ void padKernel(int64_t* idx, size_t from, size_t to) {
   for (size_t j = from + globalThread(); j < to; j += gridThreads()) idx[j] = -1;
 }
 
+__global__ void padAfterCountKernel(int64_t* idx, const uint64_t* count, size_t capacity) {
+  const size_t from = *count < capacity ? size_t(*count) : capacity;
+  for (size_t j = from + globalThread(); j < capacity; j += gridThreads()) idx[j] = -1;
+}
+
 // The plan in one block: planGatherCall's decisions (kernels/shared/gather_plan.h, the CPU's),
 // with the sums over bins and ranks spread over the block's threads. One thread would walk the
 // 2 W B + 1 bins and every rank's record one load at a time (tens of microseconds).
@@ -205,6 +210,13 @@ __global__ void copyOnFaultKernel(uint32_t* dst, const uint32_t* src, size_t wor
 cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream) {
   if (from >= to) return cudaSuccess;
   padKernel<<<gridFor(to - from), kThreads, 0, stream>>>(idx, from, to);
+  return cudaGetLastError();
+}
+
+cudaError_t padIndicesAfterCount(int64_t* idx, const uint64_t* count, size_t capacity,
+                                 cudaStream_t stream) {
+  if (capacity == 0) return cudaSuccess;
+  padAfterCountKernel<<<gridFor(capacity), kThreads, 0, stream>>>(idx, count, capacity);
   return cudaGetLastError();
 }
 

@@ -9,29 +9,40 @@
 // (EMNLP 2017); reference code kljp/micro (its TopKReducer: index all-gather, value
 // all-reduce at the union).
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
-//  1. d_ranges = every rank's range and r's slot header = [fingerprint, call number, 0, 0, k_r],
-//     k_r = min(k, r's range), in one upload of 16 n + 40 bytes;
+//  1. d_ranges = every rank's range and r's slot header = [fingerprint, call number, 0, 0, k_r]
+//     in one upload of 16 n + 40 bytes. Top-k: k_r = min(k, r's range) and the slot holds the
+//     largest k_r, K. A threshold (hard threshold, SIDCo, ...): the counts follow from the data,
+//     so the slot is sized before it, K = the previous call's largest count plus a quarter and
+//     64 (twice k at the first call), the same on every rank, and the selection writes k_r;
 //  2. d_acc = d_residual + gradient, the non-finite count into the slot (accumulate);
-//  3. selectTopK: r's exact top-k (ties to the lowest indices) ascending into the slot, the k-th
-//     magnitude pattern into its header (no sort of the vector: a radix select on the CUDA
-//     backend);
-//  4. all-gather the slots (40 + 8 K bytes each, K = the largest k_r);
+//  3. top-k: selectTopK, r's exact top-k (ties to the lowest indices) ascending into the slot,
+//     the k-th magnitude pattern into its header (no sort of the vector: a radix select on the
+//     CUDA backend); a threshold: the estimator's threshold (SIDCo reads its fits back first),
+//     then selectAboveCounted, the first K entries at or above it ascending into the slot and
+//     their full count into its header;
+//  4. all-gather the slots (40 + 8 K bytes each);
 //  5. planUnion (kernels/shared/union_plan.h): every slot's header checked (call, config, count
 //     within its range and the slot), non-finite values, every slice checked (inside its rank's
 //     range, strictly ascending), the union of the slices sorted without repeats into d_global
 //     and its length u;
 //  6. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
-//     the non-finite policy (nothing written yet), adopts the threshold, observes the counts;
+//     the non-finite policy (nothing written yet), adopts the threshold, observes the counts.
+//     A count past a speculative slot (kPlanOverflow: every rank sees the same slots, so every
+//     rank takes this branch) repeats steps 3-6 once with K = the largest count: one more
+//     exchange, read-back and wait, at the first call of a threshold and when the counts grow
+//     by more than a quarter; a count past the exact slot is then refused as any other;
 //  7. gatherAndZero of d_acc at the u indices, all-reduce of the u values (rank order), divided
 //     by n for scclAvg; writeDense of recvbuf;
 //  8. the caller swaps residual and accumulator.
-// Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
-// transports one more per collective (StagedExchange): three.
+// Host read-backs: one (the plan), two at a call whose counts outgrow the speculative slot, and
+// SIDCo's fits' own (one per stage pass and count check). Waits: one with collectives on the
+// stream (NCCL); over host transports one more per collective (StagedExchange): three.
 // Bytes on the wire per rank: slots (n-1) (40 + 8 K) in, 40 + 8 K out, where the host path
 // all-gathers a 32-byte header and then the indices padded to the largest count (the same
-// entries: K is that count); values 2 (n-1)/n u 4 each way, as the host path. The selections,
-// values, outputs, residuals and thresholds are the host path's bit for bit, and its errors come
-// back from the call as the host path's do.
+// entries for top-k; a threshold's K carries the speculative quarter more, the price of the
+// count exchange and read-back it saves); values 2 (n-1)/n u 4 each way, as the host path. The
+// selections, values, outputs, residuals and thresholds are the host path's bit for bit, and its
+// errors come back from the call as the host path's do.
 #include "algorithms/resident_union.h"
 
 #include <algorithm>
@@ -62,83 +73,15 @@ bool residentUnionApplies(const scclSparsifier& sp) {
 
 namespace {
 
-// What the call knows of the counts after its selection's threshold: every rank's count, the
-// slot capacity, this rank's count, and the threshold used.
-struct UnionCounts {
-  uint64_t capacity = 1;
-  uint64_t own = 0;
-  double threshold = 0;
-};
-
-// Steps 1-3 when the counts follow from the data (a threshold): the accumulation with this
-// rank's count at the threshold (a one-bin window from its pattern, as the resident gather's),
-// one all-gather of 48-byte records, the plan of every rank's count (the resident gather's
-// planGather with edge 0), read back (the first of two). Sets *counts, or fails as the host.
-scclResult_t countAtThreshold(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
-                              IndexRange range, uint64_t* ranges, UnionCounts* counts) {
-  scclSparsifier& sp = *call.sp;
-  const KernelBackend& kernels = *call.kernels;
-  DeviceStaging& device = *call.device;
-  void* stream = call.stream;
-  const size_t n = size_t(sp.comm->nranks);
-  constexpr size_t kBins = 1;
-  const size_t record_words = kGatherRecordHeaderWords + kBins + 1;
-  void *record = nullptr, *records = nullptr, *plan = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kHeaders, record_words * sizeof(uint64_t), &record));
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecords, n * record_words * sizeof(uint64_t), &records));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
-  uint64_t* r = static_cast<uint64_t*>(record);
-  const uint64_t header[kGatherRecordHeaderWords] = {sp.fingerprint, sp.iteration, 0, 0};
-  SCCL_CHECK(device.toDevice(record, header, sizeof(header)));
-  call.acc = vectors.acc;
-  const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
-  double threshold = 0;
-  AccumulateSelectArgs a;
-  a.acc = vectors.acc;
-  a.residual = residual;
-  a.acc_dtype = sp.acc_dtype;
-  a.grad = call.sendbuf;
-  a.grad_dtype = sp.dtype;
-  a.count = sp.count;
-  a.nonfinite = r + kRecordNonFinite;
-  if (sp.estimator->thresholdBeforeData() && range.size() > 0) {
-    // One pass: accumulate and count at the threshold (hard threshold, scaling).
-    SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
-    a.begin = range.begin;
-    a.end = range.end;
-    a.base_bits = thresholdBits(sp.acc_dtype, threshold);
-    a.bins = kBins;
-    a.counts = r + kGatherRecordHeaderWords;
-    SCCL_CHECK(kernels.accumulateSelect(a, stream));
-  } else {
-    SCCL_CHECK(kernels.accumulateSelect(a, stream));
-    if (range.size() > 0) {
-      // The estimator reads the accumulated range (SIDCo's fits, through its own read-backs).
-      SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
-      SCCL_CHECK(kernels.absBitHistogram(vectors.acc, sp.acc_dtype, range.begin, range.end,
-                                         thresholdBits(sp.acc_dtype, threshold), 0, kBins,
-                                         r + kGatherRecordHeaderWords, stream));
-    }
-  }
-  if (range.size() == 0) {
-    threshold = sp.estimator->currentThreshold();
-    SCCL_CHECK(kernels.fillZero(r + kGatherRecordHeaderWords, (kBins + 1) * 8, stream));
-  }
-  SCCL_CHECK(exchange.allGather(call, record, records, record_words * sizeof(uint64_t)));
-  GatherPlanParams params = callPlanParams(sp);
-  params.bins = kBins;
-  params.nearest_edge = 0;  // edge 0: every counted entry is selected
-  SCCL_CHECK(kernels.planGather(static_cast<const uint64_t*>(records), params, ranges,
-                                vectors.fault, static_cast<uint64_t*>(plan), stream));
-  const uint64_t* p = nullptr;
-  SCCL_CHECK(readPlan(call, plan, n, &p));
-  bool handled = false;
-  SCCL_CHECK(applyPlanStatus(call, p, &handled));
-  if (handled) return scclSuccess;  // discarded: the caller sees call.step_discarded
-  counts->own = p[kGatherPlanHeaderWords + 2 * size_t(sp.comm->rank)];
-  counts->capacity = std::max<uint64_t>(1, p[kPlanMaxK]);
-  counts->threshold = threshold;
-  return scclSuccess;
+// The slot of a union whose counts follow from the data (a threshold), sized before the data:
+// the largest count of the previous call (sp.rank_counts, the same plan on every rank) with a
+// quarter more for the data's drift, or twice k before any call, at most the largest range. The
+// same on every rank, which the slot all-gather needs. A count past it costs one more slot
+// exchange and read-back (kPlanOverflow), never a wrong answer.
+uint64_t speculativeCapacity(const scclSparsifier& sp, uint64_t largest_range) {
+  const uint64_t last = *std::max_element(sp.rank_counts.begin(), sp.rank_counts.end());
+  const uint64_t guess = last > 0 ? last + last / 4 + 64 : 2 * sp.k_target + 64;
+  return std::max<uint64_t>(1, std::min(guess, largest_range));
 }
 
 }  // namespace
@@ -154,7 +97,8 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
 
   // Step 1. Top-k: every rank's count is known before the data, min(k, its range), and the slot
-  // holds the largest of them. A threshold: the counts come from the data (countAtThreshold).
+  // holds the largest of them. A threshold: the counts come from the data, and the slot is
+  // sized speculatively (speculativeCapacity).
   const auto count_of = [&](IndexRange r) {
     return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(sp, r), r.size());
   };
@@ -168,78 +112,105 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   writeCallRanges(sp, words);
   SCCL_CHECK(device.toDevice(upload, words, 2 * n * sizeof(uint64_t)));
-  UnionCounts counts;
-  if (topk) {
-    counts.own = count_of(range);
-    for (size_t r = 0; r < n; ++r)
-      counts.capacity =
-          std::max(counts.capacity, count_of(sp.search->rangeFor(int(r), sp.iteration)));
-  } else {
-    SCCL_CHECK(countAtThreshold(call, exchange, vectors, range, ranges, &counts));
-    if (call.step_discarded) return scclSuccess;
+  uint64_t capacity = 1;
+  uint64_t largest_range = 1;
+  for (size_t r = 0; r < n; ++r) {
+    const IndexRange other = sp.search->rangeFor(int(r), sp.iteration);
+    capacity = std::max(capacity, count_of(other));
+    largest_range = std::max<uint64_t>(largest_range, other.size());
   }
-  const uint64_t capacity = counts.capacity;
-  const uint64_t own_count = counts.own;
-  const size_t slot_words = unionSlotWords(capacity);
-  void *slot_memory = nullptr, *slots = nullptr, *plan = nullptr, *global = nullptr;
-  SCCL_CHECK(
-      device.buffer(DeviceStaging::kLocalIndices, slot_words * sizeof(uint64_t), &slot_memory));
-  SCCL_CHECK(
-      device.buffer(DeviceStaging::kGatheredIndices, n * slot_words * sizeof(uint64_t), &slots));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
-  SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, n * capacity * sizeof(int64_t), &global));
-  uint64_t* slot = static_cast<uint64_t*>(slot_memory);
+  const uint64_t own_topk = count_of(range);  // top-k only
+  if (!topk) capacity = speculativeCapacity(sp, largest_range);
+  // The slot's header: fingerprint, call number, non-finite count and k-th pattern (top-k: the
+  // kernels write them), then the count (top-k: known; a threshold: the selection writes it).
   uint64_t* header = words + 2 * n;
   std::fill(header, header + kUnionSlotHeaderWords, uint64_t{0});
   header[kRecordFingerprint] = sp.fingerprint;
-  header[kRecordSequence] = sp.iteration;  // non-finite count and k-th pattern: 0 (top-k: below)
-  header[kUnionSlotCount] = own_count;
-  SCCL_CHECK(device.toDevice(slot, header, kUnionSlotHeaderWords * sizeof(uint64_t)));
+  header[kRecordSequence] = sp.iteration;
+  if (topk) header[kUnionSlotCount] = own_topk;
+  void *slot_memory = nullptr, *slots = nullptr, *plan = nullptr, *global = nullptr;
+  // The slot buffers at `capacity`, with this rank's header uploaded.
+  const auto size_slots = [&]() -> scclResult_t {
+    const size_t slot_words = unionSlotWords(capacity);
+    SCCL_CHECK(
+        device.buffer(DeviceStaging::kLocalIndices, slot_words * sizeof(uint64_t), &slot_memory));
+    SCCL_CHECK(
+        device.buffer(DeviceStaging::kGatheredIndices, n * slot_words * sizeof(uint64_t), &slots));
+    SCCL_CHECK(
+        device.buffer(DeviceStaging::kGlobalIndices, n * capacity * sizeof(int64_t), &global));
+    return device.toDevice(slot_memory, header, kUnionSlotHeaderWords * sizeof(uint64_t));
+  };
+  SCCL_CHECK(size_slots());
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, gatherPlanWords(n) * sizeof(uint64_t), &plan));
+  const auto slot = [&] { return static_cast<uint64_t*>(slot_memory); };
+  const auto indices = [&] { return reinterpret_cast<int64_t*>(slot() + kUnionSlotHeaderWords); };
 
   // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
-  int64_t* indices = reinterpret_cast<int64_t*>(slot + kUnionSlotHeaderWords);
+  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
+                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
+                                slot() + kRecordNonFinite, stream));
+  call.acc = vectors.acc;
+  double threshold = sp.estimator->currentThreshold();
+  const auto select_at_threshold = [&] {
+    return kernels.selectAboveCounted(vectors.acc, sp.acc_dtype, range.begin,
+                                      std::max(range.begin, range.end), threshold, size_t(capacity),
+                                      indices(), slot() + kUnionSlotCount, stream);
+  };
   if (topk) {
-    SCCL_CHECK(kernels.accumulate(
-        vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr, sp.acc_dtype,
-        call.sendbuf, sp.dtype, sp.count, slot + kRecordNonFinite, stream));
-    call.acc = vectors.acc;
-    if (own_count > 0 && own_count < range.size()) {
+    if (own_topk > 0 && own_topk < range.size()) {
       SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
-                                    size_t(own_count), indices, slot + kRecordReserved, stream));
-    } else if (own_count > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
+                                    size_t(own_topk), indices(), slot() + kRecordReserved, stream));
+    } else if (own_topk > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
       SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
-                                           size_t(own_count), indices, size_t(own_count), stream));
+                                           size_t(own_topk), indices(), size_t(own_topk), stream));
     }
-    if (own_count < capacity) {
+    if (own_topk < capacity) {
       SCCL_CHECK(
-          kernels.fillZero(indices + own_count, (capacity - own_count) * sizeof(int64_t), stream));
+          kernels.fillZero(indices() + own_topk, (capacity - own_topk) * sizeof(int64_t), stream));
     }
   } else {
-    SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin,
-                                         std::max(range.begin, range.end), counts.threshold,
-                                         size_t(own_count), indices, size_t(capacity), stream));
+    // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs).
+    if (range.size() > 0) {
+      SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
+    }
+    SCCL_CHECK(select_at_threshold());
   }
 
   // Steps 4-6.
-  SCCL_CHECK(exchange.allGather(call, slot, slots, slot_words * sizeof(uint64_t)));
-  const GatherPlanParams params = callPlanParams(sp);
-  SCCL_CHECK(kernels.planUnion(static_cast<const uint64_t*>(slots), params, size_t(capacity),
-                               ranges, static_cast<int64_t*>(global), static_cast<uint64_t*>(plan),
-                               stream));
+  GatherPlanParams params = callPlanParams(sp);
+  params.speculative = topk ? 0 : 1;
   const uint64_t* p = nullptr;
-  SCCL_CHECK(readPlan(call, plan, n, &p));
+  const auto exchange_and_plan = [&]() -> scclResult_t {
+    SCCL_CHECK(
+        exchange.allGather(call, slot(), slots, unionSlotWords(capacity) * sizeof(uint64_t)));
+    SCCL_CHECK(kernels.planUnion(static_cast<const uint64_t*>(slots), params, size_t(capacity),
+                                 ranges, static_cast<int64_t*>(global),
+                                 static_cast<uint64_t*>(plan), stream));
+    return readPlan(call, plan, n, &p);
+  };
+  SCCL_CHECK(exchange_and_plan());
+  if (p[kPlanStatus] == kPlanOverflow) {
+    // A rank selected more than the slot holds: every rank saw the same slots, so every rank
+    // exchanges them once more at the largest count (no non-finite value anywhere: that status
+    // comes first), with the plan's usual refusal of a count past it.
+    capacity = p[kPlanMaxK];
+    params.speculative = 0;
+    SCCL_CHECK(size_slots());
+    SCCL_CHECK(select_at_threshold());
+    SCCL_CHECK(exchange_and_plan());
+  }
   call.time_select_us += microsecondsSince(start);
   bool handled = false;
   SCCL_CHECK(applyPlanStatus(call, p, &handled));
   if (handled) return scclSuccess;  // discarded for non-finite values
   if (topk) {
     // The host reduction's threshold: the k-th value (0 for the whole range, +inf for none).
-    call.threshold = own_count == 0              ? std::numeric_limits<double>::infinity()
-                     : own_count == range.size() ? 0.0
-                                                 : magnitudeValue(p[kPlanEdge], sp.acc_dtype);
+    call.threshold = own_topk == 0              ? std::numeric_limits<double>::infinity()
+                     : own_topk == range.size() ? 0.0
+                                                : magnitudeValue(p[kPlanEdge], sp.acc_dtype);
     sp.estimator->adoptThreshold(call.threshold);
   } else {
-    call.threshold = counts.threshold;
+    call.threshold = threshold;
   }
   const uint64_t k_global = p[kPlanKGlobal];
   for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];

@@ -227,6 +227,14 @@ class KernelBackend {
                                          size_t end, double threshold, size_t n, int64_t* idx,
                                          size_t padded, void* stream) const = 0;
 
+  // The selection of a count the host does not know (the union call's speculative slot):
+  // idx[0, min(*count, capacity)) = the ascending indices i of [begin, end) with
+  // !(|x_i| < threshold), idx[min(*count, capacity), capacity) = -1, *count (kernels' memory) =
+  // how many qualify, also past the capacity (the plan compares it with the capacity).
+  virtual scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin,
+                                          size_t end, double threshold, size_t capacity,
+                                          int64_t* idx, uint64_t* count, void* stream) const = 0;
+
   // idx[0, k) = the exact top-k of |x| over [begin, end), ascending indices: every entry above the
   // k-th largest magnitude and, among those equal to it, the lowest indices (the host reduction's
   // top-k trim); 1 <= k <= end - begin; *kth_bits (kernels' memory) = the k-th largest magnitude

@@ -121,6 +121,29 @@ TEST_CASE("gpu selection of a long range equals the cpu selection", "[gpu][selec
   }
 }
 
+// The union call's speculative slot: the first `capacity` indices, -1 after them, and the count of
+// every qualifying entry in device memory, also when it is past the capacity.
+TEST_CASE("gpu counted selection equals the cpu one past and within its capacity",
+          "[gpu][select]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 300007, begin = 13, end = n - 5;
+  const std::vector<uint8_t> data = elements(scclFloat32, n, 23);
+  DeviceBuffer<uint8_t> x(data);
+  for (size_t capacity : {size_t(100), size_t(5000), end - begin}) {
+    INFO("capacity " << capacity);
+    std::vector<int64_t> want(capacity);
+    std::vector<uint64_t> want_count(1);
+    REQUIRE(cpu.selectAboveCounted(data.data(), scclFloat32, begin, end, 3.0, capacity, want.data(),
+                                   want_count.data(), nullptr) == scclSuccess);
+    DeviceBuffer<int64_t> idx(capacity);
+    DeviceBuffer<uint64_t> count(1);
+    REQUIRE(gpu().selectAboveCounted(x.get(), scclFloat32, begin, end, 3.0, capacity, idx.get(),
+                                     count.get(), nullptr) == scclSuccess);
+    CHECK(count.read() == want_count);
+    CHECK_BITS("counted selection", want, idx.read());
+  }
+}
+
 // A window wider than the shared-memory counters (12288) takes the global-atomic histogram.
 TEST_CASE("gpu histogram wider than shared memory equals the cpu one", "[gpu][moments]") {
   const sccl::KernelBackend& cpu = sccl::cpuKernels();

@@ -1,7 +1,7 @@
 // The resident union call's plan on the GPU (cuda/kernels/resident_union.cu: CUB's radix sort
 // and unique over the slot entries) against the CPU backend's (a merge), word for word: valid
 // slots with many repeats across ranks, and each refusal (another call, a count above the slot,
-// non-finite values, an index out of order, one past the vector).
+// non-finite values, an index out of order, one past the vector, a count past a speculative slot).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -86,4 +86,8 @@ TEST_CASE("gpu union plan equals the cpu plan word for word", "[gpu][indexed]") 
     const std::vector<uint64_t> slots = edited(c.edit);
     CHECK(comparePlans(slots, p) == "");  // the statuses: the [resident_gather] unit test
   }
+  // Speculative slots: a count past the slot is kPlanOverflow with every count written.
+  p.speculative = 1;
+  CHECK(comparePlans(edited([](uint64_t* s) { s[sccl::kUnionSlotCount] = kCapacity + 5; }), p) ==
+        "");
 }

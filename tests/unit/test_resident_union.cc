@@ -1,9 +1,9 @@
 // The device-resident union call (algorithms/resident_union.cc: topk, hard_threshold, sidco and
 // the other threshold estimators over a search space the ranks share) on the fake device
 // (harness support/fake_gather_runs.h): the host run's outputs and residuals bit for bit at 1-4
-// ranks and every gradient type, one plan read back per call for top-k and two for a threshold,
-// the non-finite policies, hostile slots and records refused at the call on every rank with
-// recvbuf untouched, and the plan's refusals on their own.
+// ranks and every gradient type, one plan read back per call (a threshold's speculative slot:
+// two at a call whose counts outgrow it), the non-finite policies, hostile slots refused at the
+// call on every rank with recvbuf untouched, and the plan's refusals on their own.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -136,8 +136,9 @@ TEST_CASE("resident top-k applies the non-finite policies and refuses hostile pe
 
 TEST_CASE("resident hard threshold and SIDCo (the union call with counts from the data)",
           "[resident_union]") {
-  // The counts come from the data: a record exchange and plan first (one read-back), then the
-  // union (the second); SIDCo's estimator reads its fits back as on the staged path.
+  // The counts come from the data: the slots are sized speculatively from the previous call's
+  // counts, and the one plan read back sizes the value all-reduce; SIDCo's estimator reads its
+  // fits back as on the staged path.
   const size_t count = 20011;
   for (const char* preset : {"hard_threshold", "sidco"}) {
     for (int nranks : {1, 2, 3, 4}) {
@@ -162,29 +163,89 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
     config.estimator = estimator;
     requireSameAsHost(estimator, 3, count, config, 5, skewed(), scclSum, Collectives::OnStream);
   }
-  SECTION("two read-backs and two waits per call with the collectives on the stream") {
-    FakeRun run = runOnFake(4, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
-                            Collectives::OnStream);
-    REQUIRE_NO_RANK_FAILURES(run.failures);
-    REQUIRE(run.resident);
-    for (size_t r = 0; r < 4; ++r) {
-      CHECK(run.counts[2][r].to_host == 2);
-      CHECK(run.counts[2][r].to_host_bytes == 2 * (64 + 16 * 4));
-      CHECK(run.counts[2][r].waits == 2);
+  SECTION("one read-back and one wait per call; staged, one wait per collective more") {
+    for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
+      FakeRun run =
+          runOnFake(4, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum, how);
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      REQUIRE(run.resident);
+      // Call 0 sizes its slots from k alone (twice k), which a fixed threshold's count here
+      // exceeds: one more exchange (below); later calls from the counts before.
+      for (size_t r = 0; r < 4; ++r)
+        CHECK(run.counts[0][r].to_host == (how == Collectives::OnStream ? 2 : 5));
+      for (size_t t = 1; t < 3; ++t) {
+        for (size_t r = 0; r < 4; ++r) {
+          INFO("call " << t << " rank " << r);
+          const CallCounts& c = run.counts[t][r];
+          if (how == Collectives::OnStream) {
+            CHECK(c.to_host == 1);
+            CHECK(c.to_host_bytes == 64 + 16 * 4);
+            CHECK(c.waits == 1);
+          } else {  // the plan, and the slot all-gather and value all-reduce staged
+            CHECK(c.to_host == 3);
+            CHECK(c.waits == 3);
+          }
+        }
+      }
     }
   }
-  SECTION("a record claiming more than the vector, and a slot index out of range") {
+  SECTION("a count past the speculative slot: one more slot exchange, the host run's output") {
+    // From call 2 a third of the entries grow 40-fold: far more pass the fixed threshold than
+    // the slot sized from call 1's counts holds.
+    const GradientFn jumping = [](int r, uint64_t t, size_t i) {
+      return gradientValue(41, r, t, i) * (t >= 2 && i % 3 == 0 ? 40.0f : 1.0f);
+    };
+    const scclSparseConfig_t config = sparseConfig("hard_threshold", 0.01);
+    for (int nranks : {1, 3}) {
+      requireSameAsHost("hard_threshold, jumping counts", nranks, count, config, 4, jumping,
+                        scclSum, Collectives::OnStream);
+    }
+    requireSameAsHost("hard_threshold, jumping counts", 2, count, config, 4, jumping, scclAvg,
+                      Collectives::Staged);
+    FakeRun run = runOnFake(3, count, config, 4, jumping, scclSum, Collectives::OnStream);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    for (size_t r = 0; r < 3; ++r) {
+      INFO("rank " << r);
+      CHECK(run.counts[2][r].to_host == 2);  // the overflow, then the exact slots
+      CHECK(run.counts[2][r].to_host_bytes == 2 * (64 + 16 * 3));
+      CHECK(run.counts[2][r].waits == 2);
+      CHECK(run.counts[3][r].to_host == 1);  // sized from call 2's counts
+    }
+  }
+  SECTION("a peer claiming more than its slot holds costs one exchange, not a wrong answer") {
     const int nranks = 3;
-    for (size_t collective : {size_t(0), size_t(1)}) {
-      INFO("collective " << collective);
+    const scclSparseConfig_t config = sparseConfig("hard_threshold", 0.01);
+    FakeRun clean = runOnFake(nranks, count, config, 3, skewed(), scclSum, Collectives::OnStream);
+    FakeRun run = runOnFake(nranks, count, config, 3, skewed(), scclSum, Collectives::OnStream,
+                            [&](int call, size_t c, int, void* data, size_t bytes) {
+                              if (call != 1 || c != 0) return;  // the first slot exchange
+                              auto* w = static_cast<uint64_t*>(data);
+                              const size_t each = bytes / sizeof(uint64_t) / nranks;
+                              w[each + sccl::kUnionSlotCount] = count;  // all of its range
+                            });
+    REQUIRE_NO_RANK_FAILURES(clean.failures);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[1][r].result == scclSuccess);
+      CHECK(run.counts[1][r].to_host == 2);
+      CHECK(run.calls[1][r].output == clean.calls[1][r].output);
+      CHECK(run.calls[2][r].output == clean.calls[2][r].output);
+      CHECK(run.calls[2][r].residual == clean.calls[2][r].residual);
+    }
+  }
+  SECTION("a slot claiming more than the vector, and a slot index out of range") {
+    const int nranks = 3;
+    for (bool bad_count : {true, false}) {
+      INFO((bad_count ? "bad count" : "bad index"));
       FakeRun run =
           runOnFake(nranks, count, sparseConfig("hard_threshold", 0.01), 3, skewed(), scclSum,
                     Collectives::OnStream, [&](int call, size_t c, int, void* data, size_t bytes) {
-                      if (call != 1 || c != collective) return;
+                      if (call != 1 || c != 0) return;
                       auto* w = static_cast<uint64_t*>(data);
                       const size_t each = bytes / sizeof(uint64_t) / nranks;  // rank 1's at each
-                      if (collective == 0) {
-                        w[each + sccl::kGatherRecordHeaderWords + 1] = count + 1;  // its bins
+                      if (bad_count) {
+                        w[each + sccl::kUnionSlotCount] = count + 1;
                       } else {
                         w[each + sccl::kUnionSlotHeaderWords] = count;  // one past the end
                       }
@@ -244,6 +305,12 @@ TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_uni
       {"a count above the slot", [](uint64_t* s) { s[kUnionSlotCount] = kUnionCapacity + 1; },
        kPlanTooMany},
       {"non-finite values", [](uint64_t* s) { s[kRecordNonFinite] = 3; }, kPlanNonFinite},
+      {"non-finite values and a count above the slot",
+       [](uint64_t* s) {
+         s[kRecordNonFinite] = 3;
+         s[kUnionSlotCount] = kUnionCapacity + 1;
+       },
+       kPlanTooMany},
       {"indices out of order",
        [](uint64_t* s) { std::swap(s[kUnionSlotHeaderWords + 10], s[kUnionSlotHeaderWords + 11]); },
        kPlanBadIndex},
@@ -259,4 +326,47 @@ TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_uni
     CHECK(refused[kPlanStatus] == c.status);
     CHECK(refused[kPlanRank] == 1);
   }
+  SECTION("speculative slots: a count above the slot asks for the exchange again") {
+    p.speculative = 1;
+    std::vector<uint64_t> slots = valid;
+    slots[unionSlotWords(kUnionCapacity) + kUnionSlotCount] = kUnionCapacity + 5;  // rank 1's
+    const std::vector<uint64_t> overflow = plan_of(slots, &global);
+    CHECK(overflow[kPlanStatus] == kPlanOverflow);
+    CHECK(overflow[kPlanRank] == 1);
+    CHECK(overflow[kPlanMaxK] == kUnionCapacity + 5);  // the slot the exchange needs
+    CHECK(overflow[kGatherPlanHeaderWords + 2] == kUnionCapacity + 5);
+    CHECK(global == std::vector<int64_t>(kUnionRanks * kUnionCapacity, -7));  // no union built
+    // Non-finite values come first (the policy, not another exchange), and a count past the
+    // rank's range is refused as before.
+    slots[unionSlotWords(kUnionCapacity) + kRecordNonFinite] = 2;
+    CHECK(plan_of(slots, &global)[kPlanStatus] == kPlanNonFinite);
+    slots[unionSlotWords(kUnionCapacity) + kRecordNonFinite] = 0;
+    slots[unionSlotWords(kUnionCapacity) + kUnionSlotCount] = kUnionCount + 1;
+    CHECK(plan_of(slots, &global)[kPlanStatus] == kPlanTooMany);
+  }
+}
+
+TEST_CASE("the counted selection fills its slot and counts past it", "[resident_union]") {
+  // The speculative slot's selection on the CPU backend (the fake device runs it; the GPU test
+  // compares the CUDA one with it): ascending indices up to the capacity, -1 after the count,
+  // and the count of every entry at or above the threshold.
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 7 == 0) ? -2.0f : 0.5f;  // 143 at or above 1
+  const auto select = [&](size_t begin, size_t end, size_t capacity, uint64_t* count) {
+    std::vector<int64_t> idx(capacity, 42);
+    REQUIRE(sccl::cpuKernels().selectAboveCounted(x.data(), scclFloat32, begin, end, 1.0, capacity,
+                                                  idx.data(), count, nullptr) == scclSuccess);
+    return idx;
+  };
+  uint64_t count = 0;
+  std::vector<int64_t> idx = select(0, 1000, 200, &count);
+  CHECK(count == 143);
+  for (size_t j = 0; j < 143; ++j) CHECK(idx[j] == int64_t(7 * j));
+  CHECK(std::all_of(idx.begin() + 143, idx.end(), [](int64_t v) { return v == -1; }));
+  idx = select(0, 1000, 10, &count);  // past the capacity: the first ten, the full count
+  CHECK(count == 143);
+  CHECK(idx == std::vector<int64_t>{0, 7, 14, 21, 28, 35, 42, 49, 56, 63});
+  idx = select(500, 500, 4, &count);  // an empty range
+  CHECK(count == 0);
+  CHECK(idx == std::vector<int64_t>(4, -1));
 }

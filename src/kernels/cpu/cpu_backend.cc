@@ -125,6 +125,12 @@ class CpuBackend final : public KernelBackend {
     return cpu::selectAbovePadded(x, dtype, begin, end, threshold, n, idx, padded);
   }
 
+  scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  double threshold, size_t capacity, int64_t* idx, uint64_t* count,
+                                  void*) const override {
+    return cpu::selectAboveCounted(x, dtype, begin, end, threshold, capacity, idx, count);
+  }
+
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void*) const override {

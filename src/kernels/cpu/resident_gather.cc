@@ -27,6 +27,17 @@ scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin
   return scclSuccess;
 }
 
+scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                double threshold, size_t capacity, int64_t* idx, uint64_t* count) {
+  size_t found = 0;
+  if (end > begin) {
+    SCCL_CHECK(selectAbove(x, dtype, begin, end, threshold, idx, nullptr, capacity, &found));
+  }
+  std::fill(idx + std::min(found, capacity), idx + capacity, int64_t{-1});
+  *count = found;
+  return scclSuccess;
+}
+
 scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                         const uint64_t* ranges, const uint32_t* fault, uint64_t* plan) {
   planGatherCall(records, params, ranges, *fault, plan);

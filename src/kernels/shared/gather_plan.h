@@ -43,6 +43,9 @@ enum GatherPlanStatus : uint64_t {
   kPlanNonFinite = 3,  // some rank has NaN/Inf: the non-finite policy
   kPlanPeerFault = 4,  // a peer's indices failed their check at an earlier call: scclRemoteError
   kPlanBadIndex = 5,   // a peer's indices failed their check in this call (union_plan.h)
+  // A rank selected more than the speculative slot holds (union_plan.h): not an error; the
+  // plan carries every rank's count and the call exchanges slots again at that size.
+  kPlanOverflow = 6,
 };
 
 inline constexpr uint64_t kNoSoleSelector = ~uint64_t{0};
@@ -92,6 +95,9 @@ struct GatherPlanParams {
   // data, whose window starts at it: every counted entry is selected).
   uint64_t nearest_edge = 1;
   uint64_t sole = kNoSoleSelector;  // the rank that selects alone (CLT-k's leader), if any
+  // 1: the union's slots were sized before the counts were known (union_plan.h): a count above
+  // the slot is kPlanOverflow, not kPlanTooMany.
+  uint64_t speculative = 0;
 };
 
 // The global count of bin j: the sum over ranks in rank order (exact integers).

@@ -30,6 +30,9 @@ SCCL_HOST_DEVICE constexpr size_t unionSlotWords(size_t capacity) {
 // above the rank's range, non-finite values) with a count above the slot's capacity refused too
 // (kPlanTooMany, detail_b the capacity); then every rank's count, kPlanMaxK, kPlanEdge = this
 // rank's k-th pattern and kPlanKGlobal = the sum of the counts (the union's length replaces it).
+// Speculative slots (p.speculative: sized before the counts were known): a count above the
+// capacity, where every check passed, is kPlanOverflow (kPlanRank the lowest such rank) with
+// every rank's count and kPlanMaxK written, so that the call can size the slots exactly.
 SCCL_HOST_DEVICE inline void planUnionHeaders(const uint64_t* slots, const GatherPlanParams& p,
                                               size_t capacity, const uint64_t* ranges,
                                               uint64_t* plan) {
@@ -37,16 +40,26 @@ SCCL_HOST_DEVICE inline void planUnionHeaders(const uint64_t* slots, const Gathe
   const auto slot_at = [&](uint64_t r) { return slots + r * unionSlotWords(capacity); };
   const auto claim_at = [&](uint64_t r) { return slot_at(r)[kUnionSlotCount]; };
   PlanCheck check = checkPlanInputs(slot_at, claim_at, p, ranges, kNoIndexFault);
+  uint64_t overflow = kNoSoleSelector;  // the lowest rank past a speculative slot, if any
   if (check.status == kPlanOk || check.status == kPlanNonFinite) {
     for (uint64_t r = 0; r < p.nranks; ++r) {
-      if (claim_at(r) > capacity) {
+      if (claim_at(r) <= capacity) continue;
+      if (p.speculative != 0 && check.status == kPlanOk) {
+        overflow = r;
+      } else if (p.speculative == 0) {
         check = PlanCheck{kPlanTooMany, r, claim_at(r), capacity};
-        break;
       }
+      break;
     }
   }
   writePlan(check, slot_at(p.self)[kRecordNonFinite], claim_at, p.nranks,
             slot_at(p.self)[kRecordReserved], plan);
+  if (overflow != kNoSoleSelector) {
+    plan[kPlanStatus] = kPlanOverflow;
+    plan[kPlanRank] = overflow;
+    plan[kPlanDetailA] = claim_at(overflow);
+    plan[kPlanDetailB] = capacity;
+  }
 }
 
 // After the union: its length, or the lowest rank whose slice failed (kNoIndexFault: none).
