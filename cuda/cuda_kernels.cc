@@ -178,6 +178,15 @@ scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::planSketch(const uint64_t* records, const GatherPlanParams& params,
+                                     size_t count, size_t block, uint8_t* union_bitmap,
+                                     uint64_t* plan, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::planSketch(records, params, count, block, union_bitmap, plan,
+                                            asStream(stream)),
+                  "planSketch");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin,
                                              size_t end, double threshold, size_t capacity,
                                              int64_t* idx, uint64_t* count, void* stream) const {

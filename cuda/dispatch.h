@@ -68,6 +68,10 @@ cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t 
 // --- kernels/resident_gather.cu (the device-resident gather call's steps; no host wait) ---
 // idx[from, to) = -1.
 cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream);
+// --- kernels/sketch_plan.cu ---
+// KernelBackend::planSketch.
+cudaError_t planSketch(const uint64_t* records, const GatherPlanParams& params, size_t count,
+                       size_t block, uint8_t* union_bitmap, uint64_t* plan, cudaStream_t stream);
 // idx[min(*count, capacity), capacity) = -1, *count in device memory.
 cudaError_t padIndicesAfterCount(int64_t* idx, const uint64_t* count, size_t capacity,
                                  cudaStream_t stream);
@@ -113,7 +117,7 @@ cudaError_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
                               double* sq, cudaStream_t stream);
 
 // --- kernels/top_blocks.cu ---
-// KernelBackend::markTopBlocks; *cutoff_sq is host memory (the one wait for the stream).
+// KernelBackend::markTopBlocks; *cutoff_sq is device memory (no wait).
 cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size_t blocks,
                           size_t max_blocks, uint8_t* marks, double* cutoff_sq,
                           cudaStream_t stream);

@@ -3,8 +3,8 @@
 // bitwise the CPU's nth_element selection (kernels/cpu/top_blocks.cc). capped_selection.cuh
 // finds them over the norms' bit patterns (non-negative doubles order as their patterns) and
 // marks each kept block; the cut-off is found in every case (need_cut), since the caller reports
-// the keep-th norm. The first version brought every norm to the host (8 bytes per block) and ran
-// nth_element there: 19 ms of a 22 ms S2 call at 26M float32 (812,500 blocks of 32) on an H100.
+// the keep-th norm, written to the kernels' memory (nothing waits). The first version brought
+// every norm to the host (8 bytes per block) and ran nth_element there: 19 ms of a 22 ms S2 call at 26M float32 (812,500 blocks of 32) on an H100.
 #include "cuda/dispatch.h"
 #include "cuda/kernels/capped_selection.cuh"
 #include "cuda/kernels/device_common.cuh"
@@ -39,6 +39,12 @@ struct MarkBlock {
   __device__ void operator()(uint64_t, size_t b) const { marks[b] = 1; }
 };
 
+// The keep-th norm's pattern, or 0 when no block was kept, into the kernels' memory.
+__global__ void writeCutoff(const capped::CutState* state, double* cutoff_sq) {
+  const uint64_t bits = state->total > 0 ? state->prefix : 0;
+  *cutoff_sq = __longlong_as_double((long long)bits);
+}
+
 }  // namespace
 
 cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size_t blocks,
@@ -52,24 +58,19 @@ cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size
     *temp_bytes = carve.used;
     return cudaSuccess;
   }
-  *cutoff_sq = 0;
-  if (blocks == 0) return cudaSuccess;
+  if (blocks == 0 || max_blocks == 0) {
+    status = cudaMemsetAsync(cutoff_sq, 0, sizeof(double), stream);
+    if (status != cudaSuccess || blocks == 0) return status;
+    return cudaMemsetAsync(marks, 0, blocks, stream);
+  }
   status = cudaMemsetAsync(marks, 0, blocks, stream);
-  if (status != cudaSuccess || max_blocks == 0) return status;
+  if (status != cudaSuccess) return status;
   // A positive double has 63 significant pattern bits (the sign is 0).
   status = capped::cappedSelect(buffers, NormKeys{sq}, blocks, 63, max_blocks, true,
                                 MarkBlock{marks}, stream);
   if (status != cudaSuccess) return status;
-  capped::CutState state{};
-  status = cudaMemcpyAsync(&state, buffers.state, sizeof(state), cudaMemcpyDeviceToHost, stream);
-  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
-  if (status != cudaSuccess) return status;
-  if (state.total > 0) {
-    const uint64_t bits = state.prefix;
-    static_assert(sizeof(double) == sizeof(uint64_t), "double is 64 bits");
-    __builtin_memcpy(cutoff_sq, &bits, sizeof(bits));
-  }
-  return cudaSuccess;
+  writeCutoff<<<1, 1, 0, stream>>>(buffers.state, cutoff_sq);
+  return cudaGetLastError();
 }
 
 }  // namespace sccl::cuda_dispatch

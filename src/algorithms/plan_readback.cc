@@ -30,6 +30,11 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
                   "rank %llu sent an index outside its range or out of order at an earlier call "
                   "(that call left recvbuf untouched and kept the residual)",
                   u(plan[kPlanRank]));
+    case kPlanBadBitmap:
+      return fail(scclRemoteError,
+                  "sketch bitmap: rank %llu sent a block byte other than 0 or 1; nothing was "
+                  "written",
+                  u(plan[kPlanRank]));
     case kPlanBadIndex:
       return fail(scclRemoteError,
                   "rank %llu sent an index outside its range or out of order; nothing was "

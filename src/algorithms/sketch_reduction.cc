@@ -69,6 +69,7 @@
 #include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/reductions.h"
+#include "algorithms/sketch_state.h"
 #include "algorithms/threshold_query.h"
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
@@ -78,19 +79,6 @@
 
 namespace sccl {
 namespace {
-
-struct SketchState final : ReductionState {
-  SketchShape shape;
-  std::vector<uint64_t> keys;
-  uint64_t max_blocks = 0;      // K of "topk"
-  bool select_nonzero = false;  // "nonzero" selection
-  bool feedback_decode_error = false;
-  std::vector<uint8_t> local;   // this rank's marked blocks
-  std::vector<uint8_t> global;  // the union (max all-reduce)
-  std::vector<double> norms;
-  AlignedBuffer table;
-  AlignedBuffer decoded;  // "decode_error" only: the decoded sum / n in the accumulator type
-};
 
 // Elements in the marked blocks.
 uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bitmap) {
@@ -104,22 +92,24 @@ uint64_t markedElements(const SketchShape& shape, const std::vector<uint8_t>& bi
 
 // Step 1, "topk": the K non-zero blocks of largest norm; *cutoff_norm = the K-th norm. On device
 // buffers the norms stay on the device (KernelBackend::markTopBlocks selects there) and only the
-// bitmap comes to the host, 1 byte per block instead of 8.
+// bitmap and the cut-off (after the norms in their buffer) come to the host.
 scclResult_t selectTopBlocks(SparseCall& call, SketchState& st, double* cutoff_norm) {
   const size_t blocks = st.shape.blocks();
   const KernelBackend& kernels = callKernels(call);
   void* norms = nullptr;
   void* marks = nullptr;
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kBlockNorms, st.norms.data(),
-                         blocks * sizeof(double), false, &norms));
+                         (blocks + 1) * sizeof(double), false, &norms));
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalBitmap, st.local.data(), blocks, false,
                          &marks));
   SCCL_CHECK(kernels.blockSquaredNorms(call.acc, call.sp->acc_dtype, st.shape.count, st.shape.block,
                                        static_cast<double*>(norms), call.stream));
-  double cutoff_sq = 0;
+  double* cutoff = static_cast<double*>(norms) + blocks;
   SCCL_CHECK(kernels.markTopBlocks(static_cast<const double*>(norms), blocks, st.max_blocks,
-                                   static_cast<uint8_t*>(marks), &cutoff_sq, call.stream));
+                                   static_cast<uint8_t*>(marks), cutoff, call.stream));
   SCCL_CHECK(unstageArray(call.device, st.local.data(), marks, blocks));
+  double cutoff_sq = st.norms[blocks];
+  SCCL_CHECK(unstageArray(call.device, &cutoff_sq, cutoff, sizeof(double)));
   *cutoff_norm = std::sqrt(cutoff_sq);
   return scclSuccess;
 }
@@ -202,7 +192,7 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
   st->local.assign(blocks, 0);
   st->global.assign(blocks, 0);
   if (!st->select_nonzero) {
-    st->norms.assign(blocks, 0.0);
+    st->norms.assign(blocks + 1, 0.0);
   }
   st->table.resize(size_t(st->shape.rows) * st->shape.width * accElementSize(sp));
   if (st->feedback_decode_error && sp.config.error_feedback)

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "algorithms/resident_gather.h"
+#include "algorithms/resident_sketch.h"
 #include "algorithms/resident_union.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"
@@ -14,16 +15,18 @@ scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, Devic
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   scclSparsifier& sp = *call.sp;
   const bool gather = exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp);
-  if (gather || (exchange != nullptr && residentUnionApplies(sp))) {
+  const bool sketch = exchange != nullptr && residentSketchApplies(sp);
+  if (gather || sketch || (exchange != nullptr && residentUnionApplies(sp))) {
     call.kernels = &kernels;
     call.device = &staging;
     call.stream = stream;
-    SCCL_CHECK(gather ? runResidentGather(call, *exchange, vectors)
-                      : runResidentUnion(call, *exchange, vectors));
+    SCCL_CHECK(gather   ? runResidentGather(call, *exchange, vectors)
+               : sketch ? runResidentSketch(call, *exchange, vectors)
+                        : runResidentUnion(call, *exchange, vectors));
     if (call.step_discarded) return scclSuccess;
     if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
-    // The union call's checks all ran before anything was written; the gather's slice check
-    // runs after its read-back and may have to put the residual back.
+    // The union and sketch calls' checks all ran before anything was written; the gather's
+    // slice check runs after its read-back and may have to put the residual back.
     return gather ? restoreAfterFault(call, vectors) : scclSuccess;
   }
   const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;

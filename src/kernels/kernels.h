@@ -184,8 +184,8 @@ class KernelBackend {
 
   // S2's "topk" block selection: marks[b] = 1 for the keep = min(max_blocks, #{b : sq[b] > 0})
   // blocks of largest squared norm (a NaN norm counts as +inf; ties to the lower block index),
-  // 0 for every other block; *cutoff_sq (host memory) = the keep-th largest (+inf for NaN; 0
-  // when keep is 0). sq and marks are the kernels' memory.
+  // 0 for every other block; *cutoff_sq = the keep-th largest (+inf for NaN; 0 when keep is 0).
+  // sq, marks and cutoff_sq are the kernels' memory: nothing comes back to the host.
   virtual scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks,
                                      uint8_t* marks, double* cutoff_sq, void* stream) const = 0;
 
@@ -215,6 +215,15 @@ class KernelBackend {
   virtual scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, size_t block,
                                           const uint8_t* bitmap, const void* sub,
                                           void* stream) const = 0;
+
+  // The device-resident S2 call's plan (kernels/shared/sketch_plan.h): over the nranks records
+  // (sketchRecordWords(blocks) words each, blocks = ceil(count / block)), union[b] = 1 where
+  // some rank marked block b, every rank's marked elements, the lowest rank whose bitmap holds a
+  // byte other than 0 or 1, then finishSketchPlan into plan (sketchPlanWords(nranks) words, its
+  // scratch included). Every array in the kernels' memory.
+  virtual scclResult_t planSketch(const uint64_t* records, const GatherPlanParams& params,
+                                  size_t count, size_t block, uint8_t* union_bitmap,
+                                  uint64_t* plan, void* stream) const = 0;
 
   // --- The device-resident gather call (algorithms/resident_gather.cc). Counts, plans and
   // faults stay in the kernels' memory and nothing here waits for the stream, so a call reads

@@ -247,9 +247,10 @@ scclResult_t FakeKernels::markTopBlocks(const double* sq, size_t blocks, size_t 
                                         uint8_t* marks, double* cutoff_sq, void*) const {
   const double* s = d_.at(sq);
   uint8_t* m = d_.at(marks);
-  return synchronous(sizeof(double), [=] {
-    return cpuKernels().markTopBlocks(s, blocks, max_blocks, m, cutoff_sq, nullptr);
-  });
+  double* c = d_.at(cutoff_sq);
+  launch("markTopBlocks",
+         [=] { return cpuKernels().markTopBlocks(s, blocks, max_blocks, m, c, nullptr); });
+  return scclSuccess;
 }
 
 scclResult_t FakeKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,

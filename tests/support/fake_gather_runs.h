@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "algorithms/resident_gather.h"
+#include "algorithms/resident_sketch.h"
 #include "algorithms/resident_union.h"
 #include "algorithms/staged_call.h"
 #include "core/collective_bytes.h"
@@ -71,8 +72,10 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
     if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, dtype, &config), scclSuccess,
                          "scclSparsifierCreate"))
       return;
-    resident[size_t(rank)] =
-        sccl::residentGatherApplies(*sp) || sccl::residentUnionApplies(*sp) ? 1 : 0;
+    resident[size_t(rank)] = sccl::residentGatherApplies(*sp) || sccl::residentUnionApplies(*sp) ||
+                                     sccl::residentSketchApplies(*sp)
+                                 ? 1
+                                 : 0;
     FakeDevice device;
     installFakeDeviceTransport(comm, device);
     FakeKernels kernels(device);

@@ -18,6 +18,18 @@ scclResult_t FakeKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::planSketch(const uint64_t* records, const sccl::GatherPlanParams& params,
+                                     size_t count, size_t block, uint8_t* union_bitmap,
+                                     uint64_t* plan, void*) const {
+  const uint64_t* rv = d_.at(records);
+  uint8_t* uv = d_.at(union_bitmap);
+  uint64_t* pv = d_.at(plan);
+  const sccl::GatherPlanParams p = params;
+  launch("planSketch",
+         [=] { return cpuKernels().planSketch(rv, p, count, block, uv, pv, nullptr); });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin,
                                              size_t end, double threshold, size_t capacity,
                                              int64_t* idx, uint64_t* count, void*) const {

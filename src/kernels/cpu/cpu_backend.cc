@@ -125,6 +125,12 @@ class CpuBackend final : public KernelBackend {
     return cpu::selectAbovePadded(x, dtype, begin, end, threshold, n, idx, padded);
   }
 
+  scclResult_t planSketch(const uint64_t* records, const GatherPlanParams& params, size_t count,
+                          size_t block, uint8_t* union_bitmap, uint64_t* plan,
+                          void*) const override {
+    return cpu::planSketch(records, params, count, block, union_bitmap, plan);
+  }
+
   scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                   double threshold, size_t capacity, int64_t* idx, uint64_t* count,
                                   void*) const override {

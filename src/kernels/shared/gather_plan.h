@@ -46,6 +46,7 @@ enum GatherPlanStatus : uint64_t {
   // A rank selected more than the speculative slot holds (union_plan.h): not an error; the
   // plan carries every rank's count and the call exchanges slots again at that size.
   kPlanOverflow = 6,
+  kPlanBadBitmap = 7,  // a peer's S2 block bitmap holds a byte other than 0 or 1 (sketch_plan.h)
 };
 
 inline constexpr uint64_t kNoSoleSelector = ~uint64_t{0};
