@@ -15,11 +15,14 @@ namespace sccl_gpu_test {
 // rank's header and bins in one all-gather where the host all-gathers headers and all-reduces the
 // bins; Top-k, the hard threshold and SIDCo run the resident union call
 // (src/algorithms/resident_union.cc), whose slots carry a count word beside the header and whose
-// threshold presets exchange a 48-byte record of counts first; so their bytes differ. Everything
-// else is the same bit for bit.
+// threshold presets size their slots speculatively; S2 runs the resident sketch call
+// (src/algorithms/resident_sketch.cc), which all-gathers header and bitmap where the host
+// all-gathers headers and all-reduces the bitmap; so their bytes differ. Everything else is the
+// same bit for bit.
 inline bool exchangesDifferFromHost(const char* preset) {
   // cltk's resident record: the 32-byte header and the leader's count, 40 bytes per rank.
-  for (const char* resident : {"micro", "exdyna", "cltk", "topk", "hard_threshold", "sidco"})
+  for (const char* resident :
+       {"micro", "exdyna", "cltk", "topk", "hard_threshold", "sidco", "s2"})
     if (std::strcmp(preset, resident) == 0) return true;
   return false;
 }
