@@ -178,10 +178,18 @@ scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
-scclResult_t CudaKernels::planSketch(const uint64_t* records, const GatherPlanParams& params,
-                                     size_t count, size_t block, uint8_t* union_bitmap,
+scclResult_t CudaKernels::markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                                         uint64_t* elements, void* stream) const {
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::markedElements(bitmap, count, block, elements, asStream(stream)),
+      "markedElements");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::planSketch(const uint64_t* headers, const GatherPlanParams& params,
+                                     size_t count, size_t block, const uint8_t* union_bitmap,
                                      uint64_t* plan, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::planSketch(records, params, count, block, union_bitmap, plan,
+  SCCL_CUDA_CHECK(cuda_dispatch::planSketch(headers, params, count, block, union_bitmap, plan,
                                             asStream(stream)),
                   "planSketch");
   return scclSuccess;

@@ -69,9 +69,12 @@ cudaError_t accumulateHistogram(void* acc, const void* residual, scclDataType_t 
 // idx[from, to) = -1.
 cudaError_t padIndices(int64_t* idx, size_t from, size_t to, cudaStream_t stream);
 // --- kernels/sketch_plan.cu ---
-// KernelBackend::planSketch.
-cudaError_t planSketch(const uint64_t* records, const GatherPlanParams& params, size_t count,
-                       size_t block, uint8_t* union_bitmap, uint64_t* plan, cudaStream_t stream);
+// KernelBackend::markedElements and planSketch.
+cudaError_t markedElements(const uint8_t* bitmap, size_t count, size_t block, uint64_t* elements,
+                           cudaStream_t stream);
+cudaError_t planSketch(const uint64_t* headers, const GatherPlanParams& params, size_t count,
+                       size_t block, const uint8_t* union_bitmap, uint64_t* plan,
+                       cudaStream_t stream);
 // idx[min(*count, capacity), capacity) = -1, *count in device memory.
 cudaError_t padIndicesAfterCount(int64_t* idx, const uint64_t* count, size_t capacity,
                                  cudaStream_t stream);

@@ -33,6 +33,11 @@ class StreamCollectives {
   // graph is being captured.
   virtual scclResult_t allReduceOnStream(const void* send, void* recv, size_t count,
                                          scclDataType_t dtype, void* gathered, void* stream) = 0;
+
+  // recv = the byte-wise maximum over ranks of send (uint8, `bytes` elements): exact in any
+  // order, so the transport's own reduction serves (S2's block bitmaps).
+  virtual scclResult_t allReduceMaxBytesOnStream(const void* send, void* recv, size_t bytes,
+                                                 void* stream) = 0;
 };
 
 }  // namespace sccl

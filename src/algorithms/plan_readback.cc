@@ -32,9 +32,9 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
                   u(plan[kPlanRank]));
     case kPlanBadBitmap:
       return fail(scclRemoteError,
-                  "sketch bitmap: rank %llu sent a block byte other than 0 or 1; nothing was "
-                  "written",
-                  u(plan[kPlanRank]));
+                  "sketch bitmap: block %llu holds a byte other than 0 or 1 after the all-reduce "
+                  "(a peer sent it); nothing was written",
+                  u(plan[kPlanDetailA]));
     case kPlanBadIndex:
       return fail(scclRemoteError,
                   "rank %llu sent an index outside its range or out of order; nothing was "

@@ -8,15 +8,16 @@
 // code GeKeShi/Sparse_Sketch_Reducer. The encode, the table all-reduce and the median decode are
 // sketch_reduction.cc's (its header lists where both differ from the reference code).
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
-//  1. r's record header = [fingerprint, call number, 0, 0] in one upload of 32 bytes;
-//  2. d_acc = d_residual + gradient, the non-finite count into the record (accumulate);
-//  3. the block selection into the record's bitmap: "topk", blockSquaredNorms and markTopBlocks
-//     (the K largest non-zero blocks, the cut-off norm into the record's reserved word);
-//     "nonzero", markNonzeroBlocks;
-//  4. all-gather the records (32 + ceil(B / 8) 8 bytes each, B blocks);
-//  5. planSketch (kernels/shared/sketch_plan.h): every header checked (call, config, non-finite
-//     values), every bitmap byte 0 or 1, the union of the bitmaps, every rank's marked elements
-//     and the union's;
+//  1. r's header = [fingerprint, call number, 0, 0, 0] in one upload of 40 bytes;
+//  2. d_acc = d_residual + gradient, the non-finite count into the header (accumulate);
+//  3. the block selection into r's bitmap (one byte per block, B blocks): "topk",
+//     blockSquaredNorms and markTopBlocks (the K largest non-zero blocks, the cut-off norm into
+//     the header's reserved word); "nonzero", markNonzeroBlocks; markedElements, r's count of
+//     marked elements, into the header;
+//  4. all-gather the headers (40 bytes each) and all-reduce the bitmaps (uint8 max: the union,
+//     exact in any order, the transport's own reduction);
+//  5. planSketch (kernels/shared/sketch_plan.h): every header checked (call, config, count,
+//     non-finite values), every union byte 0 or 1, the union's marked elements;
 //  6. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
 //     the non-finite policy before anything is written (errors come back from the call, as on
 //     host buffers), observes the counts and, for "nonzero", sizes the table from the largest;
@@ -27,13 +28,11 @@
 //     ("decode_error");
 //  9. the caller swaps residual and accumulator.
 // Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
-// transports one more per collective (StagedExchange): three.
-// Bytes on the wire per rank: records (n-1) (32 + 8 ceil(B / 8)) in, 32 + 8 ceil(B / 8) out,
-// where the host path all-gathers a 32-byte header and all-reduces the B-byte bitmap (uint8,
-// max: 2 (n-1)/n B each way); the table as the host path, 2 (n-1)/n r c 4 (8 for float64). The
-// bitmaps travel whole so that the plan checks every rank's bytes and names the rank that sent a
-// bad one (the host path can only see that some rank did). Outputs, residuals, counts and
-// cut-offs are the host path's bit for bit.
+// transports one more per collective (StagedExchange): four.
+// Bytes on the wire per rank: the host path's, but the header is 40 bytes (the count beside the
+// call header): headers (n-1) 40 in, bitmap 2 (n-1)/n B each way, table 2 (n-1)/n r c 4 (8 for
+// float64) each way (NCCL: the table's all-reduce is an all-gather and a rank-order sum, for
+// bitwise results). Outputs, residuals, counts and cut-offs are the host path's bit for bit.
 #include "algorithms/resident_sketch.h"
 
 #include <algorithm>
@@ -66,29 +65,27 @@ scclResult_t runResidentSketch(SparseCall& call, StreamExchange& exchange, Stage
   const size_t n = size_t(sp.comm->nranks);
   const auto start = std::chrono::steady_clock::now();
   const size_t blocks = st.shape.blocks();
-  const size_t record_words = sketchRecordWords(blocks);
-  const size_t record_bytes = record_words * sizeof(uint64_t);
 
-  // Step 1. The bitmap's padding words are zeroed: every byte sent is defined.
-  void *record = nullptr, *records = nullptr, *plan = nullptr, *union_bitmap = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, record_bytes, &record));
-  SCCL_CHECK(device.buffer(DeviceStaging::kRecords, n * record_bytes, &records));
+  // Step 1.
+  void *header = nullptr, *headers = nullptr, *plan = nullptr, *local = nullptr,
+       *union_bitmap = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kRecord, kSketchHeaderWords * sizeof(uint64_t), &header));
+  SCCL_CHECK(
+      device.buffer(DeviceStaging::kHeaders, n * kSketchHeaderWords * sizeof(uint64_t), &headers));
   SCCL_CHECK(device.buffer(DeviceStaging::kPlan, sketchPlanWords(n) * sizeof(uint64_t), &plan));
+  SCCL_CHECK(device.buffer(DeviceStaging::kLocalBitmap, std::max<size_t>(1, blocks), &local));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kGlobalBitmap, std::max<size_t>(1, blocks), &union_bitmap));
-  uint64_t* own = static_cast<uint64_t*>(record);
+  uint64_t* own = static_cast<uint64_t*>(header);
+  auto* marks = static_cast<uint8_t*>(local);
   void* upload_host = nullptr;
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost,
-                               kGatherRecordHeaderWords * sizeof(uint64_t), &upload_host));
-  uint64_t* header = static_cast<uint64_t*>(upload_host);
-  std::fill(header, header + kGatherRecordHeaderWords, uint64_t{0});
-  header[kRecordFingerprint] = sp.fingerprint;
-  header[kRecordSequence] = sp.iteration;
-  SCCL_CHECK(device.toDevice(own, header, kGatherRecordHeaderWords * sizeof(uint64_t)));
-  uint8_t* marks = reinterpret_cast<uint8_t*>(own + kGatherRecordHeaderWords);
-  if (record_words > kGatherRecordHeaderWords) {
-    SCCL_CHECK(kernels.fillZero(marks, (record_words - kGatherRecordHeaderWords) * 8, stream));
-  }
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, kSketchHeaderWords * sizeof(uint64_t),
+                               &upload_host));
+  uint64_t* words = static_cast<uint64_t*>(upload_host);
+  std::fill(words, words + kSketchHeaderWords, uint64_t{0});
+  words[kRecordFingerprint] = sp.fingerprint;
+  words[kRecordSequence] = sp.iteration;
+  SCCL_CHECK(device.toDevice(own, words, kSketchHeaderWords * sizeof(uint64_t)));
 
   // Steps 2-3.
   SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
@@ -108,12 +105,15 @@ scclResult_t runResidentSketch(SparseCall& call, StreamExchange& exchange, Stage
                                      marks, reinterpret_cast<double*>(own + kRecordReserved),
                                      stream));
   }
+  SCCL_CHECK(
+      kernels.markedElements(marks, sp.count, st.shape.block, own + kSketchElements, stream));
 
   // Steps 4-6.
-  SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
+  SCCL_CHECK(exchange.allGather(call, own, headers, kSketchHeaderWords * sizeof(uint64_t)));
+  SCCL_CHECK(exchange.allReduceMaxBytes(call, marks, union_bitmap, blocks));
   const GatherPlanParams params = callPlanParams(sp);
-  SCCL_CHECK(kernels.planSketch(static_cast<const uint64_t*>(records), params, sp.count,
-                                st.shape.block, static_cast<uint8_t*>(union_bitmap),
+  SCCL_CHECK(kernels.planSketch(static_cast<const uint64_t*>(headers), params, sp.count,
+                                st.shape.block, static_cast<const uint8_t*>(union_bitmap),
                                 static_cast<uint64_t*>(plan), stream));
   const uint64_t* p = nullptr;
   SCCL_CHECK(readPlan(call, plan, n, &p));

@@ -32,6 +32,16 @@ scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, const void* send, 
   return scclSuccess;
 }
 
+scclResult_t OnStreamExchange::allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                                 size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  SCCL_CHECK(timedCollective(call, [&](Transport&) {
+    return collectives_.allReduceMaxBytesOnStream(send, recv, bytes, stream_);
+  }));
+  countAllReduce(call, bytes);
+  return scclSuccess;
+}
+
 scclResult_t OnStreamExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
   if (bytes == 0) return scclSuccess;
   SCCL_CHECK(timedCollective(
@@ -80,6 +90,19 @@ scclResult_t StagedExchange::allReduceSum(SparseCall& call, const void* send, vo
   SCCL_CHECK(staging_.synchronize());
   SCCL_CHECK(timedCollective(
       call, [&](Transport& t) { return t.allReduce(host, host, count, dtype, ReduceOp::Sum); }));
+  countAllReduce(call, bytes);
+  return staging_.toDevice(recv, host, bytes);
+}
+
+scclResult_t StagedExchange::allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                               size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  void* host = nullptr;
+  SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
+  SCCL_CHECK(staging_.readBack(host, send, bytes));
+  SCCL_CHECK(staging_.synchronize());
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport& t) { return t.allReduce(host, host, bytes, scclUint8, ReduceOp::Max); }));
   countAllReduce(call, bytes);
   return staging_.toDevice(recv, host, bytes);
 }

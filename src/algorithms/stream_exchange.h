@@ -27,6 +27,10 @@ class StreamExchange {
   // transports'); send may equal recv.
   virtual scclResult_t allReduceSum(SparseCall& call, const void* send, void* recv, size_t count,
                                     scclDataType_t dtype) = 0;
+  // recv = the byte-wise maximum of every rank's send (uint8: exact in any order); send may
+  // equal recv.
+  virtual scclResult_t allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                         size_t bytes) = 0;
   // Whether the resident gather exchanges its header and bins in two collectives (the bins
   // all-reduced, then the headers all-gathered: the host reduction's bytes) rather than one
   // all-gather of both, at this many ranks (resident_gather.cc, "Bytes").
@@ -44,6 +48,8 @@ class OnStreamExchange final : public StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(SparseCall& call, const void* send, void* recv, size_t count,
                             scclDataType_t dtype) override;
+  scclResult_t allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                 size_t bytes) override;
   scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) override;
   // NCCL's all-reduce is an all-gather and a rank-order kernel: one all-gather of both moves the
   // same bytes in one collective.
@@ -63,6 +69,8 @@ class StagedExchange final : public StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(SparseCall& call, const void* send, void* recv, size_t count,
                             scclDataType_t dtype) override;
+  scclResult_t allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                 size_t bytes) override;
   // The root reads its bytes back and waits; the others only receive.
   scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) override;
   // From kTwoStepRanks ranks up: a reduce-scatter all-reduce of the bins costs about 2 x 4104

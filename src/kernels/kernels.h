@@ -216,13 +216,17 @@ class KernelBackend {
                                           const uint8_t* bitmap, const void* sub,
                                           void* stream) const = 0;
 
-  // The device-resident S2 call's plan (kernels/shared/sketch_plan.h): over the nranks records
-  // (sketchRecordWords(blocks) words each, blocks = ceil(count / block)), union[b] = 1 where
-  // some rank marked block b, every rank's marked elements, the lowest rank whose bitmap holds a
-  // byte other than 0 or 1, then finishSketchPlan into plan (sketchPlanWords(nranks) words, its
-  // scratch included). Every array in the kernels' memory.
-  virtual scclResult_t planSketch(const uint64_t* records, const GatherPlanParams& params,
-                                  size_t count, size_t block, uint8_t* union_bitmap,
+  // *elements = the elements of the blocks marked in `bitmap` (ceil(count / block) bytes), in
+  // the kernels' memory: a rank's count in the device-resident S2 call's header.
+  virtual scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                                      uint64_t* elements, void* stream) const = 0;
+
+  // The device-resident S2 call's plan (kernels/shared/sketch_plan.h): over the all-reduced
+  // union (ceil(count / block) bytes), its marked elements and its first byte other than 0 or 1,
+  // then finishSketchPlan with the nranks headers (kSketchHeaderWords words each) into plan
+  // (sketchPlanWords(nranks) words, its scratch included). Every array in the kernels' memory.
+  virtual scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params,
+                                  size_t count, size_t block, const uint8_t* union_bitmap,
                                   uint64_t* plan, void* stream) const = 0;
 
   // --- The device-resident gather call (algorithms/resident_gather.cc). Counts, plans and

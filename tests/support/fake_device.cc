@@ -427,6 +427,26 @@ scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, const void
   return scclSuccess;
 }
 
+scclResult_t FakeStreamExchange::allReduceMaxBytes(sccl::SparseCall& call, const void* send,
+                                                   void* recv, size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  sccl::Transport* t = call.sp->comm->transport.get();
+  const void* s = d_.view(send);
+  void* v = d_.view(recv);
+  const size_t number = collectives++;
+  FakeDevice* d = &d_;
+  auto tamper_fn = tamper;
+  d_.enqueue([=] {
+    if (t->allReduce(s, v, bytes, scclUint8, sccl::ReduceOp::Max) != scclSuccess)
+      d->violation("allReduce max failed");
+    if (tamper_fn) tamper_fn(number, v, bytes);
+  });
+  const sccl::WireBytes wire = sccl::allReduceWireBytes(bytes, call.sp->comm->nranks);
+  call.bytes_sent += wire.sent;
+  call.bytes_received += wire.received;
+  return scclSuccess;
+}
+
 namespace {
 
 class FakeCopier final : public sccl::DeviceCopier {

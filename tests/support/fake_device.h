@@ -119,8 +119,10 @@ class FakeKernels final : public sccl::KernelBackend {
   scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                  double threshold, size_t n, int64_t* idx, size_t padded,
                                  void* stream) const override;
-  scclResult_t planSketch(const uint64_t* records, const sccl::GatherPlanParams& params,
-                          size_t count, size_t block, uint8_t* union_bitmap, uint64_t* plan,
+  scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                              uint64_t* elements, void* stream) const override;
+  scclResult_t planSketch(const uint64_t* headers, const sccl::GatherPlanParams& params,
+                          size_t count, size_t block, const uint8_t* union_bitmap, uint64_t* plan,
                           void* stream) const override;
   scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                   double threshold, size_t capacity, int64_t* idx, uint64_t* count,
@@ -219,6 +221,8 @@ class FakeStreamExchange final : public sccl::StreamExchange {
                          size_t bytes_per_rank) override;
   scclResult_t allReduceSum(sccl::SparseCall& call, const void* send, void* recv, size_t count,
                             scclDataType_t dtype) override;
+  scclResult_t allReduceMaxBytes(sccl::SparseCall& call, const void* send, void* recv,
+                                 size_t bytes) override;
   bool twoStep(int) const override { return two_step; }
   bool two_step = false;  // the tests choose the exchange's form
   scclResult_t broadcast(sccl::SparseCall& call, void* buf, size_t bytes, int root) override;

@@ -18,11 +18,20 @@ scclResult_t FakeKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
-scclResult_t FakeKernels::planSketch(const uint64_t* records, const sccl::GatherPlanParams& params,
-                                     size_t count, size_t block, uint8_t* union_bitmap,
+scclResult_t FakeKernels::markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                                         uint64_t* elements, void*) const {
+  const uint8_t* bv = d_.at(bitmap);
+  uint64_t* ev = d_.at(elements);
+  launch("markedElements",
+         [=] { return cpuKernels().markedElements(bv, count, block, ev, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::planSketch(const uint64_t* headers, const sccl::GatherPlanParams& params,
+                                     size_t count, size_t block, const uint8_t* union_bitmap,
                                      uint64_t* plan, void*) const {
-  const uint64_t* rv = d_.at(records);
-  uint8_t* uv = d_.at(union_bitmap);
+  const uint64_t* rv = d_.at(headers);
+  const uint8_t* uv = d_.at(union_bitmap);
   uint64_t* pv = d_.at(plan);
   const sccl::GatherPlanParams p = params;
   launch("planSketch",

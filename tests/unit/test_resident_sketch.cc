@@ -1,8 +1,8 @@
 // The device-resident S2 call (algorithms/resident_sketch.cc) on the fake device (harness
 // support/fake_gather_runs.h): the host run's outputs and residuals bit for bit at 1-4 ranks,
 // every gradient type, both block selections and both residual rules; one plan read back and one
-// wait per call; the non-finite policies and hostile records refused at the call on every rank
-// with recvbuf untouched; the plan's decisions on their own.
+// wait per call; the non-finite policies, hostile headers and a bad union refused at the call on
+// every rank with recvbuf untouched; the plan's decisions on their own.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -77,9 +77,9 @@ TEST_CASE("resident S2 reads back one plan and waits once per call", "[resident_
             CHECK(c.to_host == 1);
             CHECK(c.to_host_bytes == 64 + 16 * uint64_t(nranks));
             CHECK(c.waits == 1);
-          } else {  // the plan, and the record all-gather and table all-reduce staged
-            CHECK(c.to_host == 3);
-            CHECK(c.waits == 3);
+          } else {  // the plan, and the three collectives staged
+            CHECK(c.to_host == 4);
+            CHECK(c.waits == 4);
           }
         }
       }
@@ -105,42 +105,44 @@ TEST_CASE("resident S2 applies the non-finite policies and refuses hostile recor
   }
   struct Case {
     const char* what;
-    std::function<void(uint64_t* record)> edit;  // rank 1's record
+    size_t collective;  // 0: the headers' all-gather, 1: the bitmaps' max all-reduce
+    std::function<void(void* data, size_t bytes)> edit;
     scclResult_t result;
     const char* says;  // what the error text names
   };
+  const auto rank1 = [](void* data, size_t bytes) {
+    return static_cast<uint64_t*>(data) + bytes / sizeof(uint64_t) / nranks;
+  };
   const std::vector<Case> cases = {
-      {"a bitmap byte of 2",
-       [](uint64_t* w) { reinterpret_cast<uint8_t*>(w + sccl::kGatherRecordHeaderWords)[5] = 2; },
-       scclRemoteError, "bitmap"},
-      {"a bitmap byte of 255 in the last block",
-       [](uint64_t* w) {
-         const size_t blocks = (count + 31) / 32;
-         reinterpret_cast<uint8_t*>(w + sccl::kGatherRecordHeaderWords)[blocks - 1] = 255;
-       },
-       scclRemoteError, "bitmap"},
-      {"another call", [](uint64_t* w) { w[sccl::kRecordSequence] += 1; }, scclInvalidUsage,
-       "mismatched"},
-      {"another config", [](uint64_t* w) { w[sccl::kRecordFingerprint] ^= 1; }, scclInvalidUsage,
-       "mismatched"},
+      {"a union byte of 2", 1, [](void* data, size_t) { static_cast<uint8_t*>(data)[5] = 2; },
+       scclRemoteError, "block 5 "},
+      {"a union byte of 255 in the last block", 1,
+       [](void* data, size_t bytes) { static_cast<uint8_t*>(data)[bytes - 1] = 255; },
+       scclRemoteError, "block 625 "},  // 20011 in blocks of 32: 626 blocks
+      {"more marked elements than the vector", 0,
+       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchElements] = count + 1; },
+       scclRemoteError, "rank 1 claims"},
+      {"another call", 0,
+       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kRecordSequence] += 1; },
+       scclInvalidUsage, "mismatched"},
+      {"another config", 0,
+       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kRecordFingerprint] ^= 1; },
+       scclInvalidUsage, "mismatched"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
     FakeRun run = runOnFake(nranks, count, s2Config(32, "topk", "unselected"), 3, skewed(), scclSum,
                             Collectives::OnStream,
                             [&](int call, size_t collective, int, void* data, size_t bytes) {
-                              if (call != 1 || collective != 0) return;
-                              const size_t record = bytes / sizeof(uint64_t) / nranks;
-                              c.edit(static_cast<uint64_t*>(data) + record);
+                              if (call == 1 && collective == c.collective) c.edit(data, bytes);
                             });
     REQUIRE_NO_RANK_FAILURES(run.failures);
     CHECK(run.violations.empty());
     for (size_t r = 0; r < size_t(nranks); ++r) {
-      INFO("rank " << r);
+      INFO("rank " << r << ": " << run.counts[1][r].error);
       CHECK(run.calls[0][r].result == scclSuccess);
       CHECK(run.calls[1][r].result == c.result);
       CHECK(run.counts[1][r].error.find(c.says) != std::string::npos);
-      CHECK(run.counts[1][r].error.find("rank 1") != std::string::npos);
       CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
       CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
       CHECK(run.calls[2][r].result == scclSuccess);  // the sparsifier stays usable
@@ -148,7 +150,7 @@ TEST_CASE("resident S2 applies the non-finite policies and refuses hostile recor
   }
 }
 
-TEST_CASE("the sketch plan unions the bitmaps, counts the elements and refuses bad records",
+TEST_CASE("the sketch plan counts the union, checks the headers and refuses a bad union",
           "[resident_sketch]") {
   using namespace sccl;
   // 4 ranks, 103 elements in blocks of 10: 11 blocks, the last of 3 elements.
@@ -158,68 +160,67 @@ TEST_CASE("the sketch plan unions the bitmaps, counts the elements and refuses b
   p.sequence = 7;
   p.nranks = kRanks;
   p.self = 1;
-  const size_t words = sketchRecordWords(kBlocks);
-  std::vector<uint64_t> valid(kRanks * words, 0);
-  const std::vector<std::vector<size_t>> marked = {{0, 3}, {3, 10}, {}, {5, 6, 10}};
+  std::vector<uint64_t> headers(kRanks * kSketchHeaderWords, 0);
+  const std::vector<uint64_t> counts = {20, 13, 0, 23};
   for (size_t r = 0; r < kRanks; ++r) {
-    uint64_t* record = valid.data() + r * words;
-    record[kRecordFingerprint] = p.fingerprint;
-    record[kRecordSequence] = p.sequence;
-    record[kRecordReserved] = 0x4010000000000000ull + r;  // each rank's cut-off bits
-    for (size_t b : marked[r]) reinterpret_cast<uint8_t*>(record + kGatherRecordHeaderWords)[b] = 1;
+    uint64_t* h = headers.data() + r * kSketchHeaderWords;
+    h[kRecordFingerprint] = p.fingerprint;
+    h[kRecordSequence] = p.sequence;
+    h[kRecordReserved] = 0x4010000000000000ull + r;  // each rank's cut-off bits
+    h[kSketchElements] = counts[r];
   }
-  const auto plan_of = [&](const std::vector<uint64_t>& records, std::vector<uint8_t>* global) {
+  const std::vector<uint8_t> united = {1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1};  // 43 elements
+  REQUIRE(united.size() == kBlocks);
+  const auto plan_of = [&](const std::vector<uint64_t>& h, const std::vector<uint8_t>& u) {
     std::vector<uint64_t> plan(sketchPlanWords(kRanks), 0xdead);
-    global->assign(kBlocks, 9);
-    REQUIRE(cpuKernels().planSketch(records.data(), p, kCount, kBlock, global->data(), plan.data(),
-                                    nullptr) == scclSuccess);
+    REQUIRE(cpuKernels().planSketch(h.data(), p, kCount, kBlock, u.data(), plan.data(), nullptr) ==
+            scclSuccess);
     return plan;
   };
-  std::vector<uint8_t> global;
-  const std::vector<uint64_t> plan = plan_of(valid, &global);
+  const std::vector<uint64_t> plan = plan_of(headers, united);
   REQUIRE(plan[kPlanStatus] == kPlanOk);
-  CHECK(global == std::vector<uint8_t>{1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1});
-  // Marked elements: 20, 13 (block 10 holds 3), 0, 23; the union 0, 3, 5, 6, 10: 43.
-  const std::vector<uint64_t> counts = {20, 13, 0, 23};
   for (size_t r = 0; r < kRanks; ++r) CHECK(plan[kGatherPlanHeaderWords + 2 * r] == counts[r]);
   CHECK(plan[kPlanMaxK] == 23);
   CHECK(plan[kPlanKGlobal] == 43);
   CHECK(plan[kPlanEdge] == 0x4010000000000001ull);  // this rank's cut-off
+  uint64_t elements = 0;  // markedElements: the partial last block counts its 3
+  REQUIRE(cpuKernels().markedElements(united.data(), kCount, kBlock, &elements, nullptr) ==
+          scclSuccess);
+  CHECK(elements == 43);
   struct Case {
     const char* what;
-    std::function<void(std::vector<uint64_t>&)> edit;
+    std::function<void(std::vector<uint64_t>&, std::vector<uint8_t>&)> edit;
     uint64_t status;
     uint64_t rank;
   };
-  const auto bitmap_of = [&](std::vector<uint64_t>& records, size_t r) {
-    return reinterpret_cast<uint8_t*>(records.data() + r * words + kGatherRecordHeaderWords);
+  const auto at = [](std::vector<uint64_t>& h, size_t r) {
+    return h.data() + r * kSketchHeaderWords;
   };
   const std::vector<Case> cases = {
-      {"a byte of 2", [&](std::vector<uint64_t>& x) { bitmap_of(x, 2)[4] = 2; }, kPlanBadBitmap, 2},
-      {"bytes of 3 on two ranks: the lower named",
-       [&](std::vector<uint64_t>& x) {
-         bitmap_of(x, 3)[0] = 3;
-         bitmap_of(x, 1)[10] = 3;
-       },
-       kPlanBadBitmap, 1},
+      {"a union byte of 2 at block 4",
+       [](std::vector<uint64_t>&, std::vector<uint8_t>& u) { u[4] = 2; }, kPlanBadBitmap, 0},
+      {"more elements than the vector",
+       [&](std::vector<uint64_t>& h, std::vector<uint8_t>&) { at(h, 2)[kSketchElements] = 104; },
+       kPlanTooMany, 2},
       {"non-finite values come before a bad byte",
-       [&](std::vector<uint64_t>& x) {
-         bitmap_of(x, 1)[0] = 7;
-         x[3 * words + kRecordNonFinite] = 2;
+       [&](std::vector<uint64_t>& h, std::vector<uint8_t>& u) {
+         u[0] = 7;
+         at(h, 3)[kRecordNonFinite] = 2;
        },
        kPlanNonFinite, 3},
       {"another call comes first",
-       [&](std::vector<uint64_t>& x) {
-         x[2 * words + kRecordNonFinite] = 2;
-         x[3 * words + kRecordSequence] = 8;
+       [&](std::vector<uint64_t>& h, std::vector<uint8_t>&) {
+         at(h, 2)[kRecordNonFinite] = 2;
+         at(h, 3)[kRecordSequence] = 8;
        },
        kPlanMismatch, 3},
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    std::vector<uint64_t> records = valid;
-    c.edit(records);
-    const std::vector<uint64_t> refused = plan_of(records, &global);
+    std::vector<uint64_t> h = headers;
+    std::vector<uint8_t> u = united;
+    c.edit(h, u);
+    const std::vector<uint64_t> refused = plan_of(h, u);
     CHECK(refused[kPlanStatus] == c.status);
     CHECK(refused[kPlanRank] == c.rank);
   }

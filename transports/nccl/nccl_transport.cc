@@ -390,6 +390,19 @@ scclResult_t NcclTransport::broadcastOnStream(void* buf, size_t bytes, int root,
   return awaitEnqueued("ncclBroadcast (stream-ordered)");
 }
 
+scclResult_t NcclTransport::allReduceMaxBytesOnStream(const void* send, void* recv, size_t bytes,
+                                                      void* stream) {
+  if (broken_ != scclSuccess) return broken_;
+  size_t checked = 0;
+  SCCL_CHECK(checkAllReduceArguments(send, recv, bytes, scclUint8, ReduceOp::Max, &checked));
+  if (bytes == 0) return scclSuccess;
+  // The maximum of bytes is exact in any order: NCCL's ring reduction, 2 (n-1)/n bytes each way.
+  SCCL_NCCL_ENQUEUE(ncclAllReduce(send, recv, bytes, ncclUint8, ncclMax, comm_,
+                                  static_cast<cudaStream_t>(stream)),
+                    "ncclAllReduce max (stream-ordered)");
+  return awaitEnqueued("ncclAllReduce max (stream-ordered)");
+}
+
 scclResult_t NcclTransport::allReduceOnStream(const void* send, void* recv, size_t count,
                                               scclDataType_t dtype, void* gathered, void* stream) {
   if (broken_ != scclSuccess) return broken_;

@@ -46,6 +46,8 @@ class NcclTransport final : public Transport, public StreamCollectives {
   scclResult_t broadcastOnStream(void* buf, size_t bytes, int root, void* stream) override;
   scclResult_t allGatherOnStream(const void* send, void* recv, size_t bytes_per_rank,
                                  void* stream) override;
+  scclResult_t allReduceMaxBytesOnStream(const void* send, void* recv, size_t bytes,
+                                         void* stream) override;
   scclResult_t allReduceOnStream(const void* send, void* recv, size_t count, scclDataType_t dtype,
                                  void* gathered, void* stream) override;
 

@@ -125,10 +125,15 @@ class CpuBackend final : public KernelBackend {
     return cpu::selectAbovePadded(x, dtype, begin, end, threshold, n, idx, padded);
   }
 
-  scclResult_t planSketch(const uint64_t* records, const GatherPlanParams& params, size_t count,
-                          size_t block, uint8_t* union_bitmap, uint64_t* plan,
+  scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                              uint64_t* elements, void*) const override {
+    return cpu::markedElements(bitmap, count, block, elements);
+  }
+
+  scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params, size_t count,
+                          size_t block, const uint8_t* union_bitmap, uint64_t* plan,
                           void*) const override {
-    return cpu::planSketch(records, params, count, block, union_bitmap, plan);
+    return cpu::planSketch(headers, params, count, block, union_bitmap, plan);
   }
 
   scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,

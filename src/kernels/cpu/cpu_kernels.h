@@ -65,8 +65,10 @@ scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, siz
 // The device-resident gather call's kernels (resident_gather.cc).
 scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                double threshold, size_t n, int64_t* idx, size_t padded);
-scclResult_t planSketch(const uint64_t* records, const GatherPlanParams& params, size_t count,
-                        size_t block, uint8_t* union_bitmap, uint64_t* plan);
+scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
+                            uint64_t* elements);
+scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params, size_t count,
+                        size_t block, const uint8_t* union_bitmap, uint64_t* plan);
 scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                 double threshold, size_t capacity, int64_t* idx, uint64_t* count);
 scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
