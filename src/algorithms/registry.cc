@@ -40,7 +40,7 @@ const std::vector<ReductionEntry>& reductionRegistry() {
       {"gather", "count all-gather, padded index all-gather, value all-reduce", true,
        runGatherReduction, nullptr, true, true, maskGlobalIndices},
       {"sketch", "block bitmap (uint8 max) and count sketch (sum) all-reduce, median decode", true,
-       runSketchReduction, prepareSketchReduction, false, true, maskSketchBlocks},
+       runSketchReduction, prepareSketchReduction, true, true, maskSketchBlocks},
       {"sync_free", "padded index all-gather and value all-reduce of a fixed capacity", true,
        runSyncFreeReduction, prepareSyncFreeReduction, true, true, maskGlobalIndices},
   };

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "algorithms/resident_gather.h"
-#include "algorithms/resident_sketch.h"
+#include "algorithms/sketch_call.h"
 #include "algorithms/resident_union.h"
 #include "core/error.h"
 #include "sparsifier/sparsifier.h"
@@ -15,13 +15,13 @@ scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, Devic
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   scclSparsifier& sp = *call.sp;
   const bool gather = exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp);
-  const bool sketch = exchange != nullptr && residentSketchApplies(sp);
+  const bool sketch = exchange != nullptr && isSketchCall(sp);
   if (gather || sketch || (exchange != nullptr && residentUnionApplies(sp))) {
     call.kernels = &kernels;
     call.device = &staging;
     call.stream = stream;
     SCCL_CHECK(gather   ? runResidentGather(call, *exchange, vectors)
-               : sketch ? runResidentSketch(call, *exchange, vectors)
+               : sketch ? runSketchCall(call, *exchange, vectors)
                         : runResidentUnion(call, *exchange, vectors));
     if (call.step_discarded) return scclSuccess;
     if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);

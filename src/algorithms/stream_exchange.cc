@@ -101,10 +101,50 @@ scclResult_t StagedExchange::allReduceMaxBytes(SparseCall& call, const void* sen
   SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
   SCCL_CHECK(staging_.readBack(host, send, bytes));
   SCCL_CHECK(staging_.synchronize());
-  SCCL_CHECK(timedCollective(
-      call, [&](Transport& t) { return t.allReduce(host, host, bytes, scclUint8, ReduceOp::Max); }));
+  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
+    return t.allReduce(host, host, bytes, scclUint8, ReduceOp::Max);
+  }));
   countAllReduce(call, bytes);
   return staging_.toDevice(recv, host, bytes);
+}
+
+// The host transport of the communicator, whatever a device call may have prepared beside it.
+scclResult_t HostExchange::allGather(SparseCall& call, const void* send, void* recv,
+                                     size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return scclSuccess;
+  Transport& t = *call.sp->comm->transport;
+  SCCL_CHECK(
+      timedCollective(call, [&](Transport&) { return t.allGather(send, recv, bytes_per_rank); }));
+  countAllGather(call, bytes_per_rank);
+  return scclSuccess;
+}
+
+scclResult_t HostExchange::allReduceSum(SparseCall& call, const void* send, void* recv,
+                                        size_t count, scclDataType_t dtype) {
+  if (count == 0) return scclSuccess;
+  Transport& t = *call.sp->comm->transport;
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport&) { return t.allReduce(send, recv, count, dtype, ReduceOp::Sum); }));
+  countAllReduce(call, count * dataTypeSize(dtype));
+  return scclSuccess;
+}
+
+scclResult_t HostExchange::allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                             size_t bytes) {
+  if (bytes == 0) return scclSuccess;
+  Transport& t = *call.sp->comm->transport;
+  SCCL_CHECK(timedCollective(
+      call, [&](Transport&) { return t.allReduce(send, recv, bytes, scclUint8, ReduceOp::Max); }));
+  countAllReduce(call, bytes);
+  return scclSuccess;
+}
+
+scclResult_t HostExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
+  if (bytes == 0) return scclSuccess;
+  Transport& t = *call.sp->comm->transport;
+  SCCL_CHECK(timedCollective(call, [&](Transport&) { return t.broadcast(buf, bytes, root); }));
+  countBroadcast(call, bytes, root);
+  return scclSuccess;
 }
 
 }  // namespace sccl

@@ -83,4 +83,18 @@ class StagedExchange final : public StreamExchange {
   DeviceStaging& staging_;
 };
 
+// The communicator's own transport on host memory, in place (host buffers on a call written
+// against the kernel interface: sketch_call.cc with algorithms/host_staging.h).
+class HostExchange final : public StreamExchange {
+ public:
+  scclResult_t allGather(SparseCall& call, const void* send, void* recv,
+                         size_t bytes_per_rank) override;
+  scclResult_t allReduceSum(SparseCall& call, const void* send, void* recv, size_t count,
+                            scclDataType_t dtype) override;
+  scclResult_t allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
+                                 size_t bytes) override;
+  scclResult_t broadcast(SparseCall& call, void* buf, size_t bytes, int root) override;
+  bool twoStep(int nranks) const override { return nranks >= StagedExchange::kTwoStepRanks; }
+};
+
 }  // namespace sccl

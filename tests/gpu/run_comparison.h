@@ -16,7 +16,7 @@ namespace sccl_gpu_test {
 // bins; Top-k, the hard threshold and SIDCo run the resident union call
 // (src/algorithms/resident_union.cc), whose slots carry a count word beside the header and whose
 // threshold presets size their slots speculatively; S2 runs the resident sketch call
-// (src/algorithms/resident_sketch.cc), which all-gathers header and bitmap where the host
+// (src/algorithms/sketch_call.cc), which all-gathers header and bitmap where the host
 // all-gathers headers and all-reduces the bitmap; so their bytes differ. Everything else is the
 // same bit for bit.
 inline bool exchangesDifferFromHost(const char* preset) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "algorithms/resident_gather.h"
-#include "algorithms/resident_sketch.h"
+#include "algorithms/sketch_call.h"
 #include "algorithms/resident_union.h"
 #include "algorithms/staged_call.h"
 #include "core/collective_bytes.h"
@@ -73,7 +73,7 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
                          "scclSparsifierCreate"))
       return;
     resident[size_t(rank)] = sccl::residentGatherApplies(*sp) || sccl::residentUnionApplies(*sp) ||
-                                     sccl::residentSketchApplies(*sp)
+                                     sccl::isSketchCall(*sp)
                                  ? 1
                                  : 0;
     FakeDevice device;

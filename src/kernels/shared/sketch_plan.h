@@ -1,4 +1,4 @@
-// The plan of a device-resident S2 call (algorithms/resident_sketch.cc): from every rank's header
+// The plan of a device-resident S2 call (algorithms/sketch_call.cc): from every rank's header
 // (all-gathered) and the union of the block bitmaps (all-reduced, uint8 max) the checks of the
 // host reduction in its order (sketch_reduction.cc: the call headers, then the union's bytes),
 // every rank's count of marked elements and the union's. The decisions are one function for both
@@ -15,11 +15,10 @@
 
 namespace sccl {
 
-// A rank's header: the gather record's header words (kRecordReserved: the rank's cut-off, the
-// squared norm of its last kept block as a double's bits, 0 for the "nonzero" selection), then
-// the elements in its marked blocks.
-inline constexpr size_t kSketchHeaderWords = kGatherRecordHeaderWords + 1;
-inline constexpr size_t kSketchElements = kGatherRecordHeaderWords;
+// A rank's header: the gather record's header words, its reserved word the elements in the rank's
+// marked blocks (32 bytes, as the host reduction's call header).
+inline constexpr size_t kSketchHeaderWords = kGatherRecordHeaderWords;
+inline constexpr size_t kSketchElements = kRecordReserved;
 
 // The elements of block b of a vector of `count` in blocks of `block`.
 SCCL_HOST_DEVICE constexpr uint64_t sketchBlockElements(size_t b, size_t count, size_t block) {
@@ -27,24 +26,27 @@ SCCL_HOST_DEVICE constexpr uint64_t sketchBlockElements(size_t b, size_t count, 
 }
 
 // The plan buffer: the plan, then the pass's scratch (the union's marked elements, the lowest
-// block whose union byte is not 0 or 1), set by the backend before its pass.
+// block whose union byte is not 0 or 1, set by the backend's pass) and this rank's cut-off (the
+// squared norm of its last kept block as a double's bits, 0 for the "nonzero" selection: written
+// by the call's selection, not sent).
 SCCL_HOST_DEVICE constexpr size_t sketchPlanWords(size_t nranks) {
-  return gatherPlanWords(nranks) + 2;
+  return gatherPlanWords(nranks) + 3;
 }
 struct SketchPlanScratch {
   uint64_t* union_elements;
   uint64_t* bad_block;  // kNoSoleSelector: none
+  uint64_t* cutoff;
 };
 SCCL_HOST_DEVICE inline SketchPlanScratch sketchPlanScratch(uint64_t* plan, size_t nranks) {
   uint64_t* base = plan + gatherPlanWords(nranks);
-  return SketchPlanScratch{base, base + 1};
+  return SketchPlanScratch{base, base + 1, base + 2};
 }
 
 // The plan once the pass ran: checkPlanInputs' checks in its order (another call or config,
 // marked elements above the vector, non-finite values), then a union byte other than 0 or 1
 // (kPlanBadBitmap, detail_a the block: some rank sent it, which one the max all-reduce does not
 // tell); then every rank's marked elements as its count, kPlanMaxK the largest, kPlanEdge this
-// rank's cut-off bits and kPlanKGlobal the union's marked elements.
+// rank's cut-off (the scratch's) and kPlanKGlobal the union's marked elements.
 SCCL_HOST_DEVICE inline void finishSketchPlan(const uint64_t* headers, const GatherPlanParams& p,
                                               size_t count, uint64_t* plan) {
   const SketchPlanScratch s = sketchPlanScratch(plan, p.nranks);
@@ -68,8 +70,7 @@ SCCL_HOST_DEVICE inline void finishSketchPlan(const uint64_t* headers, const Gat
   if (check.status == kPlanOk && *s.bad_block != kNoSoleSelector) {
     check = PlanCheck{kPlanBadBitmap, 0, *s.bad_block, 0};
   }
-  writePlan(check, header_at(p.self)[kRecordNonFinite], claim_at, p.nranks,
-            header_at(p.self)[kRecordReserved], plan);
+  writePlan(check, header_at(p.self)[kRecordNonFinite], claim_at, p.nranks, *s.cutoff, plan);
   if (check.status == kPlanOk) plan[kPlanKGlobal] = *s.union_elements;
 }
 

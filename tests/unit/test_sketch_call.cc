@@ -1,4 +1,4 @@
-// The device-resident S2 call (algorithms/resident_sketch.cc) on the fake device (harness
+// The device-resident S2 call (algorithms/sketch_call.cc) on the fake device (harness
 // support/fake_gather_runs.h): the host run's outputs and residuals bit for bit at 1-4 ranks,
 // every gradient type, both block selections and both residual rules; one plan read back and one
 // wait per call; the non-finite policies, hostile headers and a bad union refused at the call on
@@ -29,7 +29,7 @@ scclSparseConfig_t s2Config(int block, const char* selection, const char* feedba
 
 }  // namespace
 
-TEST_CASE("resident S2 equals the host run bit for bit", "[resident_sketch]") {
+TEST_CASE("resident S2 equals the host run bit for bit", "[sketch_call]") {
   // 20011 elements: a partial last block at every block size below.
   const size_t count = 20011;
   for (int nranks : {1, 2, 3, 4}) {
@@ -60,7 +60,7 @@ TEST_CASE("resident S2 equals the host run bit for bit", "[resident_sketch]") {
   }
 }
 
-TEST_CASE("resident S2 reads back one plan and waits once per call", "[resident_sketch]") {
+TEST_CASE("resident S2 reads back one plan and waits once per call", "[sketch_call]") {
   const size_t count = 20011;
   for (int nranks : {1, 4}) {
     for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
@@ -88,7 +88,7 @@ TEST_CASE("resident S2 reads back one plan and waits once per call", "[resident_
 }
 
 TEST_CASE("resident S2 applies the non-finite policies and refuses hostile records at the call",
-          "[resident_sketch]") {
+          "[sketch_call]") {
   const size_t count = 20011;
   const int nranks = 3;
   SECTION("non-finite values: the host's policies, decided before anything is written") {
@@ -151,7 +151,7 @@ TEST_CASE("resident S2 applies the non-finite policies and refuses hostile recor
 }
 
 TEST_CASE("the sketch plan counts the union, checks the headers and refuses a bad union",
-          "[resident_sketch]") {
+          "[sketch_call]") {
   using namespace sccl;
   // 4 ranks, 103 elements in blocks of 10: 11 blocks, the last of 3 elements.
   constexpr size_t kRanks = 4, kCount = 103, kBlock = 10, kBlocks = 11;
@@ -166,13 +166,13 @@ TEST_CASE("the sketch plan counts the union, checks the headers and refuses a ba
     uint64_t* h = headers.data() + r * kSketchHeaderWords;
     h[kRecordFingerprint] = p.fingerprint;
     h[kRecordSequence] = p.sequence;
-    h[kRecordReserved] = 0x4010000000000000ull + r;  // each rank's cut-off bits
     h[kSketchElements] = counts[r];
   }
   const std::vector<uint8_t> united = {1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1};  // 43 elements
   REQUIRE(united.size() == kBlocks);
   const auto plan_of = [&](const std::vector<uint64_t>& h, const std::vector<uint8_t>& u) {
     std::vector<uint64_t> plan(sketchPlanWords(kRanks), 0xdead);
+    *sketchPlanScratch(plan.data(), kRanks).cutoff = 0x4010000000000001ull;  // this rank's
     REQUIRE(cpuKernels().planSketch(h.data(), p, kCount, kBlock, u.data(), plan.data(), nullptr) ==
             scclSuccess);
     return plan;

@@ -1,39 +1,67 @@
-// The device-resident S2 call: the sketch reduction of sketch_reduction.cc with every per-block
-// and per-element step on the kernels' side, for device buffers. The host reads back one plan per
-// call (the checks' verdict and the counts, 64 + 16 n bytes); norms, bitmaps, table and decode
-// never cross to it.
+// The S2 call (preset s2, the sketch reduction), for host and device buffers alike: written
+// against the kernel interface, it runs on a GPU with the CUDA backend and on host buffers with
+// the CPU backend over host memory (host_staging.h), the same steps in the same order.
 //
 // Paper: K. Ge, Y. Fu, Y. Zhang, Z. Lai, X. Deng, D. Li, "S2 Reducer: High-Performance Sparse
-// Communication to Accelerate Distributed Deep Learning" (ICASSP 2022), Algorithm 1; reference
-// code GeKeShi/Sparse_Sketch_Reducer. The encode, the table all-reduce and the median decode are
-// sketch_reduction.cc's (its header lists where both differ from the reference code).
+// Communication to Accelerate Distributed Deep Learning" (ICASSP 2022), Algorithm 1. Reference
+// code: GeKeShi/Sparse_Sketch_Reducer, Sketch_Embed_Reducer + CSVec (LSTM/gradient_reducers.py,
+// LSTM/codings/cs_embedding/csvec.py).
+//
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
-//  1. r's header = [fingerprint, call number, 0, 0, 0] in one upload of 40 bytes;
+//  1. r's header = [fingerprint, call number, 0, 0] in one upload of 32 bytes;
 //  2. d_acc = d_residual + gradient, the non-finite count into the header (accumulate);
-//  3. the block selection into r's bitmap (one byte per block, B blocks): "topk",
-//     blockSquaredNorms and markTopBlocks (the K largest non-zero blocks, the cut-off norm into
-//     the header's reserved word); "nonzero", markNonzeroBlocks; markedElements, r's count of
-//     marked elements, into the header;
-//  4. all-gather the headers (40 bytes each) and all-reduce the bitmaps (uint8 max: the union,
-//     exact in any order, the transport's own reduction);
-//  5. planSketch (kernels/shared/sketch_plan.h): every header checked (call, config, count,
-//     non-finite values), every union byte 0 or 1, the union's marked elements;
+//  3. blocks of B = sketchBlockSize elements (the last one may be shorter), one bitmap byte per
+//     block: "topk" marks the K = min(blocks, ceil(k / B)) blocks of largest L2 norm among those
+//     that are not all zero (blockSquaredNorms, markTopBlocks; ties to the lower block index, a
+//     NaN norm counts as the largest; the K-th norm kept on the device); "nonzero" marks every
+//     block holding a non-zero value (markNonzeroBlocks); markedElements writes k_r, the
+//     elements in r's marked blocks, into the header;
+//  4. all-gather the headers and all-reduce the bitmaps with uint8 max (the union: an exact OR
+//     of 0/1 flags in any order, 1 byte per block; a uint8 sum would wrap to 0 when a multiple of
+//     256 ranks mark a block, an int32 sum moves 4 bytes per block, a packed bit per block would
+//     need a bitwise-OR all-reduce the transports do not offer);
+//  5. planSketch (kernels/shared/sketch_plan.h): every header checked (call, config, k_r within
+//     the vector; mismatched calls are scclInvalidUsage), NaN/Inf anywhere follows the
+//     scclNonFinitePolicy_t on every rank, every union byte must be 0 or 1 (scclRemoteError
+//     otherwise), the union's marked elements;
 //  6. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
-//     the non-finite policy before anything is written (errors come back from the call, as on
-//     host buffers), observes the counts and, for "nonzero", sizes the table from the largest;
-//  7. fillZero and sketchEncode of r's marked blocks into the r x c table, all-reduce of the
-//     table (sum in rank order);
-//  8. sketchDecode of the union's blocks into recvbuf (divided by n for scclAvg); the residual:
-//     r's marked blocks zeroed ("unselected") or the union's blocks less the decoded sum / n
-//     ("decode_error");
-//  9. the caller swaps residual and accumulator.
-// Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
-// transports one more per collective (StagedExchange): four.
-// Bytes on the wire per rank: the host path's, but the header is 40 bytes (the count beside the
-// call header): headers (n-1) 40 in, bitmap 2 (n-1)/n B each way, table 2 (n-1)/n r c 4 (8 for
-// float64) each way (NCCL: the table's all-reduce is an all-gather and a rank-order sum, for
-// bitwise results). Outputs, residuals, counts and cut-offs are the host path's bit for bit.
-#include "algorithms/resident_sketch.h"
+//     the non-finite policy before anything is written, observes the counts;
+//  7. zero the r x c table (every call) and encode: table[j][h_j(i)] += s_j(i) acc[i] for every
+//     non-zero acc[i] in r's marked blocks (hashes: count_sketch.h). Width, the paper's
+//     lambda = c / (non-zeros): "topk" sends about k elements, so c = ceil(lambda k) at creation;
+//     "nonzero" sends whatever is non-zero, so c = ceil(lambda max_r k_r) from this call's plan
+//     (the same on every rank, at most 2^32 - 1);
+//  8. all-reduce the table (float32, or float64 for float64 data; rank-order sum, so the result
+//     is the sketch of the sum of the ranks' selections and bitwise the same everywhere);
+//  9. decode: for every element of every block of the union, the median over the r rows of
+//     s_j(i) table[j][h_j(i)], divided by n for scclAvg, written to recvbuf in its dtype; zeros
+//     elsewhere;
+// 10. residual ("unselected", default): acc with r's marked blocks zeroed: what was not
+//     transmitted stays; what was encoded is gone, its decode error is not fed back, and values
+//     of blocks that only other ranks marked stay too (they were not sent: unlike the gather
+//     reduction, the sketch travels in one round, before the union is known). "decode_error":
+//     in every block of the union, residual = acc - decoded sum / n, elsewhere acc. Summed over
+//     ranks the residuals then hold sum(acc) - decoded sum, so the gradient sum is conserved:
+//     sum of gradients = sum of outputs + sum of residuals, exactly in real arithmetic and up to
+//     the roundings of acc - decoded / n in floating point (none when the values are dyadic and
+//     fit the mantissa). The price: a rank's residual then carries its share of the other ranks'
+//     values and of the collision error, not only its own unsent values. The caller swaps
+//     residual and accumulator.
+// Read-backs: one, the plan (on host buffers a copy within host memory). Waits: one with
+// collectives on the stream (NCCL); over host transports from device buffers one more per
+// collective (StagedExchange): four. On a GPU the CUDA encode also reads back its listed count.
+// Bytes on the wire per rank: headers (n-1) 32 in (the host reduction's call header); bitmap 2
+// (n-1)/n ceil(count / B) each way; table 2 (n-1)/n r c 4 (8 for float64) each way (NCCL: an
+// all-gather and a rank-order sum, for bitwise results). Independent of the overlap between ranks,
+// unlike the all-gather of (index, value) pairs whose index traffic grows with n max(k_i).
+// Differences from the reference code: the decoded gradient is written to recvbuf (the
+// reference assigns it to a local and drops it); the table is zeroed every call (the reference
+// table is a running sum with reuse_sketch); every sparsifier owns its sketch (the reference
+// shares one across tensors); r rows with a median (the reference hard-codes r = 1, and its
+// GNMT copy uses bucket i mod c and a mean); seeded 64-bit mixing hashes without overflow (the
+// reference's int64 polynomial hashes wrap); the bitmap is uint8/max, not float32/sum; error
+// feedback is offered (the reference has none); any block size, with a partial last block.
+#include "algorithms/sketch_call.h"
 
 #include <algorithm>
 #include <chrono>
@@ -52,11 +80,11 @@
 
 namespace sccl {
 
-bool residentSketchApplies(const scclSparsifier& sp) {
+bool isSketchCall(const scclSparsifier& sp) {
   return std::strcmp(sp.reduction->name, "sketch") == 0 && sp.reduction_state != nullptr;
 }
 
-scclResult_t runResidentSketch(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
+scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
   scclSparsifier& sp = *call.sp;
   SketchState& st = static_cast<SketchState&>(*sp.reduction_state);
   const KernelBackend& kernels = *call.kernels;
@@ -92,7 +120,9 @@ scclResult_t runResidentSketch(SparseCall& call, StreamExchange& exchange, Stage
                                 sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
                                 own + kRecordNonFinite, stream));
   call.acc = vectors.acc;
+  const SketchPlanScratch scratch = sketchPlanScratch(static_cast<uint64_t*>(plan), n);
   if (st.select_nonzero) {
+    SCCL_CHECK(kernels.fillZero(scratch.cutoff, sizeof(uint64_t), stream));
     SCCL_CHECK(kernels.markNonzeroBlocks(vectors.acc, sp.acc_dtype, sp.count, st.shape.block, marks,
                                          stream));
   } else {
@@ -102,8 +132,7 @@ scclResult_t runResidentSketch(SparseCall& call, StreamExchange& exchange, Stage
     SCCL_CHECK(kernels.blockSquaredNorms(vectors.acc, sp.acc_dtype, sp.count, st.shape.block,
                                          static_cast<double*>(norms), stream));
     SCCL_CHECK(kernels.markTopBlocks(static_cast<const double*>(norms), blocks, st.max_blocks,
-                                     marks, reinterpret_cast<double*>(own + kRecordReserved),
-                                     stream));
+                                     marks, reinterpret_cast<double*>(scratch.cutoff), stream));
   }
   SCCL_CHECK(
       kernels.markedElements(marks, sp.count, st.shape.block, own + kSketchElements, stream));
