@@ -4,7 +4,8 @@
 // finds them over the norms' bit patterns (non-negative doubles order as their patterns) and
 // marks each kept block; the cut-off is found in every case (need_cut), since the caller reports
 // the keep-th norm, written to the kernels' memory (nothing waits). The first version brought
-// every norm to the host (8 bytes per block) and ran nth_element there: 19 ms of a 22 ms S2 call at 26M float32 (812,500 blocks of 32) on an H100.
+// every norm to the host (8 bytes per block) and ran nth_element there: 19 ms of a 22 ms S2 call
+// at 26M float32 (812,500 blocks of 32) on an H100.
 #include "cuda/dispatch.h"
 #include "cuda/kernels/capped_selection.cuh"
 #include "cuda/kernels/device_common.cuh"
@@ -69,6 +70,8 @@ cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size
   status = capped::cappedSelect(buffers, NormKeys{sq}, blocks, 63, max_blocks, true,
                                 MarkBlock{marks}, stream);
   if (status != cudaSuccess) return status;
+  // The state lives in the backend's workspace: a later kernel on this stream that reuses it runs
+  // after this one, and growing the workspace frees it with cudaFree, which waits for the device.
   writeCutoff<<<1, 1, 0, stream>>>(buffers.state, cutoff_sq);
   return cudaGetLastError();
 }

@@ -8,7 +8,8 @@
 // LSTM/codings/cs_embedding/csvec.py).
 //
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
-//  1. r's header = [fingerprint, call number, 0, 0] in one upload of 32 bytes;
+//  1. r's header = [0, 0, fingerprint, call number] (call_header.h's layout: count, NaN/Inf
+//     count, fingerprint, call number) in one upload of 32 bytes;
 //  2. d_acc = d_residual + gradient, the non-finite count into the header (accumulate);
 //  3. blocks of B = sketchBlockSize elements (the last one may be shorter), one bitmap byte per
 //     block: "topk" marks the K = min(blocks, ceil(k / B)) blocks of largest L2 norm among those
@@ -64,6 +65,7 @@
 #include "algorithms/sketch_call.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -79,6 +81,14 @@
 #include "sparsifier/sparsifier.h"
 
 namespace sccl {
+
+// The header is the other reductions' call header, word for word.
+static_assert(sizeof(CallHeader) == kSketchHeaderWords * sizeof(uint64_t) &&
+                  offsetof(CallHeader, k_local) == kSketchElements * sizeof(uint64_t) &&
+                  offsetof(CallHeader, nonfinite) == kSketchNonFinite * sizeof(uint64_t) &&
+                  offsetof(CallHeader, fingerprint) == kSketchFingerprint * sizeof(uint64_t) &&
+                  offsetof(CallHeader, sequence) == kSketchSequence * sizeof(uint64_t),
+              "the S2 header is call_header.h's CallHeader");
 
 bool isSketchCall(const scclSparsifier& sp) {
   return std::strcmp(sp.reduction->name, "sketch") == 0 && sp.reduction_state != nullptr;
@@ -111,14 +121,14 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
                                &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   std::fill(words, words + kSketchHeaderWords, uint64_t{0});
-  words[kRecordFingerprint] = sp.fingerprint;
-  words[kRecordSequence] = sp.iteration;
+  words[kSketchFingerprint] = sp.fingerprint;
+  words[kSketchSequence] = sp.iteration;
   SCCL_CHECK(device.toDevice(own, words, kSketchHeaderWords * sizeof(uint64_t)));
 
   // Steps 2-3.
   SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
                                 sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
-                                own + kRecordNonFinite, stream));
+                                own + kSketchNonFinite, stream));
   call.acc = vectors.acc;
   const SketchPlanScratch scratch = sketchPlanScratch(static_cast<uint64_t*>(plan), n);
   if (st.select_nonzero) {

@@ -59,8 +59,8 @@ TEST_CASE("gpu sketch plan and marked elements equal the cpu ones word for word"
   std::vector<uint64_t> headers(kRanks * sccl::kSketchHeaderWords, 0);
   for (size_t r = 0; r < kRanks; ++r) {
     uint64_t* h = headers.data() + r * sccl::kSketchHeaderWords;
-    h[sccl::kRecordFingerprint] = p.fingerprint;
-    h[sccl::kRecordSequence] = p.sequence;
+    h[sccl::kSketchFingerprint] = p.fingerprint;
+    h[sccl::kSketchSequence] = p.sequence;
     h[sccl::kSketchElements] = 1000 * r + 3;
   }
   CHECK(comparePlans(headers, united, p) == "");
@@ -79,8 +79,8 @@ TEST_CASE("gpu sketch plan and marked elements equal the cpu ones word for word"
          u[kBlocks - 1] = 255;
          u[400017] = 2;
        }},
-      {"non-finite values", [](std::vector<uint64_t>& h, std::vector<uint8_t>&) { h[6] = 5; }},
-      {"another call", [](std::vector<uint64_t>& h, std::vector<uint8_t>&) { h[5] += 1; }},
+      {"non-finite values", [](std::vector<uint64_t>& h, std::vector<uint8_t>&) { h[5] = 5; }},
+      {"another call", [](std::vector<uint64_t>& h, std::vector<uint8_t>&) { h[7] += 1; }},
   };
   for (const auto& c : cases) {
     INFO(c.first);

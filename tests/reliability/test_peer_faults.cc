@@ -184,9 +184,9 @@ std::vector<PeerFaultCase> peerFaultCases() {
        scclRemoteError},
       {"a rank that is not the leader claims entries", "cltk",
        always(headerFault(2, [](CallHeader& h) { h.k_local = 1; })), scclRemoteError},
-      // The sketch reduction (S2): header, then table all-reduce, then bitmap all-reduce.
+      // The sketch reduction (S2): header, then bitmap all-reduce (uint8 max), then table.
       {"sketch bitmap byte other than 0 or 1", "s2",
-       always(fault(FaultOp::AllReduce, 1, 0,
+       always(fault(FaultOp::AllReduce, 0, 0,
                     [](std::byte* data, size_t) { data[3] = std::byte{2}; })),
        scclRemoteError},
       {"sketch header count above the vector", "s2",

@@ -123,10 +123,10 @@ TEST_CASE("resident S2 applies the non-finite policies and refuses hostile recor
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchElements] = count + 1; },
        scclRemoteError, "rank 1 claims"},
       {"another call", 0,
-       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kRecordSequence] += 1; },
+       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchSequence] += 1; },
        scclInvalidUsage, "mismatched"},
       {"another config", 0,
-       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kRecordFingerprint] ^= 1; },
+       [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchFingerprint] ^= 1; },
        scclInvalidUsage, "mismatched"},
   };
   for (const Case& c : cases) {
@@ -164,8 +164,8 @@ TEST_CASE("the sketch plan counts the union, checks the headers and refuses a ba
   const std::vector<uint64_t> counts = {20, 13, 0, 23};
   for (size_t r = 0; r < kRanks; ++r) {
     uint64_t* h = headers.data() + r * kSketchHeaderWords;
-    h[kRecordFingerprint] = p.fingerprint;
-    h[kRecordSequence] = p.sequence;
+    h[kSketchFingerprint] = p.fingerprint;
+    h[kSketchSequence] = p.sequence;
     h[kSketchElements] = counts[r];
   }
   const std::vector<uint8_t> united = {1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1};  // 43 elements
@@ -205,13 +205,13 @@ TEST_CASE("the sketch plan counts the union, checks the headers and refuses a ba
       {"non-finite values come before a bad byte",
        [&](std::vector<uint64_t>& h, std::vector<uint8_t>& u) {
          u[0] = 7;
-         at(h, 3)[kRecordNonFinite] = 2;
+         at(h, 3)[kSketchNonFinite] = 2;
        },
        kPlanNonFinite, 3},
       {"another call comes first",
        [&](std::vector<uint64_t>& h, std::vector<uint8_t>&) {
-         at(h, 2)[kRecordNonFinite] = 2;
-         at(h, 3)[kRecordSequence] = 8;
+         at(h, 2)[kSketchNonFinite] = 2;
+         at(h, 3)[kSketchSequence] = 8;
        },
        kPlanMismatch, 3},
   };

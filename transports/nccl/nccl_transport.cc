@@ -396,9 +396,16 @@ scclResult_t NcclTransport::allReduceMaxBytesOnStream(const void* send, void* re
   size_t checked = 0;
   SCCL_CHECK(checkAllReduceArguments(send, recv, bytes, scclUint8, ReduceOp::Max, &checked));
   if (bytes == 0) return scclSuccess;
+  const cudaStream_t on = static_cast<cudaStream_t>(stream);
+  if (nranks_ == 1) {  // as the other stream-ordered collectives: no NCCL call at one rank
+    if (send == recv) return scclSuccess;
+    const cudaError_t copied = cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, on);
+    if (copied != cudaSuccess)
+      return failed(cudaFailure(copied, "nccl transport: one-rank max all-reduce (stream-ordered)"));
+    return scclSuccess;
+  }
   // The maximum of bytes is exact in any order: NCCL's ring reduction, 2 (n-1)/n bytes each way.
-  SCCL_NCCL_ENQUEUE(ncclAllReduce(send, recv, bytes, ncclUint8, ncclMax, comm_,
-                                  static_cast<cudaStream_t>(stream)),
+  SCCL_NCCL_ENQUEUE(ncclAllReduce(send, recv, bytes, ncclUint8, ncclMax, comm_, on),
                     "ncclAllReduce max (stream-ordered)");
   return awaitEnqueued("ncclAllReduce max (stream-ordered)");
 }

@@ -15,7 +15,8 @@
 //    order depends on the algorithm (ring or tree), the protocol, the channel count and the
 //    chunking NCCL picks for the size and topology, so its bits differ from ((x_0 + x_1) + x_2)...
 //    and can change with the message size or the machine; the transport contract asks for
-//    rank order on every transport. Cost: n x the data received instead of 2 (n-1)/n.
+//    rank order on every transport. Cost: n x the data received instead of 2 (n-1)/n. (The
+//    stream-ordered maximum of bytes, allReduceMaxBytesOnStream, is NCCL's: exact in any order.)
 //  - reduceScatter: block r of every rank to rank r by grouped ncclSend/ncclRecv into the
 //    workspace, then the same rank-order reduction kernel over the n copies ((n-1)/n of the input
 //    out per rank, as NCCL's own; its ncclReduceScatter is not used for the reason above).

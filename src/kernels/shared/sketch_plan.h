@@ -9,16 +9,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/host_device.h"
 
 namespace sccl {
 
-// A rank's header: the gather record's header words, its reserved word the elements in the rank's
-// marked blocks (32 bytes, as the host reduction's call header).
-inline constexpr size_t kSketchHeaderWords = kGatherRecordHeaderWords;
-inline constexpr size_t kSketchElements = kRecordReserved;
+// A rank's header, the layout of the other reductions' call header (algorithms/call_header.h):
+// the elements in its marked blocks, its NaN/Inf count, the config fingerprint, the call number.
+inline constexpr size_t kSketchHeaderWords = 4;
+enum SketchHeaderWord : size_t {
+  kSketchElements = 0,
+  kSketchNonFinite = 1,
+  kSketchFingerprint = 2,
+  kSketchSequence = 3,
+};
 
 // The elements of block b of a vector of `count` in blocks of `block`.
 SCCL_HOST_DEVICE constexpr uint64_t sketchBlockElements(size_t b, size_t count, size_t block) {
@@ -57,20 +63,23 @@ SCCL_HOST_DEVICE inline void finishSketchPlan(const uint64_t* headers, const Gat
   PlanCheck check;
   for (uint64_t r = 0; r < p.nranks && check.status == kPlanOk; ++r) {
     const uint64_t* h = header_at(r);
-    if (h[kRecordFingerprint] != p.fingerprint || h[kRecordSequence] != p.sequence) {
-      check = PlanCheck{kPlanMismatch, r, h[kRecordSequence], h[kRecordFingerprint]};
+    if (h[kSketchFingerprint] != p.fingerprint || h[kSketchSequence] != p.sequence) {
+      check = PlanCheck{kPlanMismatch, r, h[kSketchSequence], h[kSketchFingerprint]};
     } else if (claim_at(r) > count) {
       check = PlanCheck{kPlanTooMany, r, claim_at(r), count};
     }
   }
   for (uint64_t r = 0; r < p.nranks && check.status == kPlanOk; ++r) {
-    const uint64_t nonfinite = header_at(r)[kRecordNonFinite];
+    const uint64_t nonfinite = header_at(r)[kSketchNonFinite];
     if (nonfinite > 0) check = PlanCheck{kPlanNonFinite, r, nonfinite, 0};
   }
   if (check.status == kPlanOk && *s.bad_block != kNoSoleSelector) {
     check = PlanCheck{kPlanBadBitmap, 0, *s.bad_block, 0};
   }
-  writePlan(check, header_at(p.self)[kRecordNonFinite], claim_at, p.nranks, *s.cutoff, plan);
+  // The cut-off was stored as a double (markTopBlocks): its bytes, read without aliasing it.
+  uint64_t cutoff = 0;
+  memcpy(&cutoff, s.cutoff, sizeof(cutoff));
+  writePlan(check, header_at(p.self)[kSketchNonFinite], claim_at, p.nranks, cutoff, plan);
   if (check.status == kPlanOk) plan[kPlanKGlobal] = *s.union_elements;
 }
 
