@@ -77,6 +77,15 @@ scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
   return scclSuccess;
 }
 
+void adoptPlanCounts(SparseCall& call, const uint64_t* plan) {
+  scclSparsifier& sp = *call.sp;
+  for (size_t r = 0; r < sp.rank_counts.size(); ++r)
+    sp.rank_counts[r] = plan[kGatherPlanHeaderWords + 2 * r];
+  call.k_local = sp.rank_counts[size_t(sp.comm->rank)];
+  call.k_max = plan[kPlanMaxK];
+  call.k_global = plan[kPlanKGlobal];
+}
+
 scclResult_t applyPlanStatus(SparseCall& call, const uint64_t* plan, bool* handled) {
   scclSparsifier& sp = *call.sp;
   *handled = plan[kPlanStatus] != kPlanOk;

@@ -24,6 +24,10 @@ GatherPlanParams callPlanParams(const scclSparsifier& sp);
 scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
                       const uint64_t** host_plan);
 
+// A plan that passed: every rank's count into sp.rank_counts, this rank's, the largest and the
+// global list's length into the call (the statistics' k).
+void adoptPlanCounts(SparseCall& call, const uint64_t* plan);
+
 // A plan whose checks failed or found non-finite values: the non-finite policy (the call is then
 // discarded, call.step_discarded, or refused), or the failed check's error. scclSuccess with
 // *handled false for a plan that passed.

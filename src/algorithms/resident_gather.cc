@@ -259,12 +259,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   } else {
     call.threshold = fixed_threshold;
   }
-  const uint64_t max_k = p[kPlanMaxK];
-  const uint64_t k_global = p[kPlanKGlobal];
-  for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
-  call.k_local = sp.rank_counts[size_t(rank)];
-  call.k_max = max_k;
-  call.k_global = k_global;
+  adoptPlanCounts(call, p);
+  const uint64_t max_k = call.k_max;
+  const uint64_t k_global = call.k_global;
 
   // Steps 6-8.
   void *gathered = nullptr, *global = nullptr, *values = nullptr;

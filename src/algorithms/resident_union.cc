@@ -212,11 +212,8 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   } else {
     call.threshold = threshold;
   }
-  const uint64_t k_global = p[kPlanKGlobal];
-  for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
-  call.k_local = sp.rank_counts[size_t(rank)];
-  call.k_max = p[kPlanMaxK];
-  call.k_global = k_global;
+  adoptPlanCounts(call, p);
+  const uint64_t k_global = call.k_global;
 
   // Step 7.
   void* values = nullptr;

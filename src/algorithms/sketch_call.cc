@@ -160,10 +160,7 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   bool handled = false;
   SCCL_CHECK(applyPlanStatus(call, p, &handled));
   if (handled) return scclSuccess;  // discarded for non-finite values
-  for (size_t r = 0; r < n; ++r) sp.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
-  call.k_local = sp.rank_counts[size_t(sp.comm->rank)];
-  call.k_max = p[kPlanMaxK];
-  call.k_global = p[kPlanKGlobal];
+  adoptPlanCounts(call, p);
   if (st.select_nonzero) {
     call.threshold = 0;
     st.shape.width = sketchTableWidth(sp.config, sp.k_target, call.k_max);
