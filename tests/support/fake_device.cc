@@ -271,12 +271,13 @@ scclResult_t FakeKernels::sketchEncode(const void* x, scclDataType_t dtype,
   const sccl::SketchShape s = shape;
   // The row keys are host memory, read when the kernel is enqueued (passed by value on CUDA).
   auto keys = std::make_shared<std::vector<uint64_t>>(s.row_keys, s.row_keys + s.rows);
-  launch("sketchEncode", [=] {
+  // The CUDA encode reads back its listed count (8 bytes, one wait) to size its sort: the
+  // budgets counted here are the GPU's.
+  return synchronous(sizeof(uint64_t), [=] {
     sccl::SketchShape copy = s;
     copy.row_keys = keys->data();
     return cpuKernels().sketchEncode(xv, dtype, copy, b, t, nullptr);
   });
-  return scclSuccess;
 }
 
 scclResult_t FakeKernels::sketchDecode(const void* table, scclDataType_t dtype,
