@@ -12,8 +12,8 @@
 //  1. d_ranges = every rank's range and r's slot header = [fingerprint, call number, 0, 0, k_r]
 //     in one upload of 16 n + 40 bytes. Top-k: k_r = min(k, r's range) and the slot holds the
 //     largest k_r, K. A threshold (hard threshold, SIDCo, ...): the counts follow from the data,
-//     so the slot is sized before it, K = the previous call's largest count plus a quarter and
-//     64 (twice k at the first call), the same on every rank, and the selection writes k_r;
+//     so the slot is sized before it, K = the previous such call's largest count plus a quarter
+//     and 64 (twice k at the first call), the same on every rank, and the selection writes k_r;
 //  2. d_acc = d_residual + gradient, the non-finite count into the slot (accumulate);
 //  3. top-k: selectTopK, r's exact top-k (ties to the lowest indices) ascending into the slot,
 //     the k-th magnitude pattern into its header (no sort of the vector: a radix select on the
@@ -74,12 +74,12 @@ bool residentUnionApplies(const scclSparsifier& sp) {
 namespace {
 
 // The slot of a union whose counts follow from the data (a threshold), sized before the data:
-// the largest count of the previous call (sp.rank_counts, the same plan on every rank) with a
-// quarter more for the data's drift, or twice k before any call, at most the largest range. The
+// the largest count of the previous such call (sp.union_slot_hint, from the plan every rank read)
+// with a quarter more for the data's drift, or twice k before one, at most the largest range. The
 // same on every rank, which the slot all-gather needs. A count past it costs one more slot
 // exchange and read-back (kPlanOverflow), never a wrong answer.
 uint64_t speculativeCapacity(const scclSparsifier& sp, uint64_t largest_range) {
-  const uint64_t last = *std::max_element(sp.rank_counts.begin(), sp.rank_counts.end());
+  const uint64_t last = sp.union_slot_hint;
   const uint64_t guess = last > 0 ? last + last / 4 + 64 : 2 * sp.k_target + 64;
   return std::max<uint64_t>(1, std::min(guess, largest_range));
 }
@@ -213,6 +213,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     call.threshold = threshold;
   }
   adoptPlanCounts(call, p);
+  if (!topk) sp.union_slot_hint = call.k_max;
   const uint64_t k_global = call.k_global;
 
   // Step 7.

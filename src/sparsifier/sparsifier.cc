@@ -248,6 +248,7 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   sp->estimator->reset();
   sp->search->reset();
   sp->iteration = 0;
+  sp->union_slot_hint = 0;
   clearStats(*sp);
   return scclSuccess;
 }

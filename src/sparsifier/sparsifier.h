@@ -73,6 +73,10 @@ struct scclSparsifier {
 
   uint64_t iteration = 0;
   std::vector<uint64_t> rank_counts;  // k_i of the last call
+  // The largest count of the last union call with a threshold on device buffers
+  // (algorithms/resident_union.cc), 0 before one: sizes the next one's slots, the same on every
+  // rank. Not from rank_counts, which a dense flush or another preset's call sets.
+  uint64_t union_slot_hint = 0;
   // "algorithm": "auto": the cost model's time of one call of the chosen preset, in us (0 for a
   // preset named by the caller); statistics and the measured-against-predicted log line.
   double predicted_call_us = 0;

@@ -257,6 +257,7 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
   sp.residual_to_flush = loaded.residual_to_flush;
   sp.last_call_mask = nullptr;  // the loaded state has no last call here
   sp.rank_counts = std::move(loaded.rank_counts);
+  sp.union_slot_hint = 0;  // as after a reset: every rank that loads starts from k
   sp.auto_switches = loaded.auto_switches;
   sp.auto_settled = loaded.auto_settled;
   sp.stats = loaded.stats;
