@@ -75,9 +75,9 @@ struct ReductionEntry {
   // Called once when a sparsifier is created, after the ranks agreed on its config (null:
   // nothing to prepare): checks what depends on the count and builds sp->reduction_state.
   scclResult_t (*prepare)(scclSparsifier& sp);
-  // true: run() accumulates the gradient itself, in the pass that also selects
-  // (KernelBackend::accumulateSelect), from SparseCall::residual and sendbuf; false: the caller
-  // accumulates into acc first.
+  // true: run() accumulates the gradient itself from SparseCall::residual and sendbuf (the
+  // gather's pass that also selects, KernelBackend::accumulateSelect; the S2 call's accumulate,
+  // which counts into its header); false: the caller accumulates into acc first.
   bool fused_accumulate;
   // true: scclSparseAllreduce runs it on device buffers too (the CUDA backend's path, cuda/;
   // the sync_free reduction there only with the scaling or fixed estimator, whose threshold the

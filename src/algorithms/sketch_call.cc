@@ -91,7 +91,7 @@ static_assert(sizeof(CallHeader) == kSketchHeaderWords * sizeof(uint64_t) &&
               "the S2 header is call_header.h's CallHeader");
 
 bool isSketchCall(const scclSparsifier& sp) {
-  return std::strcmp(sp.reduction->name, "sketch") == 0 && sp.reduction_state != nullptr;
+  return std::strcmp(sp.reduction->name, "sketch") == 0;  // prepareSketchReduction made its state
 }
 
 scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "algorithms/call_header.h"
 #include "algorithms/reductions.h"
 #include "algorithms/sketch_call.h"
 #include "algorithms/sketch_state.h"
