@@ -19,7 +19,7 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier&, void*) {
               "nvcc: docs/gpu.md); its kernels work on host memory");
 }
 
-scclResult_t runDeviceSparseAllreduce(SparseCall&, void*) {
+scclResult_t runDeviceSparseAllreduce(scclSparsifier&, SparseCall&, void*) {
   return fail(scclInternalError, "device sparse all-reduce called in a build without CUDA kernels");
 }
 

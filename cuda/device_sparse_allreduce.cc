@@ -118,8 +118,9 @@ scclResult_t createDeviceState(scclSparsifier& sp, void* stream, DeviceSparsifie
   if (sp.config.reduction == "sync_free") {
     SCCL_CHECK(mappedWord(&state->fault_host, &state->fault_device, uint64_t{0},
                           "device sparsifier: fault word"));
-    SCCL_CHECK(prepareResidentSyncFree(sp, state->staging, state->fault_host, state->fault_device,
-                                       sp.config.stream_ordered, &state->sync_free));
+    SCCL_CHECK(prepareResidentSyncFree(reductionContext(sp), state->staging, state->fault_host,
+                                       state->fault_device, sp.config.stream_ordered,
+                                       &state->sync_free));
   }
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s%s)",
             static_cast<void*>(&sp), sp.comm->rank, sp.config.reduction.c_str(),
@@ -157,9 +158,8 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream) 
   return prepareDeviceTransport(sp.comm);
 }
 
-scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream) {
-  scclSparsifier& sp = *call.sp;
-  if (sp.config.reduction != "sync_free") return runDeviceStagedCall(call, stream);
+scclResult_t runDeviceSparseAllreduce(scclSparsifier& sp, SparseCall& call, void* stream) {
+  if (sp.config.reduction != "sync_free") return runDeviceStagedCall(sp, call, stream);
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, stream, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream));
@@ -203,7 +203,7 @@ scclResult_t deviceRefreshStats(scclSparsifier& sp) {
   // now: wait for the device, then read on the legacy stream.
   SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "sparsifier statistics: the calls' work");
   d->staging.setStream(nullptr);
-  return residentSyncFreeStats(sp, d->staging, d->sync_free);
+  return residentSyncFreeStats(reductionContext(sp), d->staging, d->sync_free, &sp.stats);
 }
 
 scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {

@@ -54,6 +54,6 @@ scclResult_t createDeviceState(scclSparsifier& sp, void* stream, DeviceSparsifie
 // One call of the gather reduction (MiCRO, ExDyna, Top-k, CLT-k, hard threshold, SIDCo, ...) or
 // the sketch reduction (S2) on device buffers: accumulate on the device, then the reduction itself
 // with the CUDA kernels and the device staging of its arrays (cuda/device_staged_call.cc).
-scclResult_t runDeviceStagedCall(SparseCall& call, void* stream);
+scclResult_t runDeviceStagedCall(scclSparsifier& sp, SparseCall& call, void* stream);
 
 }  // namespace sccl

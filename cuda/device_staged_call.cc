@@ -39,8 +39,7 @@
 
 namespace sccl {
 
-scclResult_t runDeviceStagedCall(SparseCall& call, void* stream_handle) {
-  scclSparsifier& sp = *call.sp;
+scclResult_t runDeviceStagedCall(scclSparsifier& sp, SparseCall& call, void* stream_handle) {
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, stream_handle, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));

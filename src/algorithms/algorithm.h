@@ -12,16 +12,15 @@
 
 #include "sparsecoll/sparsecoll.h"
 
-struct scclSparsifier;
-
 namespace sccl {
 
 class KernelBackend;
 class DeviceStaging;
+struct ReductionContext;
 
 // One call's arguments and outcome, shared by the sparsifier and the reduction.
 struct SparseCall {
-  scclSparsifier* sp = nullptr;
+  const ReductionContext* ctx = nullptr;  // the sparsifier as the reduction sees it
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;
   scclRedOp_t op = scclSum;
@@ -73,8 +72,8 @@ struct ReductionEntry {
   bool needs_selection;
   scclResult_t (*run)(SparseCall& call);
   // Called once when a sparsifier is created, after the ranks agreed on its config (null:
-  // nothing to prepare): checks what depends on the count and builds sp->reduction_state.
-  scclResult_t (*prepare)(scclSparsifier& sp);
+  // nothing to prepare): checks what depends on the count and builds ctx.reduction_state.
+  scclResult_t (*prepare)(const ReductionContext& ctx);
   // true: run() accumulates the gradient itself from SparseCall::residual and sendbuf (the
   // gather's pass that also selects, KernelBackend::accumulateSelect; the S2 call's accumulate,
   // which counts into its header); false: the caller accumulates into acc first.
@@ -83,9 +82,9 @@ struct ReductionEntry {
   // the sync_free reduction there only with the scaling or fixed estimator, whose threshold the
   // device can hold). false: host buffers only (dense: GPU users call scclAllReduce).
   bool has_device_path;
-  // scclSparsifierMaskSent after a completed call on host buffers: zeroes in `buffer` (sp.count
+  // scclSparsifierMaskSent after a completed call on host buffers: zeroes in `buffer` (ctx.count
   // elements of dtype) what the call's output carries (algorithms/sent_mask.h).
-  scclResult_t (*mask_sent)(const scclSparsifier& sp, void* buffer, scclDataType_t dtype);
+  scclResult_t (*mask_sent)(const ReductionContext& ctx, void* buffer, scclDataType_t dtype);
 };
 
 // The algorithm name that is no preset: the cost model chooses one at sparsifier creation

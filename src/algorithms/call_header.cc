@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "kernels/shared/half.h"
 #include "core/log.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 namespace {
@@ -24,9 +24,9 @@ void fillWith(void* buffer, size_t count, T value) {
 
 scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(size_t)>& allowed,
                                  std::vector<CallHeader>* headers) {
-  scclSparsifier& sp = *call.sp;
-  const CallHeader mine{call.k_local, call.nonfinite_local, sp.fingerprint, sp.iteration};
-  headers->assign(static_cast<size_t>(sp.comm->nranks), CallHeader{});
+  const ReductionContext& ctx = *call.ctx;
+  const CallHeader mine{call.k_local, call.nonfinite_local, ctx.fingerprint, ctx.iteration};
+  headers->assign(static_cast<size_t>(ctx.comm->nranks), CallHeader{});
   SCCL_CHECK(timedCollective(
       call, [&](Transport& t) { return t.allGather(&mine, headers->data(), sizeof(CallHeader)); }));
   countAllGather(call, sizeof(CallHeader));
@@ -37,7 +37,7 @@ scclResult_t exchangeCallHeaders(SparseCall& call, const std::function<uint64_t(
                   "sparse all-reduce: rank %zu is at call %llu of a sparsifier with fingerprint "
                   "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
                   r, static_cast<unsigned long long>(h.sequence),
-                  static_cast<unsigned long long>(h.fingerprint), sp.comm->rank,
+                  static_cast<unsigned long long>(h.fingerprint), ctx.comm->rank,
                   static_cast<unsigned long long>(mine.sequence),
                   static_cast<unsigned long long>(mine.fingerprint));
     }
@@ -67,21 +67,21 @@ void fillWithNaN(void* out, size_t count, scclDataType_t dtype) {
 }
 
 scclResult_t applyNonFinitePolicy(SparseCall& call, const std::vector<CallHeader>& headers) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   size_t first = 0;
   while (first + 1 < headers.size() && headers[first].nonfinite == 0) ++first;
-  if (sp.config.non_finite == scclNonFiniteError) {
+  if (ctx.config.non_finite == scclNonFiniteError) {
     return fail(scclInvalidArgument,
                 "sparse all-reduce: the accumulated gradient of rank %zu holds %llu NaN/Inf "
                 "values (policy error); nothing was changed",
                 first, static_cast<unsigned long long>(headers[first].nonfinite));
   }
   SCCL_WARN(LogSubsys::Coll, "rank %d: NaN/Inf in the gradient of rank %zu; step discarded",
-            sp.comm->rank, first);
+            ctx.comm->rank, first);
   if (call.device != nullptr) {
-    SCCL_CHECK(call.device->fillNaN(call.recvbuf, sp.count, sp.dtype));
+    SCCL_CHECK(call.device->fillNaN(call.recvbuf, ctx.count, ctx.dtype));
   } else {
-    fillWithNaN(call.recvbuf, sp.count, sp.dtype);
+    fillWithNaN(call.recvbuf, ctx.count, ctx.dtype);
   }
   call.step_discarded = true;
   return scclSuccess;

@@ -28,7 +28,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "kernels/shared/half.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 namespace {
@@ -58,21 +58,21 @@ uint64_t countNonFinite(const void* data, size_t count, scclDataType_t dtype) {
 
 // The dense all-reduce of `count` values of `dtype` at `data` into `out` (may be `data`).
 scclResult_t allReduceWhole(SparseCall& call, const void* data, scclDataType_t dtype, void* out) {
-  scclSparsifier& sp = *call.sp;
-  call.k_local = sp.count;
-  call.nonfinite_local = countNonFinite(data, sp.count, dtype);
+  const ReductionContext& ctx = *call.ctx;
+  call.k_local = ctx.count;
+  call.nonfinite_local = countNonFinite(data, ctx.count, dtype);
   std::vector<CallHeader> headers;
   SCCL_CHECK(exchangeCallHeaders(
-      call, [&](size_t) { return uint64_t(sp.count); }, &headers));
+      call, [&](size_t) { return uint64_t(ctx.count); }, &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   SCCL_CHECK(timedCollective(call, [&](Transport& transport) {
-    return transport.allReduce(data, out, sp.count, dtype, ReduceOp::Sum);
+    return transport.allReduce(data, out, ctx.count, dtype, ReduceOp::Sum);
   }));
-  countAllReduce(call, sp.count * dataTypeSize(dtype));
-  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(out, sp.count, dtype, sp.comm->nranks));
-  call.k_global = sp.count;
-  call.k_max = sp.count;
-  sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), sp.count);
+  countAllReduce(call, ctx.count * dataTypeSize(dtype));
+  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(out, ctx.count, dtype, ctx.comm->nranks));
+  call.k_global = ctx.count;
+  call.k_max = ctx.count;
+  ctx.rank_counts.assign(static_cast<size_t>(ctx.comm->nranks), ctx.count);
   call.residual_updated = false;
   return scclSuccess;
 }
@@ -93,18 +93,18 @@ void convertFromResidualType(const void* src, scclDataType_t src_dtype, void* ds
 }  // namespace
 
 scclResult_t runDenseReduction(SparseCall& call) {
-  return allReduceWhole(call, call.sendbuf, call.sp->dtype, call.recvbuf);
+  return allReduceWhole(call, call.sendbuf, call.ctx->dtype, call.recvbuf);
 }
 
-scclResult_t runDenseReductionWithResidual(SparseCall& call) {
-  scclSparsifier& sp = *call.sp;
-  SCCL_CHECK(cpuKernels().accumulate(call.acc, sp.residual.data(), sp.acc_dtype, call.sendbuf,
-                                     sp.dtype, sp.count, &call.nonfinite_local, nullptr));
-  SCCL_CHECK(allReduceWhole(call, call.acc, sp.acc_dtype, call.acc));
+scclResult_t runDenseReductionWithResidual(SparseCall& call, void* residual) {
+  const ReductionContext& ctx = *call.ctx;
+  SCCL_CHECK(cpuKernels().accumulate(call.acc, residual, ctx.acc_dtype, call.sendbuf, ctx.dtype,
+                                     ctx.count, &call.nonfinite_local, nullptr));
+  SCCL_CHECK(allReduceWhole(call, call.acc, ctx.acc_dtype, call.acc));
   if (call.step_discarded) return scclSuccess;  // recvbuf holds NaN, the residual is kept
-  convertFromResidualType(call.acc, sp.acc_dtype, call.recvbuf, sp.dtype, sp.count);
+  convertFromResidualType(call.acc, ctx.acc_dtype, call.recvbuf, ctx.dtype, ctx.count);
   // Everything was sent: nothing is left to feed back.
-  return cpuKernels().fillZero(sp.residual.data(), sp.residual.size(), nullptr);
+  return cpuKernels().fillZero(residual, ctx.count * accElementSize(ctx), nullptr);
 }
 
 }  // namespace sccl

@@ -48,20 +48,20 @@
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/threshold_query.h"
 #include "core/error.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
-CorrectionWindow correctionWindow(const scclSparsifier& sp) {
-  const double delta = sp.estimator->currentThreshold();
+CorrectionWindow correctionWindow(const ReductionContext& ctx) {
+  const double delta = ctx.estimator.currentThreshold();
   CorrectionWindow w;
-  static_cast<MagnitudeWindow&>(w) = magnitudeWindowAround(
-      delta, sp.acc_dtype, sp.config.correction_bins_per_octave,
-      sp.config.correction_octaves * sp.config.correction_bins_per_octave,
-      sp.config.correction_octaves * sp.config.correction_bins_per_octave);
+  static_cast<MagnitudeWindow&>(w) =
+      magnitudeWindowAround(delta, ctx.acc_dtype, ctx.config.correction_bins_per_octave,
+                            ctx.config.correction_octaves * ctx.config.correction_bins_per_octave,
+                            ctx.config.correction_octaves * ctx.config.correction_bins_per_octave);
   // A quarter octave below delta (2^-1/4), on a bin edge: at most delta's own edge (the centre),
   // which the choice of step 3 relies on.
-  const uint64_t floor_bits = magnitudeBits(delta * 0.8408964152537145, sp.acc_dtype);
+  const uint64_t floor_bits = magnitudeBits(delta * 0.8408964152537145, ctx.acc_dtype);
   w.floor_edge = floor_bits <= w.base ? 0 : size_t((floor_bits - w.base) >> w.shift);
   if (w.floor_edge >= w.bins) w.floor_edge = 0;  // a window clamped at +inf: count all of it
   return w;
@@ -70,8 +70,8 @@ CorrectionWindow correctionWindow(const scclSparsifier& sp) {
 scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
                                std::vector<uint64_t>& counts, size_t counted_from,
                                double* threshold, uint64_t* predicted_k, bool* decided) {
-  scclSparsifier& sp = *call.sp;
-  const double delta = sp.estimator->currentThreshold();
+  const ReductionContext& ctx = *call.ctx;
+  const double delta = ctx.estimator.currentThreshold();
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
     return t.allReduce(counts.data(), counts.data(), counts.size(), scclUint64, ReduceOp::Sum);
   }));
@@ -80,14 +80,14 @@ scclResult_t correctFromCounts(SparseCall& call, const CorrectionWindow& w,
   if (counted_from > 0) {
     uint64_t from_floor = 0;
     for (size_t j = counted_from; j <= w.bins; ++j) from_floor += counts[j];
-    if (from_floor < sp.k_target) return scclSuccess;  // the edge may lie lower: count it all
+    if (from_floor < ctx.k_target) return scclSuccess;  // the edge may lie lower: count it all
   }
   *decided = true;
-  const size_t centre_edge = edgeAtOrBelow(w, delta, sp.acc_dtype);
+  const size_t centre_edge = edgeAtOrBelow(w, delta, ctx.acc_dtype);
   // Step 3: the edge whose global count is nearest k; ties to the edge nearest the centre.
-  const size_t edge = edgeNearestCount(counts, w.bins, sp.k_target, centre_edge, predicted_k);
-  *threshold = windowEdge(w, edge, sp.acc_dtype);
-  sp.estimator->adoptThreshold(*threshold);
+  const size_t edge = edgeNearestCount(counts, w.bins, ctx.k_target, centre_edge, predicted_k);
+  *threshold = windowEdge(w, edge, ctx.acc_dtype);
+  ctx.estimator.adoptThreshold(*threshold);
   return scclSuccess;
 }
 

@@ -23,7 +23,7 @@ struct CorrectionWindow : MagnitudeWindow {
   size_t floor_edge = 0;
 };
 
-CorrectionWindow correctionWindow(const scclSparsifier& sp);
+CorrectionWindow correctionWindow(const ReductionContext& ctx);
 
 // Collective, steps 2-4: every rank calls it at the same call with its own counts of `w` (bins + 1
 // entries, its exclusive range; zeros for an empty range), exact from edge `counted_from` up (the

@@ -9,7 +9,7 @@
 #include "algorithms/algorithm.h"
 #include "comm/comm.h"
 #include "core/collective_bytes.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
@@ -22,7 +22,7 @@ inline double microsecondsSince(std::chrono::steady_clock::time_point start) {
 template <typename Operation>
 scclResult_t timedCollective(SparseCall& call, Operation&& operation) {
   auto start = std::chrono::steady_clock::now();
-  scclComm* comm = call.sp->comm;
+  scclComm* comm = call.ctx->comm;
   // A call on device buffers (call.device set) exchanges through the transport prepared for
   // them; its host arrays (headers, indices) pass through that transport untouched.
   Transport& transport = call.device != nullptr ? deviceTransportOf(comm) : *comm->transport;
@@ -37,15 +37,16 @@ inline void addWireBytes(SparseCall& call, WireBytes bytes) {
 }
 
 inline void countAllGather(SparseCall& call, uint64_t bytes_per_rank) {
-  addWireBytes(call, allGatherWireBytes(bytes_per_rank, call.sp->comm->nranks));
+  addWireBytes(call, allGatherWireBytes(bytes_per_rank, call.ctx->comm->nranks));
 }
 
 inline void countAllReduce(SparseCall& call, uint64_t bytes) {
-  addWireBytes(call, allReduceWireBytes(bytes, call.sp->comm->nranks));
+  addWireBytes(call, allReduceWireBytes(bytes, call.ctx->comm->nranks));
 }
 
 inline void countBroadcast(SparseCall& call, uint64_t bytes, int root) {
-  addWireBytes(call, broadcastWireBytes(bytes, call.sp->comm->nranks, call.sp->comm->rank == root));
+  addWireBytes(call,
+               broadcastWireBytes(bytes, call.ctx->comm->nranks, call.ctx->comm->rank == root));
 }
 
 }  // namespace sccl

@@ -51,73 +51,74 @@
 namespace sccl {
 namespace {
 
-// Step 3: the global index list in sp.global_indices.
+// Step 3: the global index list in ctx.global_indices.
 scclResult_t exchangeIndices(SparseCall& call, int sole, size_t selected) {
-  scclSparsifier& sp = *call.sp;
-  const int n = sp.comm->nranks;
+  const ReductionContext& ctx = *call.ctx;
+  const int n = ctx.comm->nranks;
   if (sole >= 0) {
-    uint64_t k = sp.rank_counts[static_cast<size_t>(sole)];
-    if (sp.gathered_indices.size() < k) sp.gathered_indices.resize(k);
-    if (sp.comm->rank == sole) std::copy_n(sp.local_indices.data(), k, sp.gathered_indices.data());
+    uint64_t k = ctx.rank_counts[static_cast<size_t>(sole)];
+    if (ctx.gathered_indices.size() < k) ctx.gathered_indices.resize(k);
+    if (ctx.comm->rank == sole)
+      std::copy_n(ctx.local_indices.data(), k, ctx.gathered_indices.data());
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-      return t.broadcast(sp.gathered_indices.data(), k * sizeof(int64_t), sole);
+      return t.broadcast(ctx.gathered_indices.data(), k * sizeof(int64_t), sole);
     }));
     countBroadcast(call, k * sizeof(int64_t), sole);
     std::vector<const int64_t*> slices(static_cast<size_t>(n), nullptr);
-    slices[static_cast<size_t>(sole)] = sp.gathered_indices.data();
-    return assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
-                                 &sp.global_indices);
+    slices[static_cast<size_t>(sole)] = ctx.gathered_indices.data();
+    return assembleGlobalIndices(slices, ctx.rank_counts, ctx.search, ctx.iteration, ctx.count,
+                                 &ctx.global_indices);
   }
   const uint64_t max_k = call.k_max;
   // Buffers only grow (no shrink-and-refill each call); the padding past k_i is -1.
-  if (sp.local_indices.size() < max_k) sp.local_indices.resize(max_k);
-  std::fill(sp.local_indices.begin() + long(selected), sp.local_indices.begin() + long(max_k),
+  if (ctx.local_indices.size() < max_k) ctx.local_indices.resize(max_k);
+  std::fill(ctx.local_indices.begin() + long(selected), ctx.local_indices.begin() + long(max_k),
             int64_t{-1});
-  if (sp.gathered_indices.size() < max_k * uint64_t(n))
-    sp.gathered_indices.resize(max_k * uint64_t(n));
+  if (ctx.gathered_indices.size() < max_k * uint64_t(n))
+    ctx.gathered_indices.resize(max_k * uint64_t(n));
   if (max_k > 0) {
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-      return t.allGather(sp.local_indices.data(), sp.gathered_indices.data(),
+      return t.allGather(ctx.local_indices.data(), ctx.gathered_indices.data(),
                          max_k * sizeof(int64_t));
     }));
     countAllGather(call, max_k * sizeof(int64_t));
   }
   std::vector<const int64_t*> slices(static_cast<size_t>(n));
-  for (size_t r = 0; r < slices.size(); ++r) slices[r] = sp.gathered_indices.data() + r * max_k;
-  return assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
-                               &sp.global_indices);
+  for (size_t r = 0; r < slices.size(); ++r) slices[r] = ctx.gathered_indices.data() + r * max_k;
+  return assembleGlobalIndices(slices, ctx.rank_counts, ctx.search, ctx.iteration, ctx.count,
+                               &ctx.global_indices);
 }
 
 // Steps 4 and 5. On device buffers the global indices go to the device (8 bytes each) and the
 // values stay there.
 scclResult_t reduceValuesAndWrite(SparseCall& call) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = callKernels(call);
-  const size_t k = sp.global_indices.size();
-  const size_t element = accElementSize(sp);
-  sp.values.resize(std::max<size_t>(1, k) * element);
+  const size_t k = ctx.global_indices.size();
+  const size_t element = accElementSize(ctx);
+  ctx.values.resize(std::max<size_t>(1, k) * element);
   void* indices = nullptr;
   void* values = nullptr;
-  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kGlobalIndices, sp.global_indices.data(),
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kGlobalIndices, ctx.global_indices.data(),
                          k * sizeof(int64_t), true, &indices));
-  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), k * element, false,
+  SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, ctx.values.data(), k * element, false,
                          &values));
   const int64_t* idx = static_cast<const int64_t*>(indices);
   // acc (the new residual) is zeroed where sent as its values are read: one visit per entry.
-  SCCL_CHECK(kernels.gatherAndZero(call.acc, sp.acc_dtype, idx, k, values, call.stream));
+  SCCL_CHECK(kernels.gatherAndZero(call.acc, ctx.acc_dtype, idx, k, values, call.stream));
   if (k > 0) {
     if (call.device != nullptr) SCCL_CHECK(call.device->synchronize());
     SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-      return t.allReduce(values, values, k, sp.acc_dtype, ReduceOp::Sum);
+      return t.allReduce(values, values, k, ctx.acc_dtype, ReduceOp::Sum);
     }));
     countAllReduce(call, k * element);
   }
   if (call.op == scclAvg) {
     SCCL_CHECK(call.device != nullptr
-                   ? call.device->divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks)
-                   : divideByRanks(values, k, sp.acc_dtype, sp.comm->nranks));
+                   ? call.device->divideByRanks(values, k, ctx.acc_dtype, ctx.comm->nranks)
+                   : divideByRanks(values, k, ctx.acc_dtype, ctx.comm->nranks));
   }
-  SCCL_CHECK(kernels.writeDense(call.recvbuf, sp.dtype, sp.count, idx, values, sp.acc_dtype, k,
+  SCCL_CHECK(kernels.writeDense(call.recvbuf, ctx.dtype, ctx.count, idx, values, ctx.acc_dtype, k,
                                 1.0, call.stream));
   call.residual_updated = true;
   return scclSuccess;
@@ -126,11 +127,11 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
 }  // namespace
 
 scclResult_t runGatherReduction(SparseCall& call) {
-  scclSparsifier& sp = *call.sp;
-  const int rank = sp.comm->rank;
-  const int sole = sp.search->soleSelector(sp.iteration);
-  IndexRange range = sp.search->rangeFor(rank, sp.iteration);
-  call.threshold = sp.estimator->currentThreshold();
+  const ReductionContext& ctx = *call.ctx;
+  const int rank = ctx.comm->rank;
+  const int sole = ctx.search.soleSelector(ctx.iteration);
+  IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
+  call.threshold = ctx.estimator.currentThreshold();
   size_t selected = 0;
   const bool selects = (sole < 0 || sole == rank) && range.size() > 0;
   SCCL_CHECK(accumulateAndSelect(call, range, selects, &selected));
@@ -142,22 +143,22 @@ scclResult_t runGatherReduction(SparseCall& call) {
       call,
       [&](size_t r) -> uint64_t {
         if (sole >= 0 && static_cast<int>(r) != sole) return 0;
-        return sp.search->exclusive()
-                   ? sp.search->rangeFor(static_cast<int>(r), sp.iteration).size()
-                   : sp.count;
+        return ctx.search.exclusive()
+                   ? ctx.search.rangeFor(static_cast<int>(r), ctx.iteration).size()
+                   : ctx.count;
       },
       &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   call.k_max = 0;
   for (size_t r = 0; r < headers.size(); ++r) {
-    sp.rank_counts[r] = headers[r].k_local;
+    ctx.rank_counts[r] = headers[r].k_local;
     call.k_max = std::max(call.k_max, headers[r].k_local);
   }
   SCCL_CHECK(exchangeIndices(call, sole, selected));
   SCCL_CHECK(reduceValuesAndWrite(call));
-  call.k_global = sp.global_indices.size();
-  sp.estimator->observe(call.k_global, sp.k_target);
-  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  call.k_global = ctx.global_indices.size();
+  ctx.estimator.observe(call.k_global, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
   return scclSuccess;
 }
 

@@ -32,7 +32,7 @@
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
 #include "core/error.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 #include "kernels/kernels.h"
 #include "kernels/shared/magnitude_bits.h"
 
@@ -43,8 +43,9 @@ using Clock = std::chrono::steady_clock;
 
 // Room for a selection over `range`: what is likely, not the whole range (which would cost 8
 // bytes per element); the kernels report the exact count on overflow, so one retry suffices.
-size_t likelySelection(const scclSparsifier& sp, IndexRange range, uint64_t k_local) {
-  return std::min<size_t>(range.size(), std::max<size_t>({4096, 2 * k_local, 2 * sp.stats.kLocal}));
+size_t likelySelection(const ReductionContext& ctx, IndexRange range, uint64_t k_local) {
+  return std::min<size_t>(range.size(),
+                          std::max<size_t>({4096, 2 * k_local, 2 * ctx.last_k_local}));
 }
 
 // Room for the density correction's candidates: what is wanted, at most a quarter of the range
@@ -54,38 +55,38 @@ size_t candidateRoom(IndexRange range, size_t wanted) {
   return std::min<size_t>(range.size(), std::max<size_t>(4096, std::min(wanted, range.size() / 4)));
 }
 
-// selectAbove over the range at `threshold` into sp.local_indices (through the staging on device
+// selectAbove over the range at `threshold` into ctx.local_indices (through the staging on device
 // buffers), with `room` entries first and the exact count on overflow. *idx is the kernels'
 // array of the indices.
 scclResult_t selectRange(SparseCall& call, IndexRange range, double threshold, size_t room,
                          size_t* n, int64_t** idx) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   auto select = [&](size_t capacity) -> scclResult_t {
-    if (sp.local_indices.size() < capacity) sp.local_indices.resize(capacity);
+    if (ctx.local_indices.size() < capacity) ctx.local_indices.resize(capacity);
     void* array = nullptr;
-    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, ctx.local_indices.data(),
                            capacity * sizeof(int64_t), false, &array));
     *idx = static_cast<int64_t*>(array);
-    return callKernels(call).selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, threshold,
+    return callKernels(call).selectAbove(call.acc, ctx.acc_dtype, range.begin, range.end, threshold,
                                          *idx, nullptr, capacity, n, call.stream);
   };
-  SCCL_CHECK(select(std::max(room, sp.local_indices.size())));
-  if (*n > sp.local_indices.size()) SCCL_CHECK(select(*n));
-  return unstageArray(call.device, sp.local_indices.data(), *idx, *n * sizeof(int64_t));
+  SCCL_CHECK(select(std::max(room, ctx.local_indices.size())));
+  if (*n > ctx.local_indices.size()) SCCL_CHECK(select(*n));
+  return unstageArray(call.device, ctx.local_indices.data(), *idx, *n * sizeof(int64_t));
 }
 
-// The candidates at or above `threshold`, compacted into sp.local_indices and sp.values (host).
+// The candidates at or above `threshold`, compacted into ctx.local_indices and ctx.values (host).
 template <typename Bits>
-size_t keepAtOrAbove(scclSparsifier& sp, size_t ncandidates, double threshold) {
-  const Bits bits = static_cast<Bits>(thresholdBits(sp.acc_dtype, threshold));
-  if (sp.local_indices.size() < ncandidates) sp.local_indices.resize(ncandidates);
-  sp.values.resize(std::max<size_t>(1, ncandidates) * sizeof(Bits));
-  const auto* values = reinterpret_cast<const Bits*>(sp.candidate_values.data());
-  auto* kept_values = reinterpret_cast<Bits*>(sp.values.data());
+size_t keepAtOrAbove(const ReductionContext& ctx, size_t ncandidates, double threshold) {
+  const Bits bits = static_cast<Bits>(thresholdBits(ctx.acc_dtype, threshold));
+  if (ctx.local_indices.size() < ncandidates) ctx.local_indices.resize(ncandidates);
+  ctx.values.resize(std::max<size_t>(1, ncandidates) * sizeof(Bits));
+  const auto* values = reinterpret_cast<const Bits*>(ctx.candidate_values.data());
+  auto* kept_values = reinterpret_cast<Bits*>(ctx.values.data());
   size_t n = 0;
   for (size_t j = 0; j < ncandidates; ++j) {
     // Written unconditionally and kept only when selected: no branch to mispredict.
-    sp.local_indices[n] = sp.candidate_indices[j];
+    ctx.local_indices[n] = ctx.candidate_indices[j];
     kept_values[n] = values[j];
     n += magnitudeBits(values[j]) >= bits;
   }
@@ -94,40 +95,40 @@ size_t keepAtOrAbove(scclSparsifier& sp, size_t ncandidates, double threshold) {
 
 // The trims of step 1: exact top-k (ties at the k-th value by lowest index) and
 // max_density_slack (at most ceil(k/n (1 + slack)) entries, the largest). They read the selected
-// values aligned with the indices on the host: sp.values when `values_ready`, else gathered from
+// values aligned with the indices on the host: ctx.values when `values_ready`, else gathered from
 // acc at idx (the kernels' array).
 scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t* idx,
                        bool values_ready, size_t* selected) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   size_t n = *selected;
   size_t cap = n;
-  if (sp.config.max_density_slack >= 0) {
-    double per_rank = double(sp.k_target) / double(sp.comm->nranks);
+  if (ctx.config.max_density_slack >= 0) {
+    double per_rank = double(ctx.k_target) / double(ctx.comm->nranks);
     // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
     cap = size_t(
-        std::min(std::ceil(per_rank * (1.0 + sp.config.max_density_slack)), double(sp.count)));
+        std::min(std::ceil(per_rank * (1.0 + ctx.config.max_density_slack)), double(ctx.count)));
     cap = std::max<size_t>(cap, 1);
   }
-  const bool exact = sp.estimator->exactCount() && n > k_target_local;
+  const bool exact = ctx.estimator.exactCount() && n > k_target_local;
   if (!exact && n <= cap) return scclSuccess;
-  const size_t element = accElementSize(sp);
+  const size_t element = accElementSize(ctx);
   if (!values_ready) {
-    sp.values.resize(n * element);
+    ctx.values.resize(n * element);
     void* values = nullptr;
-    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, sp.values.data(), n * element,
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kValues, ctx.values.data(), n * element,
                            false, &values));
-    SCCL_CHECK(callKernels(call).gather(call.acc, sp.acc_dtype, idx, n, values, call.stream));
-    SCCL_CHECK(unstageArray(call.device, sp.values.data(), values, n * element));
+    SCCL_CHECK(callKernels(call).gather(call.acc, ctx.acc_dtype, idx, n, values, call.stream));
+    SCCL_CHECK(unstageArray(call.device, ctx.values.data(), values, n * element));
   }
   if (exact) {
-    n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n,
+    n = trimAlignedSelection(ctx.values.data(), ctx.acc_dtype, ctx.local_indices.data(), n,
                              k_target_local, call.threshold);
   }
   if (n > cap) {
     double cutoff = 0;
     SCCL_CHECK(
-        cpuKernels().kthLargestAbs(sp.values.data(), sp.acc_dtype, 0, n, cap, &cutoff, nullptr));
-    n = trimAlignedSelection(sp.values.data(), sp.acc_dtype, sp.local_indices.data(), n, cap,
+        cpuKernels().kthLargestAbs(ctx.values.data(), ctx.acc_dtype, 0, n, cap, &cutoff, nullptr));
+    n = trimAlignedSelection(ctx.values.data(), ctx.acc_dtype, ctx.local_indices.data(), n, cap,
                              cutoff);
   }
   *selected = n;
@@ -138,13 +139,13 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
 // a rank that does not select), for the rare call whose threshold lies below the floor edge.
 scclResult_t countWholeWindow(SparseCall& call, IndexRange range, bool selects,
                               const CorrectionWindow& w, std::vector<uint64_t>* counts) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   counts->assign(w.bins + 1, 0);
   if (!selects) return scclSuccess;
   const size_t bytes = counts->size() * sizeof(uint64_t);
   void* bins = nullptr;
   SCCL_CHECK(stagedArray(call.device, DeviceStaging::kCounts, counts->data(), bytes, false, &bins));
-  SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, sp.acc_dtype, range.begin, range.end,
+  SCCL_CHECK(callKernels(call).absBitHistogram(call.acc, ctx.acc_dtype, range.begin, range.end,
                                                w.base, w.shift, w.bins,
                                                static_cast<uint64_t*>(bins), call.stream));
   return unstageArray(call.device, counts->data(), bins, bytes);
@@ -152,14 +153,14 @@ scclResult_t countWholeWindow(SparseCall& call, IndexRange range, bool selects,
 
 // The fused pass itself, with the call's vectors; the non-finite count comes to the host.
 scclResult_t runPass(SparseCall& call, AccumulateSelectArgs& a) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = callKernels(call);
   a.acc = call.acc;
   a.residual = call.residual;
-  a.acc_dtype = sp.acc_dtype;
+  a.acc_dtype = ctx.acc_dtype;
   a.grad = call.sendbuf;
-  a.grad_dtype = sp.dtype;
-  a.count = sp.count;
+  a.grad_dtype = ctx.dtype;
+  a.count = ctx.count;
   // The output is not zeroed in this pass (AccumulateSelectArgs::out): recvbuf stays untouched
   // until the peers' headers and indices have passed their checks (docs/reliability.md), and
   // writeDense then writes it once.
@@ -178,10 +179,10 @@ scclResult_t runPass(SparseCall& call, AccumulateSelectArgs& a) {
 
 scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool selects,
                                  size_t* selected) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const ThresholdQuery query = selectionQuery(call, range);
-  const bool corrected = sp.config.density_correction == "histogram";
-  const bool early = !corrected && selects && sp.estimator->thresholdBeforeData();
+  const bool corrected = ctx.config.density_correction == "histogram";
+  const bool early = !corrected && selects && ctx.estimator.thresholdBeforeData();
   const bool host = call.device == nullptr;
   AccumulateSelectArgs a;
   if (selects) {
@@ -194,7 +195,7 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   int64_t* idx = nullptr;  // the kernels' array of this rank's selection
   Clock::time_point start = Clock::now();
   if (corrected) {
-    window = correctionWindow(sp);
+    window = correctionWindow(ctx);
     counts.assign(window.bins + 1, 0);
     void* bins = nullptr;
     SCCL_CHECK(stagedArray(call.device, DeviceStaging::kCounts, counts.data(),
@@ -206,27 +207,27 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     if (host && selects) {
       // Counted and kept from the floor edge up (a quarter octave below the threshold): the
       // kernel's window starts there, so every counted entry is a candidate.
-      const size_t element = accElementSize(sp);
-      if (sp.candidate_indices.empty()) {
-        sp.candidate_indices.resize(candidateRoom(range, 8 * query.k_target_local));
+      const size_t element = accElementSize(ctx);
+      if (ctx.candidate_indices.empty()) {
+        ctx.candidate_indices.resize(candidateRoom(range, 8 * query.k_target_local));
       }
-      sp.candidate_values.resize(sp.candidate_indices.size() * element);
+      ctx.candidate_values.resize(ctx.candidate_indices.size() * element);
       a.bins = window.bins - window.floor_edge;
       a.base_bits = window.base + (uint64_t(window.floor_edge) << window.shift);
       a.counts = counts.data() + window.floor_edge;
-      a.floor = windowEdge(window, window.floor_edge, sp.acc_dtype);
-      a.idx = sp.candidate_indices.data();
-      a.val = sp.candidate_values.data();
-      a.capacity = sp.candidate_indices.size();
+      a.floor = windowEdge(window, window.floor_edge, ctx.acc_dtype);
+      a.idx = ctx.candidate_indices.data();
+      a.val = ctx.candidate_values.data();
+      a.capacity = ctx.candidate_indices.size();
       a.ncandidates = &ncandidates;
     }
   } else if (early) {
-    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
     const size_t room =
-        std::max(likelySelection(sp, range, query.k_target_local), sp.local_indices.size());
-    if (sp.local_indices.size() < room) sp.local_indices.resize(room);
+        std::max(likelySelection(ctx, range, query.k_target_local), ctx.local_indices.size());
+    if (ctx.local_indices.size() < room) ctx.local_indices.resize(room);
     void* array = nullptr;
-    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, sp.local_indices.data(),
+    SCCL_CHECK(stagedArray(call.device, DeviceStaging::kLocalIndices, ctx.local_indices.data(),
                            room * sizeof(int64_t), false, &array));
     idx = static_cast<int64_t*>(array);
     a.floor = call.threshold;
@@ -261,20 +262,20 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   size_t n = 0;
   bool values_ready = false;
   if (candidates_hold_selection && ncandidates <= a.capacity) {
-    n = sp.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(sp, ncandidates, call.threshold)
-                                    : keepAtOrAbove<uint32_t>(sp, ncandidates, call.threshold);
-    idx = sp.local_indices.data();
+    n = ctx.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(ctx, ncandidates, call.threshold)
+                                     : keepAtOrAbove<uint32_t>(ctx, ncandidates, call.threshold);
+    idx = ctx.local_indices.data();
     values_ready = true;
   } else if (early && ncandidates <= a.capacity) {
     n = ncandidates;
-    SCCL_CHECK(unstageArray(call.device, sp.local_indices.data(), idx, n * sizeof(int64_t)));
+    SCCL_CHECK(unstageArray(call.device, ctx.local_indices.data(), idx, n * sizeof(int64_t)));
   } else {
-    if (!corrected && !early) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+    if (!corrected && !early) SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
     // Overflowed candidates: the count was exact; the next call's buffer is sized for it.
     if (ncandidates > a.capacity && corrected) {
-      sp.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
+      ctx.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
     }
-    const size_t room = std::max(likelySelection(sp, range, query.k_target_local), ncandidates);
+    const size_t room = std::max(likelySelection(ctx, range, query.k_target_local), ncandidates);
     SCCL_CHECK(selectRange(call, range, call.threshold, room, &n, &idx));
   }
   SCCL_CHECK(trimLocal(call, query.k_target_local, idx, values_ready, &n));

@@ -12,7 +12,7 @@ namespace sccl {
 
 // Collective when the density correction is on (every rank calls it, selecting or not). On return
 // call.acc holds residual + gradient, call.nonfinite_local its non-finite count, call.threshold
-// the threshold used, sp.local_indices[0, *selected) this rank's selection (ascending; empty
+// the threshold used, ctx.local_indices[0, *selected) this rank's selection (ascending; empty
 // when !selects).
 scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool selects,
                                  size_t* selected);

@@ -8,20 +8,20 @@
 #include "core/error.h"
 #include "kernels/device_staging.h"
 #include "kernels/shared/gather_plan.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 namespace {
 
-scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
+scclResult_t planFailure(const ReductionContext& ctx, const uint64_t* plan) {
   const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   switch (plan[kPlanStatus]) {
     case kPlanMismatch:
       return fail(scclInvalidUsage,
                   "sparse all-reduce: rank %llu is at call %llu of a sparsifier with fingerprint "
                   "%016llx, rank %d at call %llu of %016llx (mismatched calls or configs)",
-                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), sp.comm->rank,
-                  u(sp.iteration), u(sp.fingerprint));
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]), ctx.comm->rank,
+                  u(ctx.iteration), u(ctx.fingerprint));
     case kPlanTooMany:
       return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
                   u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
@@ -47,21 +47,21 @@ scclResult_t planFailure(const scclSparsifier& sp, const uint64_t* plan) {
 
 }  // namespace
 
-void writeCallRanges(const scclSparsifier& sp, uint64_t* words) {
-  for (size_t r = 0; r < size_t(sp.comm->nranks); ++r) {
-    const IndexRange allowed = sp.search->rangeFor(int(r), sp.iteration);
+void writeCallRanges(const ReductionContext& ctx, uint64_t* words) {
+  for (size_t r = 0; r < size_t(ctx.comm->nranks); ++r) {
+    const IndexRange allowed = ctx.search.rangeFor(int(r), ctx.iteration);
     words[2 * r] = allowed.begin;
     words[2 * r + 1] = allowed.end;
   }
 }
 
-GatherPlanParams callPlanParams(const scclSparsifier& sp) {
+GatherPlanParams callPlanParams(const ReductionContext& ctx) {
   GatherPlanParams params;
-  params.fingerprint = sp.fingerprint;
-  params.sequence = sp.iteration;
-  params.k_target = sp.k_target;
-  params.nranks = uint64_t(sp.comm->nranks);
-  params.self = uint64_t(sp.comm->rank);
+  params.fingerprint = ctx.fingerprint;
+  params.sequence = ctx.iteration;
+  params.k_target = ctx.k_target;
+  params.nranks = uint64_t(ctx.comm->nranks);
+  params.self = uint64_t(ctx.comm->rank);
   return params;
 }
 
@@ -78,25 +78,25 @@ scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
 }
 
 void adoptPlanCounts(SparseCall& call, const uint64_t* plan) {
-  scclSparsifier& sp = *call.sp;
-  for (size_t r = 0; r < sp.rank_counts.size(); ++r)
-    sp.rank_counts[r] = plan[kGatherPlanHeaderWords + 2 * r];
-  call.k_local = sp.rank_counts[size_t(sp.comm->rank)];
+  const ReductionContext& ctx = *call.ctx;
+  for (size_t r = 0; r < ctx.rank_counts.size(); ++r)
+    ctx.rank_counts[r] = plan[kGatherPlanHeaderWords + 2 * r];
+  call.k_local = ctx.rank_counts[size_t(ctx.comm->rank)];
   call.k_max = plan[kPlanMaxK];
   call.k_global = plan[kPlanKGlobal];
 }
 
 scclResult_t applyPlanStatus(SparseCall& call, const uint64_t* plan, bool* handled) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   *handled = plan[kPlanStatus] != kPlanOk;
   if (plan[kPlanStatus] == kPlanNonFinite) {
-    const size_t n = size_t(sp.comm->nranks);
-    std::vector<CallHeader> headers(n, CallHeader{0, 0, sp.fingerprint, sp.iteration});
+    const size_t n = size_t(ctx.comm->nranks);
+    std::vector<CallHeader> headers(n, CallHeader{0, 0, ctx.fingerprint, ctx.iteration});
     headers[plan[kPlanRank]].nonfinite = plan[kPlanDetailA];
     call.nonfinite_local = plan[kPlanOwnNonFinite];
     return applyNonFinitePolicy(call, headers);
   }
-  if (plan[kPlanStatus] != kPlanOk) return planFailure(sp, plan);
+  if (plan[kPlanStatus] != kPlanOk) return planFailure(ctx, plan);
   return scclSuccess;
 }
 

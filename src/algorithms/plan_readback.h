@@ -13,18 +13,18 @@
 namespace sccl {
 
 // words[2r], words[2r + 1] = begin and end of rank r's range at this call (2 n words).
-void writeCallRanges(const scclSparsifier& sp, uint64_t* words);
+void writeCallRanges(const ReductionContext& ctx, uint64_t* words);
 
 // The plan parameters every resident call shares: this rank's fingerprint, call number, k, the
 // rank count and its rank (the window and selector fields left at their defaults).
-GatherPlanParams callPlanParams(const scclSparsifier& sp);
+GatherPlanParams callPlanParams(const ReductionContext& ctx);
 
 // *host_plan = the plan (gatherPlanWords(nranks) words of the kernels' memory at `plan`) in the
 // staging's page-locked plan buffer, after the call's stream has run up to it.
 scclResult_t readPlan(SparseCall& call, const void* plan, size_t nranks,
                       const uint64_t** host_plan);
 
-// A plan that passed: every rank's count into sp.rank_counts, this rank's, the largest and the
+// A plan that passed: every rank's count into ctx.rank_counts, this rank's, the largest and the
 // global list's length into the call (the statistics' k).
 void adoptPlanCounts(SparseCall& call, const uint64_t* plan);
 

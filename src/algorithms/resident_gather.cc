@@ -67,57 +67,57 @@
 #include "core/error.h"
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/magnitude_bits.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
-bool residentGatherApplies(const scclSparsifier& sp) {
+bool residentGatherApplies(const ReductionContext& ctx) {
   const bool threshold_known =
-      sp.config.density_correction == "histogram" || sp.estimator->thresholdBeforeData();
-  if (std::strcmp(sp.reduction->name, "gather") != 0 || !sp.search->exclusive() ||
-      sp.config.max_density_slack >= 0) {
+      ctx.config.density_correction == "histogram" || ctx.estimator.thresholdBeforeData();
+  if (std::strcmp(ctx.reduction.name, "gather") != 0 || !ctx.search.exclusive() ||
+      ctx.config.max_density_slack >= 0) {
     return false;
   }
   // A sole selector (CLT-k's leader) with the exact top-k: its count is known before the data.
-  if (sp.search->soleSelector(sp.iteration) >= 0) {
-    return std::strcmp(sp.estimator->name(), "topk") == 0;
+  if (ctx.search.soleSelector(ctx.iteration) >= 0) {
+    return std::strcmp(ctx.estimator.name(), "topk") == 0;
   }
-  return threshold_known && !sp.estimator->mayTrim();
+  return threshold_known && !ctx.estimator.mayTrim();
 }
 
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   DeviceStaging& device = *call.device;
   void* stream = call.stream;
-  const size_t n = size_t(sp.comm->nranks);
-  const int rank = sp.comm->rank;
+  const size_t n = size_t(ctx.comm->nranks);
+  const int rank = ctx.comm->rank;
   const auto start = std::chrono::steady_clock::now();
 
   // Step 1. Without the density correction the threshold is known before the data (scaling,
   // fixed): a window of one bin from its pattern counts, per rank, exactly what it selects.
   // A sole selector (CLT-k's leader, exact top-k) knows its count before the data: min(k, its
   // range); its record holds that count alone (no bins) and the k-th magnitude it selects at.
-  const int sole = sp.search->soleSelector(sp.iteration);
-  const bool corrected = sole < 0 && sp.config.density_correction == "histogram";
-  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  const int sole = ctx.search.soleSelector(ctx.iteration);
+  const bool corrected = sole < 0 && ctx.config.density_correction == "histogram";
+  const IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
   CorrectionWindow window;
   double fixed_threshold = 0;
   // What a rank selects as the sole selector, min(k, its range): every rank knows the leader's.
   const auto sole_count_of = [&](IndexRange r) {
-    return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(sp, r), r.size());
+    return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(ctx, r), r.size());
   };
   uint64_t sole_count = 0;    // this rank's
   uint64_t leader_count = 0;  // the leader's
   if (sole >= 0) {
     sole_count = sole_count_of(range);
-    leader_count = sole_count_of(sp.search->rangeFor(sole, sp.iteration));
+    leader_count = sole_count_of(ctx.search.rangeFor(sole, ctx.iteration));
     window.bins = 0;
   } else if (corrected) {
-    window = correctionWindow(sp);
+    window = correctionWindow(ctx);
   } else {
     call.acc = vectors.acc;
-    SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &fixed_threshold));
-    window.base = thresholdBits(sp.acc_dtype, fixed_threshold);
+    SCCL_CHECK(ctx.estimator.threshold(selectionQuery(call, range), &fixed_threshold));
+    window.base = thresholdBits(ctx.acc_dtype, fixed_threshold);
     window.shift = 0;
     window.bins = 1;
   }
@@ -148,9 +148,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
       device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   std::fill(words, words + upload_words, uint64_t{0});
-  writeCallRanges(sp, words);
-  words[2 * n + kRecordFingerprint] = sp.fingerprint;
-  words[2 * n + kRecordSequence] = sp.iteration;  // non-finite count and reserved word: 0
+  writeCallRanges(ctx, words);
+  words[2 * n + kRecordFingerprint] = ctx.fingerprint;
+  words[2 * n + kRecordSequence] = ctx.iteration;  // non-finite count and reserved word: 0
   if (count_in_record) words[2 * n + kGatherRecordHeaderWords] = sole_count;
   if (sole >= 0 && two_step) words[2 * n + kHeaderCount] = sole_count;
   SCCL_CHECK(device.toDevice(upload, words, upload_words * sizeof(uint64_t)));
@@ -159,11 +159,11 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   uint64_t* bins = record_words_d + kGatherRecordHeaderWords;
   AccumulateSelectArgs a;
   a.acc = vectors.acc;
-  a.residual = sp.config.error_feedback ? vectors.residual : nullptr;
-  a.acc_dtype = sp.acc_dtype;
+  a.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
+  a.acc_dtype = ctx.acc_dtype;
   a.grad = call.sendbuf;
-  a.grad_dtype = sp.dtype;
-  a.count = sp.count;
+  a.grad_dtype = ctx.dtype;
+  a.count = ctx.count;
   a.nonfinite = record_words_d + kRecordNonFinite;
   if (sole >= 0) {
     // The pass only accumulates; the count is the uploaded one.
@@ -181,18 +181,18 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   call.acc = vectors.acc;
   // The sole selector selects now, before the exchange, so its record carries the k-th
   // magnitude (the statistics' threshold) to the plan; it is used only if the plan passes.
-  const size_t element = accElementSize(sp);
+  const size_t element = accElementSize(ctx);
   void* local = nullptr;
   if (sole >= 0) {
     SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, leader_count) * 8,
                              &local));
     if (sole_count > 0 && sole_count < range.size()) {
-      SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
+      SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end,
                                     size_t(sole_count), static_cast<int64_t*>(local),
                                     two_step ? edge_words : record_words_d + kRecordReserved,
                                     stream));
     } else if (sole_count > 0) {  // the whole range (threshold 0: the reserved word stays 0)
-      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
+      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, ctx.acc_dtype, range.begin, range.end, 0.0,
                                            size_t(sole_count), static_cast<int64_t*>(local),
                                            size_t(sole_count), stream));
     }
@@ -200,9 +200,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
 
   // Steps 3-5.
   if (!two_step) SCCL_CHECK(exchange.allGather(call, record, records, record_bytes));
-  GatherPlanParams params = callPlanParams(sp);
+  GatherPlanParams params = callPlanParams(ctx);
   params.bins = window.bins;
-  params.centre_edge = edgeAtOrBelow(window, sp.estimator->currentThreshold(), sp.acc_dtype);
+  params.centre_edge = edgeAtOrBelow(window, ctx.estimator.currentThreshold(), ctx.acc_dtype);
   params.nearest_edge = corrected ? 1 : 0;
   if (sole >= 0) params.sole = uint64_t(sole);
   if (two_step) {
@@ -245,17 +245,17 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     // The host reduction's: the leader's k-th value (0 for its whole range, +inf for none);
     // the others keep the estimator's current one.
     if (rank == sole) {
-      const double kth = magnitudeValue(p[kPlanEdge], sp.acc_dtype);
+      const double kth = magnitudeValue(p[kPlanEdge], ctx.acc_dtype);
       call.threshold = sole_count == 0              ? std::numeric_limits<double>::infinity()
                        : sole_count == range.size() ? 0.0
                                                     : kth;
-      sp.estimator->adoptThreshold(call.threshold);
+      ctx.estimator.adoptThreshold(call.threshold);
     } else {
-      call.threshold = sp.estimator->currentThreshold();
+      call.threshold = ctx.estimator.currentThreshold();
     }
   } else if (corrected) {
-    call.threshold = windowEdge(window, size_t(p[kPlanEdge]), sp.acc_dtype);
-    sp.estimator->adoptThreshold(call.threshold);
+    call.threshold = windowEdge(window, size_t(p[kPlanEdge]), ctx.acc_dtype);
+    ctx.estimator.adoptThreshold(call.threshold);
   } else {
     call.threshold = fixed_threshold;
   }
@@ -284,7 +284,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         static_cast<int64_t*>(global), vectors.fault, stream));
   } else if (max_k > 0) {
     SCCL_CHECK(kernels.selectAbovePadded(
-        vectors.acc, sp.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
+        vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
         size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
     SCCL_CHECK(exchange.allGather(call, local, gathered, max_k * sizeof(int64_t)));
     SCCL_CHECK(kernels.assembleExclusiveIndices(
@@ -293,22 +293,22 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         static_cast<int64_t*>(global), vectors.fault, stream));
   }
   const int64_t* idx = static_cast<const int64_t*>(global);
-  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, sp.acc_dtype, idx, k_global, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, sp.acc_dtype));
-  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, sp.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, sp.dtype, sp.count, idx, values,
-                                           sp.acc_dtype, k_global, 1.0, vectors.fault, stream));
+  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, k_global, values, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, ctx.acc_dtype));
+  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, ctx.acc_dtype, int(n)));
+  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, ctx.dtype, ctx.count, idx, values,
+                                           ctx.acc_dtype, k_global, 1.0, vectors.fault, stream));
   call.residual_updated = true;
-  sp.estimator->observe(k_global, sp.k_target);
-  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  ctx.estimator.observe(k_global, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
   return scclSuccess;
 }
 
 scclResult_t restoreAfterFault(const SparseCall& call, StagedVectors& vectors) {
-  const scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   // After the swap vectors.residual is the call's accumulator and vectors.acc the residual it
   // started from (without error feedback there is no residual: only the fault is published).
-  const size_t bytes = sp.config.error_feedback ? sp.count * accElementSize(sp) : 0;
+  const size_t bytes = ctx.config.error_feedback ? ctx.count * accElementSize(ctx) : 0;
   return call.kernels->copyOnFault(vectors.residual, vectors.acc, bytes, vectors.fault,
                                    vectors.published_fault, call.stream);
 }

@@ -13,7 +13,7 @@ namespace sccl {
 // space, without max_density_slack (whose cap reads the selected values on the host), where
 // either every rank selects with the histogram density correction or a threshold known before
 // the data, or one rank selects alone with the exact top-k (CLT-k's leader).
-bool residentGatherApplies(const scclSparsifier& sp);
+bool residentGatherApplies(const ReductionContext& ctx);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in
 // `vectors` (vectors.fault: the sparsifier's index-check word, kNoIndexFault when created), the

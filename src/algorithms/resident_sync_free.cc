@@ -54,7 +54,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "partition/exdyna_partition.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 namespace {
@@ -106,16 +106,16 @@ scclResult_t faultResult(AsyncFault fault) {
 
 }  // namespace
 
-scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& staging,
+scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging& staging,
                                      const uint64_t* fault_host, uint64_t* fault_device,
                                      bool fixed_buffers, ResidentSyncFree* state) {
   ResidentSyncFree s;
-  const size_t n = size_t(sp.comm->nranks);
-  const size_t element = sp.acc_dtype == scclFloat64 ? 8 : 4;
+  const size_t n = size_t(ctx.comm->nranks);
+  const size_t element = ctx.acc_dtype == scclFloat64 ? 8 : 4;
   // Sized for the highest density the sparsifier may use (scclSparsifierSetDensity refuses more):
   // a warm-up from a higher start keeps that capacity after it ends.
-  s.capacity = syncFreeCapacity(targetSelectionCount(sp.density_ceiling, sp.count), sp.comm->nranks,
-                                sp.config.max_density_slack, sp.count);
+  s.capacity = syncFreeCapacity(targetSelectionCount(ctx.density_ceiling, ctx.count),
+                                ctx.comm->nranks, ctx.config.max_density_slack, ctx.count);
   const size_t slot_bytes = syncFreeSlotWords(s.capacity) * sizeof(int64_t);
   void* memory = nullptr;
   SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeSlot, slot_bytes, &memory));
@@ -132,26 +132,26 @@ scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& st
   std::vector<char> initial(wordsBytes(n), 0);
   const SyncFreeWords h = carveWords(initial.data(), n, s.capacity, nullptr);
   for (size_t p = 0; p < n; ++p) {
-    const IndexRange part = sp.search->partition(p);
+    const IndexRange part = ctx.search.partition(p);
     h.partitions[2 * p] = part.begin;
     h.partitions[2 * p + 1] = part.end;
     s.select_items = std::max<size_t>(s.select_items, part.size());
   }
-  if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(sp.search.get())) {
+  if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(&ctx.search)) {
     // The blocks move on the device; a partition can grow until every other one is down to its
     // minimum, so the selection may scan that many positions.
     s.rebalances = true;
     s.rebalance = exdyna->rebalanceRule();
     const uint64_t others = uint64_t(s.rebalance.min_blocks) * s.rebalance.block_size * (n - 1);
     s.select_items =
-        std::max<size_t>(s.select_items, sp.count > others ? sp.count - others : sp.count);
+        std::max<size_t>(s.select_items, ctx.count > others ? ctx.count - others : ctx.count);
     for (size_t p = 0; p < n; ++p) {
       h.exdyna[p] = exdyna->blocksIn(p);
       h.exdyna[n + p] = exdyna->firstBlock(p);
     }
   }
-  *h.threshold = sp.estimator->currentThreshold();
-  *h.sequence = sp.iteration;
+  *h.threshold = ctx.estimator.currentThreshold();
+  *h.sequence = ctx.iteration;
   s.uploaded_threshold = *h.threshold;
   SCCL_CHECK(staging.toDevice(memory, initial.data(), initial.size()));
   SCCL_CHECK(staging.synchronize());
@@ -162,51 +162,51 @@ scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& st
 
 scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
                                  ResidentSyncFree& state, StagedVectors& vectors) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   void* stream = call.stream;
-  const size_t n = size_t(sp.comm->nranks);
-  const int rank = sp.comm->rank;
+  const size_t n = size_t(ctx.comm->nranks);
+  const int rank = ctx.comm->rank;
   const SyncFreeWords& w = state.words;
   const size_t capacity = state.capacity;
-  const size_t element = sp.acc_dtype == scclFloat64 ? 8 : 4;
-  const ScalingRule* rule = sp.estimator->scalingRule();
-  if (rule == nullptr && sp.estimator->currentThreshold() != state.uploaded_threshold) {
+  const size_t element = ctx.acc_dtype == scclFloat64 ? 8 : 4;
+  const ScalingRule* rule = ctx.estimator.scalingRule();
+  if (rule == nullptr && ctx.estimator.currentThreshold() != state.uploaded_threshold) {
     // A fixed threshold that the density changed (the default 1 / (2 sqrt(k)) follows k).
-    state.uploaded_threshold = sp.estimator->currentThreshold();
+    state.uploaded_threshold = ctx.estimator.currentThreshold();
     SCCL_CHECK(call.device->toDevice(w.threshold, &state.uploaded_threshold, sizeof(double)));
   }
   call.threshold = state.uploaded_threshold;  // the host's knowledge; the device's is in stats
 
   // Steps 1-3.
   SCCL_CHECK(kernels.syncFreeBeginCall(w, stream));
-  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
-                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count, w.nonfinite,
+  SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
+                                ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count, w.nonfinite,
                                 stream));
   // The host's capacity for the density in effect (a warm-up or scclSparsifierSetDensity moves
   // it); the slot keeps its size, fixed for the highest density.
   const size_t keep = std::min<size_t>(
       capacity,
-      syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count));
-  SCCL_CHECK(kernels.syncFreeSelect(vectors.acc, sp.acc_dtype, w.ranges + 2 * size_t(rank),
+      syncFreeCapacity(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count));
+  SCCL_CHECK(kernels.syncFreeSelect(vectors.acc, ctx.acc_dtype, w.ranges + 2 * size_t(rank),
                                     state.select_items, w.threshold, keep, capacity, w.nonfinite,
-                                    sp.fingerprint, w.sequence, state.slot, stream));
+                                    ctx.fingerprint, w.sequence, state.slot, stream));
 
   // Steps 4-7.
   SCCL_CHECK(exchange.allGather(call, state.slot, state.gathered,
                                 syncFreeSlotWords(capacity) * sizeof(int64_t)));
-  SCCL_CHECK(kernels.syncFreeCheck(state.gathered, w, sp.fingerprint,
-                                   sp.config.non_finite == scclNonFiniteError, stream));
-  SCCL_CHECK(kernels.syncFreeGatherSlots(vectors.acc, sp.acc_dtype, state.gathered, w, state.values,
-                                         stream));
-  SCCL_CHECK(exchange.allReduceSum(call, state.values, state.values, n * capacity, sp.acc_dtype));
+  SCCL_CHECK(kernels.syncFreeCheck(state.gathered, w, ctx.fingerprint,
+                                   ctx.config.non_finite == scclNonFiniteError, stream));
+  SCCL_CHECK(kernels.syncFreeGatherSlots(vectors.acc, ctx.acc_dtype, state.gathered, w,
+                                         state.values, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, state.values, state.values, n * capacity, ctx.acc_dtype));
 
   // Steps 8-10.
-  SCCL_CHECK(kernels.syncFreeWrite(call.recvbuf, sp.dtype, sp.count, vectors.acc, sp.acc_dtype,
+  SCCL_CHECK(kernels.syncFreeWrite(call.recvbuf, ctx.dtype, ctx.count, vectors.acc, ctx.acc_dtype,
                                    state.gathered, w, state.values,
                                    call.op == scclAvg ? uint32_t(n) : 1u, stream));
-  if (sp.config.error_feedback) {
-    const size_t bytes = sp.count * element;
+  if (ctx.config.error_feedback) {
+    const size_t bytes = ctx.count * element;
     if (state.fixed_buffers) {
       SCCL_CHECK(
           kernels.copyByStatus(vectors.residual, vectors.acc, bytes, w.status, true, stream));
@@ -216,7 +216,7 @@ scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
           kernels.copyByStatus(vectors.residual, vectors.acc, bytes, w.status, false, stream));
     }
   }
-  SCCL_CHECK(kernels.syncFreeEndCall(state.gathered, w, sp.k_target, rule,
+  SCCL_CHECK(kernels.syncFreeEndCall(state.gathered, w, ctx.k_target, rule,
                                      state.rebalances ? &state.rebalance : nullptr, stream));
   // The host knows none of the call's outcome: the statistics read it from the device when asked
   // (residentSyncFreeStats); the residual stays where it is.
@@ -224,32 +224,32 @@ scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
   return scclSuccess;
 }
 
-scclResult_t residentSyncFreeStats(scclSparsifier& sp, DeviceStaging& staging,
-                                   const ResidentSyncFree& state) {
+scclResult_t residentSyncFreeStats(const ReductionContext& ctx, DeviceStaging& staging,
+                                   const ResidentSyncFree& state, scclSparseStats_t* stats) {
   if (!state.ready) return scclSuccess;
-  const size_t n = size_t(sp.comm->nranks);
+  const size_t n = size_t(ctx.comm->nranks);
   std::vector<char> words(wordsBytes(n));
   std::vector<int64_t> gathered(n * syncFreeSlotWords(state.capacity));
   SCCL_CHECK(staging.toHost(words.data(), state.words.threshold, words.size()));
   SCCL_CHECK(staging.toHost(gathered.data(), state.gathered, gathered.size() * sizeof(int64_t)));
   const SyncFreeWords h = carveWords(words.data(), n, state.capacity, nullptr);
   const SyncFreeTotals& totals = *h.totals;
-  scclSparseStats_t& s = sp.stats;
+  scclSparseStats_t& s = *stats;
   uint64_t k_global = 0, k_max = 0;
   for (size_t r = 0; r < n; ++r) {
     const uint64_t k = std::min<uint64_t>(uint64_t(gathered[r * syncFreeSlotWords(state.capacity)]),
                                           state.capacity);
-    sp.rank_counts[r] = k;
+    ctx.rank_counts[r] = k;
     k_global += k;
     k_max = std::max(k_max, k);
   }
-  const size_t rank = size_t(sp.comm->rank);
+  const size_t rank = size_t(ctx.comm->rank);
   s.iteration = totals.completed;
-  s.kLocal = sp.rank_counts[rank];
+  s.kLocal = ctx.rank_counts[rank];
   s.kGlobal = k_global;
   s.kMax = k_max;
-  s.density = sp.count == 0 ? 0.0 : double(k_global) / double(sp.count);
-  s.densityError = double(k_global) / double(sp.k_target) - 1.0;
+  s.density = ctx.count == 0 ? 0.0 : double(k_global) / double(ctx.count);
+  s.densityError = double(k_global) / double(ctx.k_target) - 1.0;
   s.gatherInflation = k_global == 0 ? 0.0 : double(n) * double(k_max) / double(k_global);
   // As on the host: the threshold the last (completed) call used.
   s.threshold = totals.completed == 0 ? *h.threshold : totals.last_threshold;

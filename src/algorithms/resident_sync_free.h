@@ -38,7 +38,7 @@ struct ResidentSyncFree {
 // Allocates the state from `staging` (the kernels' memory) and uploads the search space's
 // partitions, the estimator's threshold and the call number; waits once. fault_host/fault_device:
 // the sparsifier's fault word (0), as the host reads it and as the kernels write it.
-scclResult_t prepareResidentSyncFree(const scclSparsifier& sp, DeviceStaging& staging,
+scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging& staging,
                                      const uint64_t* fault_host, uint64_t* fault_device,
                                      bool fixed_buffers, ResidentSyncFree* state);
 
@@ -49,10 +49,10 @@ scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
                                  ResidentSyncFree& state, StagedVectors& vectors);
 
 // The statistics and rank counts of the calls so far, from the device: the last call's headers,
-// the threshold and the totals into sp.stats and sp.rank_counts. Waits for `staging`'s stream
-// (the caller has made the calls' work visible to it).
-scclResult_t residentSyncFreeStats(scclSparsifier& sp, DeviceStaging& staging,
-                                   const ResidentSyncFree& state);
+// the threshold and the totals into *stats (the sparsifier's) and ctx.rank_counts. Waits for
+// `staging`'s stream (the caller has made the calls' work visible to it).
+scclResult_t residentSyncFreeStats(const ReductionContext& ctx, DeviceStaging& staging,
+                                   const ResidentSyncFree& state, scclSparseStats_t* stats);
 
 // The sticky fault (scclSparsifierGetAsyncError): *result is scclSuccess, or the fault's code
 // with its text set for scclGetLastError. Never waits.

@@ -60,49 +60,49 @@
 #include "estimators/magnitude_window.h"
 #include "kernels/shared/magnitude_bits.h"
 #include "kernels/shared/union_plan.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
-bool residentUnionApplies(const scclSparsifier& sp) {
-  const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
-  return std::strcmp(sp.reduction->name, "gather") == 0 && (topk || !sp.estimator->mayTrim()) &&
-         sp.config.density_correction != "histogram" &&
-         (!sp.search->exclusive() || sp.comm->nranks == 1) &&
-         sp.search->soleSelector(sp.iteration) < 0 && sp.config.max_density_slack < 0;
+bool residentUnionApplies(const ReductionContext& ctx) {
+  const bool topk = std::strcmp(ctx.estimator.name(), "topk") == 0;
+  return std::strcmp(ctx.reduction.name, "gather") == 0 && (topk || !ctx.estimator.mayTrim()) &&
+         ctx.config.density_correction != "histogram" &&
+         (!ctx.search.exclusive() || ctx.comm->nranks == 1) &&
+         ctx.search.soleSelector(ctx.iteration) < 0 && ctx.config.max_density_slack < 0;
 }
 
 namespace {
 
 // The slot of a union whose counts follow from the data (a threshold), sized before the data:
-// the largest count of the previous such call (sp.union_slot_hint, from the plan every rank read)
+// the largest count of the previous such call (ctx.union_slot_hint, from the plan every rank read)
 // with a quarter more for the data's drift, or twice k before one, at most the largest range. The
 // same on every rank, which the slot all-gather needs. A count past it costs one more slot
 // exchange and read-back (kPlanOverflow), never a wrong answer.
-uint64_t speculativeCapacity(const scclSparsifier& sp, uint64_t largest_range) {
-  const uint64_t last = sp.union_slot_hint;
-  const uint64_t guess = last > 0 ? last + last / 4 + 64 : 2 * sp.k_target + 64;
+uint64_t speculativeCapacity(const ReductionContext& ctx, uint64_t largest_range) {
+  const uint64_t last = ctx.union_slot_hint;
+  const uint64_t guess = last > 0 ? last + last / 4 + 64 : 2 * ctx.k_target + 64;
   return std::max<uint64_t>(1, std::min(guess, largest_range));
 }
 
 }  // namespace
 
 scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   DeviceStaging& device = *call.device;
   void* stream = call.stream;
-  const size_t n = size_t(sp.comm->nranks);
-  const int rank = sp.comm->rank;
+  const size_t n = size_t(ctx.comm->nranks);
+  const int rank = ctx.comm->rank;
   const auto start = std::chrono::steady_clock::now();
-  const bool topk = std::strcmp(sp.estimator->name(), "topk") == 0;
+  const bool topk = std::strcmp(ctx.estimator.name(), "topk") == 0;
 
   // Step 1. Top-k: every rank's count is known before the data, min(k, its range), and the slot
   // holds the largest of them. A threshold: the counts come from the data, and the slot is
   // sized speculatively (speculativeCapacity).
   const auto count_of = [&](IndexRange r) {
-    return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(sp, r), r.size());
+    return r.empty() ? uint64_t{0} : std::min<uint64_t>(localTarget(ctx, r), r.size());
   };
-  const IndexRange range = sp.search->rangeFor(rank, sp.iteration);
+  const IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
   void* upload = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t), &upload));
   uint64_t* ranges = static_cast<uint64_t*>(upload);
@@ -110,23 +110,23 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost,
                                (2 * n + kUnionSlotHeaderWords) * sizeof(uint64_t), &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
-  writeCallRanges(sp, words);
+  writeCallRanges(ctx, words);
   SCCL_CHECK(device.toDevice(upload, words, 2 * n * sizeof(uint64_t)));
   uint64_t capacity = 1;
   uint64_t largest_range = 1;
   for (size_t r = 0; r < n; ++r) {
-    const IndexRange other = sp.search->rangeFor(int(r), sp.iteration);
+    const IndexRange other = ctx.search.rangeFor(int(r), ctx.iteration);
     capacity = std::max(capacity, count_of(other));
     largest_range = std::max<uint64_t>(largest_range, other.size());
   }
   const uint64_t own_topk = count_of(range);  // top-k only
-  if (!topk) capacity = speculativeCapacity(sp, largest_range);
+  if (!topk) capacity = speculativeCapacity(ctx, largest_range);
   // The slot's header: fingerprint, call number, non-finite count and k-th pattern (top-k: the
   // kernels write them), then the count (top-k: known; a threshold: the selection writes it).
   uint64_t* header = words + 2 * n;
   std::fill(header, header + kUnionSlotHeaderWords, uint64_t{0});
-  header[kRecordFingerprint] = sp.fingerprint;
-  header[kRecordSequence] = sp.iteration;
+  header[kRecordFingerprint] = ctx.fingerprint;
+  header[kRecordSequence] = ctx.iteration;
   if (topk) header[kUnionSlotCount] = own_topk;
   void *slot_memory = nullptr, *slots = nullptr, *plan = nullptr, *global = nullptr;
   // The slot buffers at `capacity`, with this rank's header uploaded.
@@ -146,22 +146,22 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const auto indices = [&] { return reinterpret_cast<int64_t*>(slot() + kUnionSlotHeaderWords); };
 
   // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
-  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
-                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
+  SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
+                                ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count,
                                 slot() + kRecordNonFinite, stream));
   call.acc = vectors.acc;
-  double threshold = sp.estimator->currentThreshold();
+  double threshold = ctx.estimator.currentThreshold();
   const auto select_at_threshold = [&] {
-    return kernels.selectAboveCounted(vectors.acc, sp.acc_dtype, range.begin,
+    return kernels.selectAboveCounted(vectors.acc, ctx.acc_dtype, range.begin,
                                       std::max(range.begin, range.end), threshold, size_t(capacity),
                                       indices(), slot() + kUnionSlotCount, stream);
   };
   if (topk) {
     if (own_topk > 0 && own_topk < range.size()) {
-      SCCL_CHECK(kernels.selectTopK(vectors.acc, sp.acc_dtype, range.begin, range.end,
+      SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end,
                                     size_t(own_topk), indices(), slot() + kRecordReserved, stream));
     } else if (own_topk > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
-      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, sp.acc_dtype, range.begin, range.end, 0.0,
+      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, ctx.acc_dtype, range.begin, range.end, 0.0,
                                            size_t(own_topk), indices(), size_t(own_topk), stream));
     }
     if (own_topk < capacity) {
@@ -171,13 +171,13 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   } else {
     // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs).
     if (range.size() > 0) {
-      SCCL_CHECK(sp.estimator->threshold(selectionQuery(call, range), &threshold));
+      SCCL_CHECK(ctx.estimator.threshold(selectionQuery(call, range), &threshold));
     }
     SCCL_CHECK(select_at_threshold());
   }
 
   // Steps 4-6.
-  GatherPlanParams params = callPlanParams(sp);
+  GatherPlanParams params = callPlanParams(ctx);
   params.speculative = topk ? 0 : 1;
   const uint64_t* p = nullptr;
   const auto exchange_and_plan = [&]() -> scclResult_t {
@@ -207,28 +207,28 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     // The host reduction's threshold: the k-th value (0 for the whole range, +inf for none).
     call.threshold = own_topk == 0              ? std::numeric_limits<double>::infinity()
                      : own_topk == range.size() ? 0.0
-                                                : magnitudeValue(p[kPlanEdge], sp.acc_dtype);
-    sp.estimator->adoptThreshold(call.threshold);
+                                                : magnitudeValue(p[kPlanEdge], ctx.acc_dtype);
+    ctx.estimator.adoptThreshold(call.threshold);
   } else {
     call.threshold = threshold;
   }
   adoptPlanCounts(call, p);
-  if (!topk) sp.union_slot_hint = call.k_max;
+  if (!topk) ctx.union_slot_hint = call.k_max;
   const uint64_t k_global = call.k_global;
 
   // Step 7.
   void* values = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kValues,
-                           std::max<uint64_t>(1, k_global) * accElementSize(sp), &values));
+                           std::max<uint64_t>(1, k_global) * accElementSize(ctx), &values));
   const int64_t* idx = static_cast<const int64_t*>(global);
-  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, sp.acc_dtype, idx, k_global, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, sp.acc_dtype));
-  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, sp.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.writeDense(call.recvbuf, sp.dtype, sp.count, idx, values, sp.acc_dtype,
+  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, k_global, values, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, ctx.acc_dtype));
+  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, ctx.acc_dtype, int(n)));
+  SCCL_CHECK(kernels.writeDense(call.recvbuf, ctx.dtype, ctx.count, idx, values, ctx.acc_dtype,
                                 k_global, 1.0, stream));
   call.residual_updated = true;
-  sp.estimator->observe(k_global, sp.k_target);
-  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  ctx.estimator.observe(k_global, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
   return scclSuccess;
 }
 

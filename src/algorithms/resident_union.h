@@ -14,7 +14,7 @@ namespace sccl {
 // a search space that is not
 // exclusive (the global list is then the sorted union of the slices; one rank's is its slice
 // alone), without max_density_slack.
-bool residentUnionApplies(const scclSparsifier& sp);
+bool residentUnionApplies(const ReductionContext& ctx);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in
 // `vectors`, the collectives through `exchange`. Errors of the checks come back from the call

@@ -2,17 +2,17 @@
 
 #include "core/dtype.h"
 #include "kernels/kernels.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
-scclResult_t maskEverything(const scclSparsifier& sp, void* buffer, scclDataType_t dtype) {
-  return cpuKernels().fillZero(buffer, sp.count * dataTypeSize(dtype), nullptr);
+scclResult_t maskEverything(const ReductionContext& ctx, void* buffer, scclDataType_t dtype) {
+  return cpuKernels().fillZero(buffer, ctx.count * dataTypeSize(dtype), nullptr);
 }
 
-scclResult_t maskGlobalIndices(const scclSparsifier& sp, void* buffer, scclDataType_t dtype) {
+scclResult_t maskGlobalIndices(const ReductionContext& ctx, void* buffer, scclDataType_t dtype) {
   // The list is checked and ascending when the call assembles it (assembleGlobalIndices).
-  return cpuKernels().zeroAt(buffer, dtype, sp.global_indices.data(), sp.global_indices.size(),
+  return cpuKernels().zeroAt(buffer, dtype, ctx.global_indices.data(), ctx.global_indices.size(),
                              nullptr);
 }
 

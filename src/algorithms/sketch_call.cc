@@ -78,7 +78,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "kernels/shared/sketch_plan.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
@@ -90,17 +90,17 @@ static_assert(sizeof(CallHeader) == kSketchHeaderWords * sizeof(uint64_t) &&
                   offsetof(CallHeader, sequence) == kSketchSequence * sizeof(uint64_t),
               "the S2 header is call_header.h's CallHeader");
 
-bool isSketchCall(const scclSparsifier& sp) {
-  return std::strcmp(sp.reduction->name, "sketch") == 0;  // prepareSketchReduction made its state
+bool isSketchCall(const ReductionContext& ctx) {
+  return std::strcmp(ctx.reduction.name, "sketch") == 0;  // prepareSketchReduction made its state
 }
 
 scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
-  scclSparsifier& sp = *call.sp;
-  SketchState& st = static_cast<SketchState&>(*sp.reduction_state);
+  const ReductionContext& ctx = *call.ctx;
+  SketchState& st = static_cast<SketchState&>(*ctx.reduction_state);
   const KernelBackend& kernels = *call.kernels;
   DeviceStaging& device = *call.device;
   void* stream = call.stream;
-  const size_t n = size_t(sp.comm->nranks);
+  const size_t n = size_t(ctx.comm->nranks);
   const auto start = std::chrono::steady_clock::now();
   const size_t blocks = st.shape.blocks();
 
@@ -121,37 +121,37 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
                                &upload_host));
   uint64_t* words = static_cast<uint64_t*>(upload_host);
   std::fill(words, words + kSketchHeaderWords, uint64_t{0});
-  words[kSketchFingerprint] = sp.fingerprint;
-  words[kSketchSequence] = sp.iteration;
+  words[kSketchFingerprint] = ctx.fingerprint;
+  words[kSketchSequence] = ctx.iteration;
   SCCL_CHECK(device.toDevice(own, words, kSketchHeaderWords * sizeof(uint64_t)));
 
   // Steps 2-3.
-  SCCL_CHECK(kernels.accumulate(vectors.acc, sp.config.error_feedback ? vectors.residual : nullptr,
-                                sp.acc_dtype, call.sendbuf, sp.dtype, sp.count,
+  SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
+                                ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count,
                                 own + kSketchNonFinite, stream));
   call.acc = vectors.acc;
   const SketchPlanScratch scratch = sketchPlanScratch(static_cast<uint64_t*>(plan), n);
   if (st.select_nonzero) {
     SCCL_CHECK(kernels.fillZero(scratch.cutoff, sizeof(uint64_t), stream));
-    SCCL_CHECK(kernels.markNonzeroBlocks(vectors.acc, sp.acc_dtype, sp.count, st.shape.block, marks,
-                                         stream));
+    SCCL_CHECK(kernels.markNonzeroBlocks(vectors.acc, ctx.acc_dtype, ctx.count, st.shape.block,
+                                         marks, stream));
   } else {
     void* norms = nullptr;
     SCCL_CHECK(device.buffer(DeviceStaging::kBlockNorms,
                              std::max<size_t>(1, blocks) * sizeof(double), &norms));
-    SCCL_CHECK(kernels.blockSquaredNorms(vectors.acc, sp.acc_dtype, sp.count, st.shape.block,
+    SCCL_CHECK(kernels.blockSquaredNorms(vectors.acc, ctx.acc_dtype, ctx.count, st.shape.block,
                                          static_cast<double*>(norms), stream));
     SCCL_CHECK(kernels.markTopBlocks(static_cast<const double*>(norms), blocks, st.max_blocks,
                                      marks, reinterpret_cast<double*>(scratch.cutoff), stream));
   }
   SCCL_CHECK(
-      kernels.markedElements(marks, sp.count, st.shape.block, own + kSketchElements, stream));
+      kernels.markedElements(marks, ctx.count, st.shape.block, own + kSketchElements, stream));
 
   // Steps 4-6.
   SCCL_CHECK(exchange.allGather(call, own, headers, kSketchHeaderWords * sizeof(uint64_t)));
   SCCL_CHECK(exchange.allReduceMaxBytes(call, marks, union_bitmap, blocks));
-  const GatherPlanParams params = callPlanParams(sp);
-  SCCL_CHECK(kernels.planSketch(static_cast<const uint64_t*>(headers), params, sp.count,
+  const GatherPlanParams params = callPlanParams(ctx);
+  SCCL_CHECK(kernels.planSketch(static_cast<const uint64_t*>(headers), params, ctx.count,
                                 st.shape.block, static_cast<const uint8_t*>(union_bitmap),
                                 static_cast<uint64_t*>(plan), stream));
   const uint64_t* p = nullptr;
@@ -163,7 +163,7 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   adoptPlanCounts(call, p);
   if (st.select_nonzero) {
     call.threshold = 0;
-    st.shape.width = sketchTableWidth(sp.config, sp.k_target, call.k_max);
+    st.shape.width = sketchTableWidth(ctx.config, ctx.k_target, call.k_max);
   } else {
     double cutoff_sq = 0;
     std::memcpy(&cutoff_sq, &p[kPlanEdge], sizeof(cutoff_sq));
@@ -172,26 +172,26 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
 
   // Steps 7-8.
   const size_t table_elements = size_t(st.shape.rows) * st.shape.width;
-  const size_t table_bytes = table_elements * accElementSize(sp);
+  const size_t table_bytes = table_elements * accElementSize(ctx);
   void* table = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kTable, std::max<size_t>(1, table_bytes), &table));
   SCCL_CHECK(kernels.fillZero(table, table_bytes, stream));
-  SCCL_CHECK(kernels.sketchEncode(vectors.acc, sp.acc_dtype, st.shape, marks, table, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, table, table, table_elements, sp.acc_dtype));
+  SCCL_CHECK(kernels.sketchEncode(vectors.acc, ctx.acc_dtype, st.shape, marks, table, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, table, table, table_elements, ctx.acc_dtype));
   const uint32_t divisor = call.op == scclAvg ? uint32_t(n) : 1;
   const auto* global = static_cast<const uint8_t*>(union_bitmap);
-  SCCL_CHECK(kernels.sketchDecode(table, sp.acc_dtype, st.shape, global, divisor, call.recvbuf,
-                                  sp.dtype, stream));
+  SCCL_CHECK(kernels.sketchDecode(table, ctx.acc_dtype, st.shape, global, divisor, call.recvbuf,
+                                  ctx.dtype, stream));
   if (!st.feedback_decode_error) {
-    SCCL_CHECK(kernels.updateMarkedBlocks(vectors.acc, sp.acc_dtype, sp.count, st.shape.block,
+    SCCL_CHECK(kernels.updateMarkedBlocks(vectors.acc, ctx.acc_dtype, ctx.count, st.shape.block,
                                           marks, nullptr, stream));
-  } else if (sp.config.error_feedback) {
+  } else if (ctx.config.error_feedback) {
     void* decoded = nullptr;
     SCCL_CHECK(device.buffer(DeviceStaging::kDecoded,
-                             std::max<size_t>(1, sp.count * accElementSize(sp)), &decoded));
-    SCCL_CHECK(kernels.sketchDecode(table, sp.acc_dtype, st.shape, global, uint32_t(n), decoded,
-                                    sp.acc_dtype, stream));
-    SCCL_CHECK(kernels.updateMarkedBlocks(vectors.acc, sp.acc_dtype, sp.count, st.shape.block,
+                             std::max<size_t>(1, ctx.count * accElementSize(ctx)), &decoded));
+    SCCL_CHECK(kernels.sketchDecode(table, ctx.acc_dtype, st.shape, global, uint32_t(n), decoded,
+                                    ctx.acc_dtype, stream));
+    SCCL_CHECK(kernels.updateMarkedBlocks(vectors.acc, ctx.acc_dtype, ctx.count, st.shape.block,
                                           global, decoded, stream));
   }
   call.residual_updated = true;

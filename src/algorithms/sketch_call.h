@@ -12,7 +12,7 @@ namespace sccl {
 
 // Whether the sparsifier's reduction is the sketch reduction (S2: either block selection and
 // either residual rule), which runs this call on buffers of either kind.
-bool isSketchCall(const scclSparsifier& sp);
+bool isSketchCall(const ReductionContext& ctx);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in
 // `vectors` (the gradient is accumulated here), the collectives through `exchange`. Errors of the

@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "kernels/shared/count_sketch.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
@@ -26,28 +26,28 @@ uint64_t sketchTableWidth(const ResolvedSparseConfig& config, uint64_t k_target,
                                           : std::max<uint64_t>(1, uint64_t(width));
 }
 
-scclResult_t prepareSketchReduction(scclSparsifier& sp) {
-  const ResolvedSparseConfig& c = sp.config;
+scclResult_t prepareSketchReduction(const ReductionContext& ctx) {
+  const ResolvedSparseConfig& c = ctx.config;
   auto st = std::make_unique<SketchState>();
   const bool select_nonzero = c.sketch_block_selection == "nonzero";
   // "nonzero": one bucket until the first call's counts are known.
-  const double width = select_nonzero ? 1.0 : std::ceil(c.sketch_lambda * double(sp.k_target));
+  const double width = select_nonzero ? 1.0 : std::ceil(c.sketch_lambda * double(ctx.k_target));
   SCCL_REQUIRE_ARG(width <= double(kMaxSketchWidth),
                    "sketchLambda %g: the sketch would be %.0f buckets wide for k = %llu (at most "
                    "%llu)",
-                   c.sketch_lambda, width, static_cast<unsigned long long>(sp.k_target),
+                   c.sketch_lambda, width, static_cast<unsigned long long>(ctx.k_target),
                    static_cast<unsigned long long>(kMaxSketchWidth));
-  st->shape.count = sp.count;
+  st->shape.count = ctx.count;
   st->shape.block = size_t(c.sketch_block_size);
   st->shape.rows = uint32_t(c.sketch_rows);
-  st->shape.width = select_nonzero ? 1 : sketchTableWidth(c, sp.k_target, 0);
+  st->shape.width = select_nonzero ? 1 : sketchTableWidth(c, ctx.k_target, 0);
   st->keys.resize(st->shape.rows);
   for (uint32_t j = 0; j < st->shape.rows; ++j)
     st->keys[j] = sketchRowKey(uint64_t(c.sketch_seed), j);
   st->shape.row_keys = st->keys.data();
   const size_t blocks = st->shape.blocks();
   st->max_blocks = std::min<uint64_t>(
-      blocks, std::max<uint64_t>(1, (sp.k_target + st->shape.block - 1) / st->shape.block));
+      blocks, std::max<uint64_t>(1, (ctx.k_target + st->shape.block - 1) / st->shape.block));
   st->select_nonzero = select_nonzero;
   st->feedback_decode_error = c.sketch_feedback == "decode_error";
   st->global.assign(blocks, 0);
@@ -55,12 +55,12 @@ scclResult_t prepareSketchReduction(scclSparsifier& sp) {
       LogSubsys::Coll, "sketch: %zu blocks of %zu, %u x %llu table, %s selection (K = %llu)",
       blocks, st->shape.block, st->shape.rows, static_cast<unsigned long long>(st->shape.width),
       st->select_nonzero ? "nonzero" : "topk", static_cast<unsigned long long>(st->max_blocks));
-  sp.reduction_state = std::move(st);
+  ctx.reduction_state = std::move(st);
   return scclSuccess;
 }
 
-scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataType_t dtype) {
-  const SketchState& st = static_cast<const SketchState&>(*sp.reduction_state);
+scclResult_t maskSketchBlocks(const ReductionContext& ctx, void* buffer, scclDataType_t dtype) {
+  const SketchState& st = static_cast<const SketchState&>(*ctx.reduction_state);
   const size_t element = dataTypeSize(dtype);
   for (size_t b = 0; b < st.global.size(); ++b) {
     if (st.global[b] == 0) continue;
@@ -71,8 +71,8 @@ scclResult_t maskSketchBlocks(const scclSparsifier& sp, void* buffer, scclDataTy
   return scclSuccess;
 }
 
-void sketchSentIndices(const scclSparsifier& sp, std::vector<int64_t>* out) {
-  const SketchState& st = static_cast<const SketchState&>(*sp.reduction_state);
+void sketchSentIndices(const ReductionContext& ctx, std::vector<int64_t>* out) {
+  const SketchState& st = static_cast<const SketchState&>(*ctx.reduction_state);
   out->clear();
   for (size_t b = 0; b < st.global.size(); ++b) {
     if (st.global[b] == 0) continue;
@@ -82,8 +82,8 @@ void sketchSentIndices(const scclSparsifier& sp, std::vector<int64_t>* out) {
 }
 
 scclResult_t runSketchReduction(SparseCall& call) {
-  scclSparsifier& sp = *call.sp;
-  SketchState& st = static_cast<SketchState&>(*sp.reduction_state);
+  const ReductionContext& ctx = *call.ctx;
+  SketchState& st = static_cast<SketchState&>(*ctx.reduction_state);
   // The reduction accumulates itself (ReductionEntry::fused_accumulate): the residual comes in
   // call.residual, the accumulator is call.acc.
   StagedVectors vectors{const_cast<void*>(call.residual), call.acc, nullptr};

@@ -7,16 +7,16 @@
 #include "algorithms/sketch_call.h"
 #include "algorithms/resident_union.h"
 #include "core/error.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 
 namespace sccl {
 
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
-  scclSparsifier& sp = *call.sp;
-  const bool gather = exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(sp);
-  const bool sketch = exchange != nullptr && isSketchCall(sp);
-  if (gather || sketch || (exchange != nullptr && residentUnionApplies(sp))) {
+  const ReductionContext& ctx = *call.ctx;
+  const bool gather = exchange != nullptr && vectors.fault != nullptr && residentGatherApplies(ctx);
+  const bool sketch = exchange != nullptr && isSketchCall(ctx);
+  if (gather || sketch || (exchange != nullptr && residentUnionApplies(ctx))) {
     call.kernels = &kernels;
     call.device = &staging;
     call.stream = stream;
@@ -24,28 +24,28 @@ scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, Devic
                : sketch ? runSketchCall(call, *exchange, vectors)
                         : runResidentUnion(call, *exchange, vectors));
     if (call.step_discarded) return scclSuccess;
-    if (sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
+    if (ctx.config.error_feedback) std::swap(vectors.residual, vectors.acc);
     // The union and sketch calls' checks all ran before anything was written; the gather's
     // slice check runs after its read-back and may have to put the residual back.
     return gather ? restoreAfterFault(call, vectors) : scclSuccess;
   }
-  const void* residual = sp.config.error_feedback ? vectors.residual : nullptr;
-  if (sp.reduction->fused_accumulate) {
+  const void* residual = ctx.config.error_feedback ? vectors.residual : nullptr;
+  if (ctx.reduction.fused_accumulate) {
     call.residual = residual;  // the reduction accumulates in its own pass
     call.nonfinite_word = vectors.nonfinite;
   } else {
     SCCL_CHECK(kernels.fillZero(vectors.nonfinite, sizeof(uint64_t), stream));
-    SCCL_CHECK(kernels.accumulate(vectors.acc, residual, sp.acc_dtype, call.sendbuf, sp.dtype,
-                                  sp.count, vectors.nonfinite, stream));
+    SCCL_CHECK(kernels.accumulate(vectors.acc, residual, ctx.acc_dtype, call.sendbuf, ctx.dtype,
+                                  ctx.count, vectors.nonfinite, stream));
     SCCL_CHECK(staging.toHost(&call.nonfinite_local, vectors.nonfinite, sizeof(uint64_t)));
   }
   call.acc = vectors.acc;
   call.kernels = &kernels;
   call.device = &staging;
   call.stream = stream;
-  SCCL_CHECK(sp.reduction->run(call));
+  SCCL_CHECK(ctx.reduction.run(call));
   if (call.step_discarded) return scclSuccess;  // the residual stays as it was
-  if (call.residual_updated && sp.config.error_feedback) std::swap(vectors.residual, vectors.acc);
+  if (call.residual_updated && ctx.config.error_feedback) std::swap(vectors.residual, vectors.acc);
   return scclSuccess;
 }
 

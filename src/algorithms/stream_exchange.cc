@@ -23,7 +23,7 @@ scclResult_t OnStreamExchange::allReduceSum(SparseCall& call, const void* send, 
   if (count == 0) return scclSuccess;
   const size_t bytes = count * dataTypeSize(dtype);
   void* scratch = nullptr;
-  SCCL_CHECK(staging_.buffer(DeviceStaging::kReduceScratch, bytes * size_t(call.sp->comm->nranks),
+  SCCL_CHECK(staging_.buffer(DeviceStaging::kReduceScratch, bytes * size_t(call.ctx->comm->nranks),
                              &scratch));
   SCCL_CHECK(timedCollective(call, [&](Transport&) {
     return collectives_.allReduceOnStream(send, recv, count, dtype, scratch, stream_);
@@ -52,7 +52,7 @@ scclResult_t OnStreamExchange::broadcast(SparseCall& call, void* buf, size_t byt
 
 scclResult_t StagedExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
   if (bytes == 0) return scclSuccess;
-  const bool is_root = call.sp->comm->rank == root;
+  const bool is_root = call.ctx->comm->rank == root;
   void* host = nullptr;
   SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes, &host));
   if (is_root) {
@@ -67,7 +67,7 @@ scclResult_t StagedExchange::broadcast(SparseCall& call, void* buf, size_t bytes
 scclResult_t StagedExchange::allGather(SparseCall& call, const void* send, void* recv,
                                        size_t bytes_per_rank) {
   if (bytes_per_rank == 0) return scclSuccess;
-  const size_t nranks = size_t(call.sp->comm->nranks);
+  const size_t nranks = size_t(call.ctx->comm->nranks);
   void* host_send = nullptr;
   void* host_recv = nullptr;
   SCCL_CHECK(staging_.hostBuffer(DeviceStaging::kSendHost, bytes_per_rank, &host_send));
@@ -112,7 +112,7 @@ scclResult_t StagedExchange::allReduceMaxBytes(SparseCall& call, const void* sen
 scclResult_t HostExchange::allGather(SparseCall& call, const void* send, void* recv,
                                      size_t bytes_per_rank) {
   if (bytes_per_rank == 0) return scclSuccess;
-  Transport& t = *call.sp->comm->transport;
+  Transport& t = *call.ctx->comm->transport;
   SCCL_CHECK(
       timedCollective(call, [&](Transport&) { return t.allGather(send, recv, bytes_per_rank); }));
   countAllGather(call, bytes_per_rank);
@@ -122,7 +122,7 @@ scclResult_t HostExchange::allGather(SparseCall& call, const void* send, void* r
 scclResult_t HostExchange::allReduceSum(SparseCall& call, const void* send, void* recv,
                                         size_t count, scclDataType_t dtype) {
   if (count == 0) return scclSuccess;
-  Transport& t = *call.sp->comm->transport;
+  Transport& t = *call.ctx->comm->transport;
   SCCL_CHECK(timedCollective(
       call, [&](Transport&) { return t.allReduce(send, recv, count, dtype, ReduceOp::Sum); }));
   countAllReduce(call, count * dataTypeSize(dtype));
@@ -132,7 +132,7 @@ scclResult_t HostExchange::allReduceSum(SparseCall& call, const void* send, void
 scclResult_t HostExchange::allReduceMaxBytes(SparseCall& call, const void* send, void* recv,
                                              size_t bytes) {
   if (bytes == 0) return scclSuccess;
-  Transport& t = *call.sp->comm->transport;
+  Transport& t = *call.ctx->comm->transport;
   SCCL_CHECK(timedCollective(
       call, [&](Transport&) { return t.allReduce(send, recv, bytes, scclUint8, ReduceOp::Max); }));
   countAllReduce(call, bytes);
@@ -141,7 +141,7 @@ scclResult_t HostExchange::allReduceMaxBytes(SparseCall& call, const void* send,
 
 scclResult_t HostExchange::broadcast(SparseCall& call, void* buf, size_t bytes, int root) {
   if (bytes == 0) return scclSuccess;
-  Transport& t = *call.sp->comm->transport;
+  Transport& t = *call.ctx->comm->transport;
   SCCL_CHECK(timedCollective(call, [&](Transport&) { return t.broadcast(buf, bytes, root); }));
   countBroadcast(call, bytes, root);
   return scclSuccess;

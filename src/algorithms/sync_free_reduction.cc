@@ -43,14 +43,14 @@
 #include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 #include "kernels/kernels.h"
 
 namespace sccl {
 namespace {
 
-uint64_t capacityOf(const scclSparsifier& sp) {
-  return syncFreeCapacity(sp.k_target, sp.comm->nranks, sp.config.max_density_slack, sp.count);
+uint64_t capacityOf(const ReductionContext& ctx) {
+  return syncFreeCapacity(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count);
 }
 
 // Steps 0 and 1: acc = residual + gradient, and the selection into slot + kSlotHeaderWords (at
@@ -58,24 +58,24 @@ uint64_t capacityOf(const scclSparsifier& sp) {
 // fixed) one pass accumulates and selects (KernelBackend::accumulateSelect); else the pass
 // accumulates and the estimator then reads the range.
 scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity, size_t* selected) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = cpuKernels();
   const ThresholdQuery query = selectionQuery(call, range);
-  const bool early = range.size() > 0 && sp.estimator->thresholdBeforeData();
-  if (early) SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
+  const bool early = range.size() > 0 && ctx.estimator.thresholdBeforeData();
+  if (early) SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
   // Every qualifying index is needed to keep the largest; the selection reports the exact count
   // when the buffer is short, so one retry suffices.
-  std::vector<int64_t>& found = sp.global_indices;
+  std::vector<int64_t>& found = ctx.global_indices;
   size_t want = std::min<size_t>(range.size(), std::max<size_t>(4096, 2 * capacity));
   if (found.size() < want) found.resize(want);
   size_t n = 0;
   AccumulateSelectArgs pass;
   pass.acc = call.acc;
   pass.residual = call.residual;
-  pass.acc_dtype = sp.acc_dtype;
+  pass.acc_dtype = ctx.acc_dtype;
   pass.grad = call.sendbuf;
-  pass.grad_dtype = sp.dtype;
-  pass.count = sp.count;
+  pass.grad_dtype = ctx.dtype;
+  pass.count = ctx.count;
   pass.nonfinite = &call.nonfinite_local;
   if (early) {
     pass.begin = range.begin;
@@ -91,60 +91,61 @@ scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity,
     return scclSuccess;
   }
   if (!early) {
-    SCCL_CHECK(sp.estimator->threshold(query, &call.threshold));
-    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+    SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
+    SCCL_CHECK(kernels.selectAbove(call.acc, ctx.acc_dtype, range.begin, range.end, call.threshold,
                                    found.data(), nullptr, found.size(), &n, nullptr));
   }
   if (n > found.size()) {
     found.resize(n);
-    SCCL_CHECK(kernels.selectAbove(call.acc, sp.acc_dtype, range.begin, range.end, call.threshold,
+    SCCL_CHECK(kernels.selectAbove(call.acc, ctx.acc_dtype, range.begin, range.end, call.threshold,
                                    found.data(), nullptr, n, &n, nullptr));
   }
-  if (sp.estimator->exactCount()) {
-    n = trimSelection(call.acc, sp.acc_dtype, found.data(), n, query.k_target_local,
+  if (ctx.estimator.exactCount()) {
+    n = trimSelection(call.acc, ctx.acc_dtype, found.data(), n, query.k_target_local,
                       call.threshold);
   }
   if (n > capacity) {
-    sp.values.resize(n * accElementSize(sp));
+    ctx.values.resize(n * accElementSize(ctx));
     double cutoff = 0;
-    SCCL_CHECK(cutoffAmongSelected(call.acc, sp.acc_dtype, found.data(), n, capacity,
-                                   sp.values.data(), &cutoff));
-    n = trimSelection(call.acc, sp.acc_dtype, found.data(), n, capacity, cutoff);
+    SCCL_CHECK(cutoffAmongSelected(call.acc, ctx.acc_dtype, found.data(), n, capacity,
+                                   ctx.values.data(), &cutoff));
+    n = trimSelection(call.acc, ctx.acc_dtype, found.data(), n, capacity, cutoff);
   }
-  std::copy_n(found.data(), n, sp.local_indices.data() + kSlotHeaderWords);
+  std::copy_n(found.data(), n, ctx.local_indices.data() + kSlotHeaderWords);
   *selected = n;
   return scclSuccess;
 }
 
 // Steps 3 and 4.
 scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
-  scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = cpuKernels();
-  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const size_t n = static_cast<size_t>(ctx.comm->nranks);
   const size_t slot = kSlotHeaderWords + capacity;
-  const size_t element = accElementSize(sp);
+  const size_t element = accElementSize(ctx);
   const size_t slots = n * capacity;
-  sp.values.resize(slots * element);
-  SCCL_CHECK(kernels.fillZero(sp.values.data(), slots * element, nullptr));
+  ctx.values.resize(slots * element);
+  SCCL_CHECK(kernels.fillZero(ctx.values.data(), slots * element, nullptr));
   for (size_t r = 0; r < n; ++r) {
-    const int64_t* idx = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
-    SCCL_CHECK(kernels.gather(call.acc, sp.acc_dtype, idx, sp.rank_counts[r],
-                              static_cast<std::byte*>(sp.values.data()) + r * capacity * element,
+    const int64_t* idx = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
+    SCCL_CHECK(kernels.gather(call.acc, ctx.acc_dtype, idx, ctx.rank_counts[r],
+                              static_cast<std::byte*>(ctx.values.data()) + r * capacity * element,
                               nullptr));
   }
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allReduce(sp.values.data(), sp.values.data(), slots, sp.acc_dtype, ReduceOp::Sum);
+    return t.allReduce(ctx.values.data(), ctx.values.data(), slots, ctx.acc_dtype, ReduceOp::Sum);
   }));
   countAllReduce(call, slots * element);
-  if (call.op == scclAvg) SCCL_CHECK(divideByRanks(sp.values.data(), slots, sp.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.fillZero(call.recvbuf, sp.count * dataTypeSize(sp.dtype), nullptr));
+  if (call.op == scclAvg)
+    SCCL_CHECK(divideByRanks(ctx.values.data(), slots, ctx.acc_dtype, int(n)));
+  SCCL_CHECK(kernels.fillZero(call.recvbuf, ctx.count * dataTypeSize(ctx.dtype), nullptr));
   for (size_t r = 0; r < n; ++r) {
-    const int64_t* idx = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
+    const int64_t* idx = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
     SCCL_CHECK(
-        kernels.scatterValues(call.recvbuf, sp.dtype, idx,
-                              static_cast<std::byte*>(sp.values.data()) + r * capacity * element,
-                              sp.acc_dtype, sp.rank_counts[r], 1.0, nullptr));
-    SCCL_CHECK(kernels.zeroAt(call.acc, sp.acc_dtype, idx, sp.rank_counts[r], nullptr));
+        kernels.scatterValues(call.recvbuf, ctx.dtype, idx,
+                              static_cast<std::byte*>(ctx.values.data()) + r * capacity * element,
+                              ctx.acc_dtype, ctx.rank_counts[r], 1.0, nullptr));
+    SCCL_CHECK(kernels.zeroAt(call.acc, ctx.acc_dtype, idx, ctx.rank_counts[r], nullptr));
   }
   call.residual_updated = true;
   return scclSuccess;
@@ -152,11 +153,11 @@ scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
 
 }  // namespace
 
-std::vector<uint64_t> rankRanges(const scclSparsifier& sp) {
-  const size_t n = static_cast<size_t>(sp.comm->nranks);
+std::vector<uint64_t> rankRanges(const ReductionContext& ctx) {
+  const size_t n = static_cast<size_t>(ctx.comm->nranks);
   std::vector<uint64_t> ranges(2 * n);
   for (size_t r = 0; r < n; ++r) {
-    const IndexRange of = sp.search->rangeFor(static_cast<int>(r), sp.iteration);
+    const IndexRange of = ctx.search.rangeFor(static_cast<int>(r), ctx.iteration);
     ranges[2 * r] = of.begin;
     ranges[2 * r + 1] = of.end;
   }
@@ -165,12 +166,12 @@ std::vector<uint64_t> rankRanges(const scclSparsifier& sp) {
 
 scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
                               size_t stride_words, std::vector<CallHeader>* headers) {
-  scclSparsifier& sp = *call.sp;
-  const uint64_t fingerprint = sp.fingerprint;  // the config's and the density in effect
-  const size_t n = static_cast<size_t>(sp.comm->nranks);
-  const std::vector<uint64_t> ranges = rankRanges(sp);
+  const ReductionContext& ctx = *call.ctx;
+  const uint64_t fingerprint = ctx.fingerprint;  // the config's and the density in effect
+  const size_t n = static_cast<size_t>(ctx.comm->nranks);
+  const std::vector<uint64_t> ranges = rankRanges(ctx);
   const SlotHeaderVerdict verdict = checkSlotHeaderWords(words, stride_words, int(n), capacity,
-                                                         fingerprint, sp.iteration, ranges.data());
+                                                         fingerprint, ctx.iteration, ranges.data());
   if (verdict.fault != SlotFault::None) {
     const size_t r = static_cast<size_t>(verdict.rank);
     const int64_t* header = words + r * stride_words;
@@ -180,8 +181,8 @@ scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t
                   "fingerprint %016llx, rank %d at call %llu of %016llx (mismatched calls or "
                   "configs)",
                   r, static_cast<unsigned long long>(header[3]),
-                  static_cast<unsigned long long>(header[2]), sp.comm->rank,
-                  static_cast<unsigned long long>(sp.iteration),
+                  static_cast<unsigned long long>(header[2]), ctx.comm->rank,
+                  static_cast<unsigned long long>(ctx.iteration),
                   static_cast<unsigned long long>(fingerprint));
     }
     const uint64_t limit = std::min<uint64_t>(capacity, ranges[2 * r + 1] - ranges[2 * r]);
@@ -195,7 +196,7 @@ scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t
     const int64_t* header = words + r * stride_words;
     (*headers)[r] = CallHeader{uint64_t(header[0]), uint64_t(header[1]), uint64_t(header[2]),
                                uint64_t(header[3])};
-    sp.rank_counts[r] = uint64_t(header[0]);
+    ctx.rank_counts[r] = uint64_t(header[0]);
   }
   return scclSuccess;
 }
@@ -208,12 +209,12 @@ uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slac
   return std::max<uint64_t>(1, uint64_t(capacity));
 }
 
-scclResult_t prepareSyncFreeReduction(scclSparsifier& sp) {
-  SCCL_REQUIRE_ARG(sp.search->exclusive() && sp.search->soleSelector(0) < 0,
+scclResult_t prepareSyncFreeReduction(const ReductionContext& ctx) {
+  SCCL_REQUIRE_ARG(ctx.search.exclusive() && ctx.search.soleSelector(0) < 0,
                    "reduction 'sync_free' needs an exclusive search space in which every rank "
                    "selects (micro or exdyna); this config has searchSpace '%s'",
-                   sp.config.search.c_str());
-  SCCL_REQUIRE_ARG(sp.config.density_correction != "histogram",
+                   ctx.config.search.c_str());
+  SCCL_REQUIRE_ARG(ctx.config.density_correction != "histogram",
                    "reduction 'sync_free' cannot use densityCorrection \"histogram\": the "
                    "correction all-reduces counts before selecting, which is the host "
                    "synchronisation sync_free avoids");
@@ -221,49 +222,49 @@ scclResult_t prepareSyncFreeReduction(scclSparsifier& sp) {
 }
 
 scclResult_t runSyncFreeReduction(SparseCall& call) {
-  scclSparsifier& sp = *call.sp;
-  const int rank = sp.comm->rank;
-  const uint64_t capacity = capacityOf(sp);
+  const ReductionContext& ctx = *call.ctx;
+  const int rank = ctx.comm->rank;
+  const uint64_t capacity = capacityOf(ctx);
   const size_t slot = kSlotHeaderWords + capacity;
-  const size_t n = static_cast<size_t>(sp.comm->nranks);
+  const size_t n = static_cast<size_t>(ctx.comm->nranks);
   // Buffers only grow: the steady state allocates nothing (the slot size is fixed while the
   // density is; a density change resizes at most once per higher density).
-  if (sp.local_indices.size() < slot) sp.local_indices.resize(slot);
-  if (sp.gathered_indices.size() < n * slot) sp.gathered_indices.resize(n * slot);
+  if (ctx.local_indices.size() < slot) ctx.local_indices.resize(slot);
+  if (ctx.gathered_indices.size() < n * slot) ctx.gathered_indices.resize(n * slot);
 
   auto start = std::chrono::steady_clock::now();
-  IndexRange range = sp.search->rangeFor(rank, sp.iteration);
-  call.threshold = sp.estimator->currentThreshold();
+  IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
+  call.threshold = ctx.estimator.currentThreshold();
   size_t selected = 0;
   SCCL_CHECK(selectCapped(call, range, capacity, &selected));  // accumulates, selects if any range
   call.k_local = selected;
-  int64_t* mine = sp.local_indices.data();
+  int64_t* mine = ctx.local_indices.data();
   mine[0] = int64_t(selected);
   mine[1] = int64_t(call.nonfinite_local);
-  mine[2] = int64_t(sp.fingerprint);
-  mine[3] = int64_t(sp.iteration);
+  mine[2] = int64_t(ctx.fingerprint);
+  mine[3] = int64_t(ctx.iteration);
   std::fill(mine + kSlotHeaderWords + selected, mine + slot, int64_t{-1});
   call.time_select_us +=
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 
   SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allGather(mine, sp.gathered_indices.data(), slot * sizeof(int64_t));
+    return t.allGather(mine, ctx.gathered_indices.data(), slot * sizeof(int64_t));
   }));
   countAllGather(call, slot * sizeof(int64_t));
   std::vector<CallHeader> headers;
-  SCCL_CHECK(checkSlotHeaders(call, capacity, sp.gathered_indices.data(), slot, &headers));
+  SCCL_CHECK(checkSlotHeaders(call, capacity, ctx.gathered_indices.data(), slot, &headers));
   if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
   // Peer indices: inside the range that rank selects in, strictly ascending (no duplicates).
   std::vector<const int64_t*> slices(n);
   for (size_t r = 0; r < n; ++r)
-    slices[r] = sp.gathered_indices.data() + r * slot + kSlotHeaderWords;
-  SCCL_CHECK(assembleGlobalIndices(slices, sp.rank_counts, *sp.search, sp.iteration, sp.count,
-                                   &sp.global_indices));
-  call.k_max = *std::max_element(sp.rank_counts.begin(), sp.rank_counts.end());
-  call.k_global = sp.global_indices.size();
+    slices[r] = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
+  SCCL_CHECK(assembleGlobalIndices(slices, ctx.rank_counts, ctx.search, ctx.iteration, ctx.count,
+                                   &ctx.global_indices));
+  call.k_max = *std::max_element(ctx.rank_counts.begin(), ctx.rank_counts.end());
+  call.k_global = ctx.global_indices.size();
   SCCL_CHECK(reduceSlotsAndWrite(call, capacity));
-  sp.estimator->observe(call.k_global, sp.k_target);
-  sp.search->observeCounts(sp.rank_counts.data(), sp.iteration);
+  ctx.estimator.observe(call.k_global, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
   return scclSuccess;
 }
 

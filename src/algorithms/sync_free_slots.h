@@ -16,11 +16,11 @@ namespace sccl {
 
 // Every rank's range at this call, 2 nranks words (begin, end): what the slot checks bound each
 // peer's count and indices by.
-std::vector<uint64_t> rankRanges(const scclSparsifier& sp);
+std::vector<uint64_t> rankRanges(const ReductionContext& ctx);
 
 // Reads the nranks slot headers at words + r * stride_words and checks them: another sparsifier
 // or call is scclInvalidUsage naming the rank; k_r above min(capacity, rank r's range) is
-// scclRemoteError. Fills *headers and sp.rank_counts.
+// scclRemoteError. Fills *headers and ctx.rank_counts.
 scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t* words,
                               size_t stride_words, std::vector<CallHeader>* headers);
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "algorithms/algorithm.h"
-#include "sparsifier/sparsifier.h"
+#include "algorithms/reduction_context.h"
 #include "estimators/threshold_estimator.h"
 #include "kernels/kernels.h"
 
@@ -16,10 +16,10 @@ namespace sccl {
 // This rank's share of k for `range`: all of k when every rank searches the whole vector;
 // in an exclusive partition its share proportional to the partition's size (at least one if it
 // has elements).
-inline uint64_t localTarget(const scclSparsifier& sp, IndexRange range) {
-  if (!sp.search->exclusive() || sp.count == 0) return sp.k_target;
+inline uint64_t localTarget(const ReductionContext& ctx, IndexRange range) {
+  if (!ctx.search.exclusive() || ctx.count == 0) return ctx.k_target;
   uint64_t share =
-      uint64_t(std::ceil(double(sp.k_target) * double(range.size()) / double(sp.count)));
+      uint64_t(std::ceil(double(ctx.k_target) * double(range.size()) / double(ctx.count)));
   return range.size() == 0 ? 0 : std::max<uint64_t>(1, share);
 }
 
@@ -31,16 +31,16 @@ inline const KernelBackend& callKernels(const SparseCall& call) {
 
 // The query for a selection over `range` of the call's accumulator, on the call's kernels.
 inline ThresholdQuery selectionQuery(const SparseCall& call, IndexRange range) {
-  const scclSparsifier& sp = *call.sp;
+  const ReductionContext& ctx = *call.ctx;
   ThresholdQuery query;
   query.kernels = &callKernels(call);
   query.stream = call.stream;
   query.device = call.device;
   query.acc = call.acc;
-  query.acc_dtype = sp.acc_dtype;
+  query.acc_dtype = ctx.acc_dtype;
   query.range = range;
-  query.k_target_local = localTarget(sp, range);
-  query.iteration = sp.iteration;
+  query.k_target_local = localTarget(ctx, range);
+  query.iteration = ctx.iteration;
   return query;
 }
 

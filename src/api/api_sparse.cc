@@ -136,7 +136,8 @@ SCCL_API scclResult_t scclSparsifierGetRankCounts(scclSparsifier_t sparsifier, u
                      "nranks %d differs from the communicator's %d", nranks,
                      sparsifier->comm->nranks);
     if (sparsifier->device != nullptr) SCCL_CHECK(sccl::deviceRefreshStats(*sparsifier));
-    std::copy(sparsifier->rank_counts.begin(), sparsifier->rank_counts.end(), counts);
+    std::copy(sparsifier->reduction_memory.rank_counts.begin(),
+              sparsifier->reduction_memory.rank_counts.end(), counts);
     return scclSuccess;
   });
 }
@@ -163,8 +164,8 @@ SCCL_API scclResult_t scclSparsifierMaskSent(scclSparsifier_t sparsifier, void* 
                         "scclSparsifierMaskSent works on host memory after calls on host "
                         "buffers; on the GPU mask with the output (where it is non-zero)");
     }
-    if (sparsifier->last_call_mask == nullptr || count == 0) return scclSuccess;  // nothing sent
-    return sparsifier->last_call_mask(*sparsifier, buffer, dtype);
+    if (count == 0) return scclSuccess;
+    return sccl::sparsifierMaskSent(*sparsifier, buffer, dtype);
   });
 }
 

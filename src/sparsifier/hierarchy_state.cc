@@ -44,7 +44,7 @@ scclResult_t writeHierarchySections(scclSparsifier& sp, HierarchySections* out) 
   shared.u64(h.chunk);
   shared.u64(sp.iteration);
   writeDensity(sp.config, shared);
-  writeRankCounts(sp.rank_counts, shared);
+  writeRankCounts(sp.reduction_memory.rank_counts, shared);
   StateWriter& own = out->own;
   own.u64(sizeof(scclSparseStats_t));
   own.bytes(&sp.stats, sizeof(scclSparseStats_t));
@@ -180,7 +180,7 @@ scclResult_t hierarchicalImportState(scclSparsifier& sp, const void* buffer, siz
   sp.config_fingerprint = sparseConfigFingerprint(c, sp.count, sp.dtype);
   sp.density = 0;
   sp.iteration = outer.iteration;
-  sp.rank_counts = std::move(outer.rank_counts);
+  sp.reduction_memory.rank_counts = std::move(outer.rank_counts);
   sp.stats = outer.stats;
   SCCL_INFO(LogSubsys::Coll,
             "sparsifier %p rank %d: hierarchical checkpoint of call %llu loaded (%zu bytes)",

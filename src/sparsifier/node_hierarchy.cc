@@ -34,7 +34,8 @@ scclResult_t gatherRankCounts(scclSparsifier& sp, NodeHierarchy& h) {
   const size_t nodes = static_cast<size_t>(h.nodes), local = static_cast<size_t>(h.local_ranks);
   std::vector<uint64_t> mine(nodes, 0), all(nodes * local, 0);
   if (h.inner != nullptr)
-    std::copy(h.inner->rank_counts.begin(), h.inner->rank_counts.end(), mine.begin());
+    std::copy(h.inner->reduction_memory.rank_counts.begin(),
+              h.inner->reduction_memory.rank_counts.end(), mine.begin());
   SCCL_CHECK(runAgreedCall(h.intra, denseRecord(CallOperation::AllGather, nodes, scclUint64),
                            *h.intra->transport, [&](Transport& t) {
                              return t.allGather(mine.data(), all.data(), nodes * sizeof(uint64_t));
@@ -42,11 +43,11 @@ scclResult_t gatherRankCounts(scclSparsifier& sp, NodeHierarchy& h) {
   // all[l * nodes + j]: local rank l's count on node j; rank r of the communicator is local rank
   // (its position among its node's ranks) on node node_of_rank[r].
   std::vector<int> seen(nodes, 0);
-  sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
+  sp.reduction_memory.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
   for (int r = 0; r < sp.comm->nranks; ++r) {
     const size_t node = static_cast<size_t>(sp.comm->node_of_rank[size_t(r)]);
     const size_t l = static_cast<size_t>(seen[node]++);
-    sp.rank_counts[size_t(r)] = all[l * nodes + node];
+    sp.reduction_memory.rank_counts[size_t(r)] = all[l * nodes + node];
   }
   return scclSuccess;
 }

@@ -71,7 +71,7 @@ struct NodeHierarchy {
 scclResult_t buildNodeHierarchy(scclSparsifier& sp);
 
 // One hierarchical call (steps 1-5 above) on the buffers `memory` holds (host, or device ordered
-// on the stream given to memory.setStream); sp.stats and sp.rank_counts describe it afterwards
+// on the stream given to memory.setStream); sp.stats and its rank counts describe it afterwards
 // (bytes across nodes in bytesSent/bytesReceived, inside in the node fields).
 scclResult_t hierarchicalAllreduce(scclSparsifier& sp, const void* sendbuf, void* recvbuf,
                                    scclRedOp_t op, HierarchyMemory& memory);

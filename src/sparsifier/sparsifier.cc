@@ -95,7 +95,7 @@ void clearStats(scclSparsifier& sp) {
   sp.stats.size = sizeof(scclSparseStats_t);
   sp.stats.kTarget = sp.k_target;
   sp.stats.threshold = sp.estimator != nullptr ? sp.estimator->currentThreshold() : 0.0;
-  sp.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
+  sp.reduction_memory.rank_counts.assign(static_cast<size_t>(sp.comm->nranks), 0);
 }
 
 // "auto": at calls 10, 100, 1000, ... the mean measured time of a call so far next to the model's
@@ -212,7 +212,8 @@ scclResult_t sparsifierCreate(scclComm* comm, size_t count, scclDataType_t dtype
   if (hierarchical) {
     SCCL_CHECK(buildNodeHierarchy(*sp));
   } else {
-    if (sp->reduction->prepare != nullptr) SCCL_CHECK(sp->reduction->prepare(*sp));
+    if (sp->reduction->prepare != nullptr)
+      SCCL_CHECK(sp->reduction->prepare(reductionContext(*sp)));
     sp->residual.resize(count * accElementSize(*sp));
     sp->acc.resize(count * accElementSize(*sp));
     SCCL_CHECK(cpuKernels().fillZero(sp->residual.data(), sp->residual.size(), nullptr));
@@ -248,7 +249,7 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   sp->estimator->reset();
   sp->search->reset();
   sp->iteration = 0;
-  sp->union_slot_hint = 0;
+  sp->reduction_memory.union_slot_hint = 0;
   clearStats(*sp);
   return scclSuccess;
 }
@@ -256,18 +257,19 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
 scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
                                      scclRedOp_t op, void* stream, const DeviceCallRun& run) {
   const Clock::time_point start = Clock::now();
+  applyCallDensity(*sp);
+  const ReductionContext ctx = reductionContext(*sp);
   SparseCall call;
-  call.sp = sp;
+  call.ctx = &ctx;
   call.sendbuf = sendbuf;
   call.recvbuf = recvbuf;
   call.op = op;
-  applyCallDensity(*sp);
   // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
   // its agreement is the reduction's own header checks (docs/reliability.md).
   if (!sp->config.stream_ordered)
     SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, true), nullptr,
                            describeCallDensity(*sp).c_str()));
-  SCCL_CHECK(commRecordFailure(sp->comm, run(call, stream)));
+  SCCL_CHECK(commRecordFailure(sp->comm, run(*sp, call, stream)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
     return scclSuccess;
@@ -289,17 +291,18 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
     return sparseAllreduceOnDevice(sp, sendbuf, recvbuf, op, stream, runDeviceSparseAllreduce);
   }
   Clock::time_point start = Clock::now();
-  SparseCall call;
-  call.sp = sp;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.op = op;
   if (sp->device != nullptr) {  // the same code as the reverse case (checkDeviceSparseAllreduce)
     return fail(scclInvalidUsage,
                 "sendbuf/recvbuf are host memory, but this sparsifier's residual is in GPU memory "
                 "since its first call; scclSparsifierReset starts it again");
   }
   applyCallDensity(*sp);
+  const ReductionContext ctx = reductionContext(*sp);
+  SparseCall call;
+  call.ctx = &ctx;
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.op = op;
   sp->last_call_mask = nullptr;  // until this call completes
   SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false), nullptr,
                          describeCallDensity(*sp).c_str()));
@@ -317,8 +320,9 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   // Anything but an invalid argument (bad data from a peer, a mismatched call, a transport
   // failure) leaves the ranks out of step: the communicator is broken from here on.
   const bool flush = sp->residual_to_flush;
-  SCCL_CHECK(commRecordFailure(
-      sp->comm, flush ? runDenseReductionWithResidual(call) : sp->reduction->run(call)));
+  SCCL_CHECK(
+      commRecordFailure(sp->comm, flush ? runDenseReductionWithResidual(call, sp->residual.data())
+                                        : sp->reduction->run(call)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
     return scclSuccess;
@@ -370,18 +374,19 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   next.acc_dtype = sp->acc_dtype;
   next.config = config;
   SCCL_CHECK(buildSparsifierAxes(next));
-  if (next.reduction->prepare != nullptr) SCCL_CHECK(next.reduction->prepare(next));
+  if (next.reduction->prepare != nullptr)
+    SCCL_CHECK(next.reduction->prepare(reductionContext(next)));
   // The last call's mask outlives the switch ("auto" retunes right after a call, before the
   // caller masks): the sketch's blocks become an index list before its state goes.
   if (sp->last_call_mask == maskSketchBlocks) {
-    sketchSentIndices(*sp, &sp->global_indices);
+    sketchSentIndices(reductionContext(*sp), &sp->reduction_memory.global_indices);
     sp->last_call_mask = maskGlobalIndices;
   }
   const bool unsent = sp->reduction->needs_selection || sp->residual_to_flush;
   sp->residual_to_flush = unsent && !next.reduction->needs_selection && config.error_feedback;
   sp->config = std::move(next.config);
   sp->reduction = next.reduction;
-  sp->reduction_state = std::move(next.reduction_state);
+  sp->reduction_memory.reduction_state = std::move(next.reduction_memory.reduction_state);
   sp->estimator = std::move(next.estimator);
   sp->search = std::move(next.search);
   sp->density_ceiling = std::max(sp->config.density, sp->config.warmup_start);
@@ -391,6 +396,37 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
             sp->comm->rank, describeSparseConfig(sp->config).c_str(),
             sp->residual_to_flush ? " (the next call sends the residual with the gradient)" : "");
   return scclSuccess;
+}
+
+ReductionContext reductionContext(scclSparsifier& sp) {
+  ReductionMemory& m = sp.reduction_memory;
+  return ReductionContext{sp.comm,
+                          sp.count,
+                          sp.dtype,
+                          sp.acc_dtype,
+                          sp.config,
+                          *sp.reduction,
+                          *sp.estimator,
+                          *sp.search,
+                          sp.iteration,
+                          sp.k_target,
+                          sp.fingerprint,
+                          sp.density_ceiling,
+                          sp.stats.kLocal,
+                          m.rank_counts,
+                          m.union_slot_hint,
+                          m.local_indices,
+                          m.gathered_indices,
+                          m.global_indices,
+                          m.values,
+                          m.candidate_indices,
+                          m.candidate_values,
+                          m.reduction_state};
+}
+
+scclResult_t sparsifierMaskSent(scclSparsifier& sp, void* buffer, scclDataType_t dtype) {
+  if (sp.last_call_mask == nullptr) return scclSuccess;  // nothing sent
+  return sp.last_call_mask(reductionContext(sp), buffer, dtype);
 }
 
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats) {

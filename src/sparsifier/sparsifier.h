@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/reduction_context.h"
 #include "core/aligned_buffer.h"
 #include "sparsifier/node_hierarchy.h"
 #include "sparsifier/sparse_config.h"
@@ -55,7 +56,6 @@ struct scclSparsifier {
   uint64_t checkpoint_fingerprint = 0;
 
   const sccl::ReductionEntry* reduction = nullptr;
-  std::unique_ptr<sccl::ReductionState> reduction_state;  // the reduction's own (may be null)
   std::unique_ptr<sccl::ThresholdEstimator> estimator;
   std::unique_ptr<sccl::SearchSpace> search;
 
@@ -72,11 +72,9 @@ struct scclSparsifier {
   std::unique_ptr<sccl::NodeHierarchy> hierarchy;
 
   uint64_t iteration = 0;
-  std::vector<uint64_t> rank_counts;  // k_i of the last call
-  // The largest count of the last union call with a threshold on device buffers
-  // (algorithms/resident_union.cc), 0 before one: sizes the next one's slots, the same on every
-  // rank. Not from rank_counts, which a dense flush or another preset's call sets.
-  uint64_t union_slot_hint = 0;
+  // What the reductions keep between calls (k_i of the last call, scratch, the reduction's own
+  // state): theirs, kept here, handed to them in each call's context (reductionContext).
+  sccl::ReductionMemory reduction_memory;
   // "algorithm": "auto": the cost model's time of one call of the chosen preset, in us (0 for a
   // preset named by the caller); statistics and the measured-against-predicted log line.
   double predicted_call_us = 0;
@@ -96,19 +94,10 @@ struct scclSparsifier {
   bool auto_settled = true;
   scclSparseStats_t stats{};
 
-  // Scratch reused across calls, so the steady state of a training loop allocates nothing.
-  std::vector<int64_t> local_indices;
-  std::vector<int64_t> gathered_indices;
-  std::vector<int64_t> global_indices;
-  sccl::AlignedBuffer values;
   // The last completed host call's mask (scclSparsifierMaskSent, its reduction's; kept across
   // a preset switch): null before one, after a failed or discarded call, a reset or a
   // checkpoint load.
-  scclResult_t (*last_call_mask)(const scclSparsifier&, void*, scclDataType_t) = nullptr;
-  // The density correction's candidates of the fused pass (algorithms/gather_selection.cc):
-  // indices and values at or above the window's floor; the size is the pass's capacity.
-  std::vector<int64_t> candidate_indices;
-  sccl::AlignedBuffer candidate_values;
+  scclResult_t (*last_call_mask)(const sccl::ReductionContext&, void*, scclDataType_t) = nullptr;
 };
 
 namespace sccl {
@@ -129,7 +118,8 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
 // The device call after its entry checks: density, agreement, `run` (the device half:
 // runDeviceSparseAllreduce of sparsifier/sparsifier_device.h, or the tests' fake device), then
 // the call's statistics. Flat sparsifiers only.
-using DeviceCallRun = std::function<scclResult_t(SparseCall& call, void* stream)>;
+using DeviceCallRun =
+    std::function<scclResult_t(scclSparsifier& sp, SparseCall& call, void* stream)>;
 scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, void* recvbuf,
                                      scclRedOp_t op, void* stream, const DeviceCallRun& run);
 scclResult_t sparsifierStats(scclSparsifier* sp, scclSparseStats_t* stats);
@@ -153,6 +143,13 @@ CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_de
 // Builds sp.estimator, sp.search and sp.reduction for sp.config (count, dtype and comm set) and
 // resolves its density correction; the estimator is built for the first call's density.
 scclResult_t buildSparsifierAxes(scclSparsifier& sp);
+
+// The sparsifier as its reduction sees it (algorithms/reduction_context.h), for one call (after
+// applyCallDensity), a preparation or a mask; valid while the preset is unchanged.
+ReductionContext reductionContext(scclSparsifier& sp);
+
+// scclSparsifierMaskSent: the mask of the last completed call (nothing before one).
+scclResult_t sparsifierMaskSent(scclSparsifier& sp, void* buffer, scclDataType_t dtype);
 
 // Element size of the residual.
 inline size_t accElementSize(const scclSparsifier& sp) {

@@ -27,7 +27,7 @@ scclResult_t checkDeviceSparseAllreduce(const scclSparsifier& sp, void* stream);
 // One call on device buffers (call.sendbuf, call.recvbuf), ordered on `stream`: accumulate,
 // select, exchange, write recvbuf, swap in the new residual (in device memory), record the
 // counts and bytes in `call`, let the estimator and search space observe the counts.
-scclResult_t runDeviceSparseAllreduce(SparseCall& call, void* stream);
+scclResult_t runDeviceSparseAllreduce(scclSparsifier& sp, SparseCall& call, void* stream);
 
 // The sticky fault of a stream-ordered sparsifier (scclSparsifierGetAsyncError): *result is
 // scclSuccess, or the fault's code with its text set for scclGetLastError. Never waits.
@@ -35,7 +35,7 @@ scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result);
 
 // A stream-ordered sparsifier's statistics and rank counts from the device (the host only
 // enqueued its calls): waits for the device, reads the last call's headers, the threshold and the
-// totals into sp.stats and sp.rank_counts. Nothing for other sparsifiers.
+// totals into sp.stats and its rank counts. Nothing for other sparsifiers.
 scclResult_t deviceRefreshStats(scclSparsifier& sp);
 
 // Checkpoints (sparsifier/sparsifier_state.h): waits for the device and copies the device residual

@@ -37,7 +37,7 @@ scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
   shared.u64(sp.iteration);
   writeDensity(c, shared);
   shared.u8(sp.residual_to_flush ? 1 : 0);
-  writeRankCounts(sp.rank_counts, shared);
+  writeRankCounts(sp.reduction_memory.rank_counts, shared);
   shared.u64(sp.auto_switches);
   shared.u8(sp.auto_settled ? 1 : 0);
   own.u64(sizeof(scclSparseStats_t));
@@ -256,8 +256,8 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
   sp.iteration = loaded.iteration;
   sp.residual_to_flush = loaded.residual_to_flush;
   sp.last_call_mask = nullptr;  // the loaded state has no last call here
-  sp.rank_counts = std::move(loaded.rank_counts);
-  sp.union_slot_hint = 0;  // as after a reset: every rank that loads starts from k
+  sp.reduction_memory.rank_counts = std::move(loaded.rank_counts);
+  sp.reduction_memory.union_slot_hint = 0;  // as after a reset: every rank that loads starts from k
   sp.auto_switches = loaded.auto_switches;
   sp.auto_settled = loaded.auto_settled;
   sp.stats = loaded.stats;

@@ -2,8 +2,8 @@
 # Checks that every #include "..." in the library (src/, cuda/, transports/) runs one way, down the
 # layers of docs/architecture.md ("Layers as built"):
 #
-#   api -> tuning -> sparsifier/algorithms (+ cuda/'s device paths) -> estimators -> partition -> kernels
-#   api -> event;  sparsifier/algorithms, event -> comm -> transports -> kernels
+#   api -> tuning -> sparsifier (+ cuda/'s device paths) -> algorithms -> estimators -> partition -> kernels
+#   api -> event;  algorithms, event -> comm -> transports -> kernels
 #   kernels (+ cuda/'s backend) -> core -> kernels/shared
 #
 # A file may include its own layer and the layers `allowed` lists for it (everything below it);
@@ -27,15 +27,17 @@ declare -A allowed=(
   [comm]="transports kernels core kernels/shared"
   [partition]="kernels core kernels/shared"
   [estimators]="partition kernels core kernels/shared"
-  [sparsifier/algorithms]="comm transports estimators partition kernels core kernels/shared"
+  [algorithms]="comm transports estimators partition kernels core kernels/shared"
+  [sparsifier]="algorithms comm transports estimators partition kernels core kernels/shared"
   [event]="comm transports kernels core kernels/shared"
-  [tuning]="sparsifier/algorithms comm transports estimators partition kernels core kernels/shared"
-  [api]="tuning event sparsifier/algorithms comm transports estimators partition kernels core kernels/shared"
+  [tuning]="sparsifier algorithms comm transports estimators partition kernels core kernels/shared"
+  [api]="tuning event sparsifier algorithms comm transports estimators partition kernels core kernels/shared"
 )
 
 # cuda/ holds two layers: the CUDA backend (the kernel interface on device memory: the kernels,
 # their dispatch and workspace, error text, the device select, the memory-space query), and the
-# device paths of the sparse all-reduce and the dense collectives, which sit with the algorithms.
+# device paths of the sparse all-reduce and the dense collectives (the sparsifier's device half),
+# which sit with the sparsifier.
 is_cuda_backend() {
   case $1 in
     cuda/kernels/* | cuda/dispatch.h | cuda/cuda_kernels.* | cuda/cuda_status.* | \
@@ -58,8 +60,9 @@ layer_of() {
     comm/*) layer=comm ;;
     partition/*) layer=partition ;;
     estimators/*) layer=estimators ;;
-    sparsifier/* | algorithms/*) layer=sparsifier/algorithms ;;
-    cuda/*) if is_cuda_backend "$p"; then layer=kernels; else layer=sparsifier/algorithms; fi ;;
+    sparsifier/*) layer=sparsifier ;;
+    algorithms/*) layer=algorithms ;;
+    cuda/*) if is_cuda_backend "$p"; then layer=kernels; else layer=sparsifier; fi ;;
     event/*) layer=event ;;
     tuning/*) layer=tuning ;;
     api/*) layer=api ;;

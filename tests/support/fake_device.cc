@@ -390,8 +390,8 @@ scclResult_t FakeStaging::divideByRanks(void* x, size_t count, scclDataType_t dt
 scclResult_t FakeStreamExchange::allGather(sccl::SparseCall& call, const void* send, void* recv,
                                            size_t bytes_per_rank) {
   if (bytes_per_rank == 0) return scclSuccess;
-  sccl::Transport* t = call.sp->comm->transport.get();
-  const int n = call.sp->comm->nranks;
+  sccl::Transport* t = call.ctx->comm->transport.get();
+  const int n = call.ctx->comm->nranks;
   const void* s = d_.view(send);
   void* r = d_.view(recv);
   const size_t number = collectives++;
@@ -410,7 +410,7 @@ scclResult_t FakeStreamExchange::allGather(sccl::SparseCall& call, const void* s
 scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, const void* send, void* recv,
                                               size_t count, scclDataType_t dtype) {
   if (count == 0) return scclSuccess;
-  sccl::Transport* t = call.sp->comm->transport.get();
+  sccl::Transport* t = call.ctx->comm->transport.get();
   const void* s = d_.view(send);
   void* v = d_.view(recv);
   const size_t number = collectives++;
@@ -422,7 +422,7 @@ scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, const void
       d->violation("allReduce failed");
     if (tamper_fn) tamper_fn(number, v, bytes);
   });
-  const sccl::WireBytes wire = sccl::allReduceWireBytes(bytes, call.sp->comm->nranks);
+  const sccl::WireBytes wire = sccl::allReduceWireBytes(bytes, call.ctx->comm->nranks);
   call.bytes_sent += wire.sent;
   call.bytes_received += wire.received;
   return scclSuccess;
@@ -431,7 +431,7 @@ scclResult_t FakeStreamExchange::allReduceSum(sccl::SparseCall& call, const void
 scclResult_t FakeStreamExchange::allReduceMaxBytes(sccl::SparseCall& call, const void* send,
                                                    void* recv, size_t bytes) {
   if (bytes == 0) return scclSuccess;
-  sccl::Transport* t = call.sp->comm->transport.get();
+  sccl::Transport* t = call.ctx->comm->transport.get();
   const void* s = d_.view(send);
   void* v = d_.view(recv);
   const size_t number = collectives++;
@@ -442,7 +442,7 @@ scclResult_t FakeStreamExchange::allReduceMaxBytes(sccl::SparseCall& call, const
       d->violation("allReduce max failed");
     if (tamper_fn) tamper_fn(number, v, bytes);
   });
-  const sccl::WireBytes wire = sccl::allReduceWireBytes(bytes, call.sp->comm->nranks);
+  const sccl::WireBytes wire = sccl::allReduceWireBytes(bytes, call.ctx->comm->nranks);
   call.bytes_sent += wire.sent;
   call.bytes_received += wire.received;
   return scclSuccess;
@@ -487,7 +487,7 @@ void installFakeDeviceTransport(scclComm_t comm, FakeDevice& device) {
 scclResult_t FakeStreamExchange::broadcast(sccl::SparseCall& call, void* buf, size_t bytes,
                                            int root) {
   if (bytes == 0) return scclSuccess;
-  sccl::Transport* t = call.sp->comm->transport.get();
+  sccl::Transport* t = call.ctx->comm->transport.get();
   void* b = d_.view(buf);
   const size_t number = collectives++;
   FakeDevice* d = &d_;
@@ -497,7 +497,7 @@ scclResult_t FakeStreamExchange::broadcast(sccl::SparseCall& call, void* buf, si
     if (tamper_fn) tamper_fn(number, b, bytes);
   });
   const sccl::WireBytes wire =
-      sccl::broadcastWireBytes(bytes, call.sp->comm->nranks, call.sp->comm->rank == root);
+      sccl::broadcastWireBytes(bytes, call.ctx->comm->nranks, call.ctx->comm->rank == root);
   call.bytes_sent += wire.sent;
   call.bytes_received += wire.received;
   return scclSuccess;

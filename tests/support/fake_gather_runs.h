@@ -72,8 +72,9 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
     if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, dtype, &config), scclSuccess,
                          "scclSparsifierCreate"))
       return;
-    resident[size_t(rank)] = sccl::residentGatherApplies(*sp) || sccl::residentUnionApplies(*sp) ||
-                                     sccl::isSketchCall(*sp)
+    resident[size_t(rank)] = sccl::residentGatherApplies(sccl::reductionContext(*sp)) ||
+                                     sccl::residentUnionApplies(sccl::reductionContext(*sp)) ||
+                                     sccl::isSketchCall(sccl::reductionContext(*sp))
                                  ? 1
                                  : 0;
     FakeDevice device;
@@ -111,8 +112,9 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
         storeValue(dtype, device.view(grad), i, gradient(rank, uint64_t(t), i));
         storeValue(dtype, device.view(out), i, kSentinel);
       }
+      const sccl::ReductionContext ctx = sccl::reductionContext(*sp);
       sccl::SparseCall call;
-      call.sp = sp;
+      call.ctx = &ctx;
       call.sendbuf = grad;
       call.recvbuf = out;
       call.op = op;
@@ -135,14 +137,14 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
       typed.residual.resize(count);
       for (size_t i = 0; i < count; ++i)
         typed.residual[i] = loadValue(acc_dtype, device.view(vectors.residual), i);
-      typed.counts = sp->rank_counts;
+      typed.counts = sp->reduction_memory.rank_counts;
       if (dtype == scclFloat32) {
         const float* of = static_cast<const float*>(device.view(out));
         record.output.assign(of, of + count);
         const float* r = static_cast<const float*>(device.view(vectors.residual));
         record.residual.assign(r, r + count);
       }
-      record.counts = sp->rank_counts;
+      record.counts = sp->reduction_memory.rank_counts;
       record.stats.kGlobal = call.k_global;
       record.stats.bytesSent = call.bytes_sent;
       // An invalid argument leaves the sparsifier usable (the host loop goes on too).

@@ -62,7 +62,7 @@ struct Setup {
 void record(scclSparsifier_t sp, RankCall& c, RankLog& log) {
   c.stats.size = sizeof(c.stats);
   log.checkResult(scclSparsifierGetStats(sp, &c.stats), scclSuccess, "stats");
-  c.counts = sp->rank_counts;
+  c.counts = sp->reduction_memory.rank_counts;
 }
 
 Runs onHost(const Setup& s, const scclSparseConfig_t& config) {
@@ -140,7 +140,8 @@ DeviceRun onFake(const Setup& s, const scclSparseConfig_t& config) {
       inner.prepare(device, *in);
       const DeviceCounters before = device.counters;
       const scclResult_t result = sccl::sparseAllreduceOnDevice(
-          in, chunk, chunk, scclSum, stream, [&](sccl::SparseCall& call, void* st) {
+          in, chunk, chunk, scclSum, stream,
+          [&](scclSparsifier&, sccl::SparseCall& call, void* st) {
             return sccl::runStagedCall(call, kernels, inner.staging, inner.vectors, st,
                                        &inner.exchange);
           });

@@ -88,8 +88,8 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
     std::memset(device.view(residual), 0, acc_bytes);
     uint64_t fault = 0;  // host memory the kernels write (mapped page-locked memory on CUDA)
     sccl::ResidentSyncFree state;
-    if (!log.checkResult(sccl::prepareResidentSyncFree(*sp, staging, &fault, &fault,
-                                                       options.fixed_buffers, &state),
+    if (!log.checkResult(sccl::prepareResidentSyncFree(sccl::reductionContext(*sp), staging, &fault,
+                                                       &fault, options.fixed_buffers, &state),
                          scclSuccess, "prepareResidentSyncFree"))
       return;
     device.wait();
@@ -112,15 +112,16 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
         storeValue(dtype, device.view(grad), i, gradient(rank, uint64_t(t), i));
         storeValue(dtype, device.view(out), i, 12345.0);
       }
+      sccl::applyCallDensity(*sp);  // as scclSparseAllreduce does first (a warm-up's step)
+      const sccl::ReductionContext ctx = sccl::reductionContext(*sp);
       sccl::SparseCall call;
-      call.sp = sp;
+      call.ctx = &ctx;
       call.sendbuf = grad;
       call.recvbuf = out;
       call.op = options.op;
       call.kernels = &kernels;
       call.device = &staging;
       call.stream = nullptr;
-      sccl::applyCallDensity(*sp);  // as scclSparseAllreduce does first (a warm-up's step)
       if (options.capture_after_first && t > 0) device.beginCapture();
       const DeviceCounters before = device.counters;
       TypedRankCall& record = run.calls[size_t(t)][size_t(rank)];
@@ -140,7 +141,9 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
         record.residual[i] = loadValue(acc_dtype, device.view(vectors.residual), i);
       if (record.result != scclSuccess) break;
     }
-    if (log.checkResult(sccl::residentSyncFreeStats(*sp, staging, state), scclSuccess, "stats")) {
+    if (log.checkResult(
+            sccl::residentSyncFreeStats(sccl::reductionContext(*sp), staging, state, &sp->stats),
+            scclSuccess, "stats")) {
       run.stats[size_t(rank)] = sp->stats;
     }
     log.checkResult(sccl::residentSyncFreeAsyncError(state, &run.async[size_t(rank)]), scclSuccess,

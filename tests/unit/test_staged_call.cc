@@ -94,8 +94,9 @@ StagedRun runStaged(int nranks, size_t count, const scclSparseConfig_t& config, 
     CopyingStaging staging;
     for (int t = 0; t < iterations; ++t) {
       for (size_t i = 0; i < count; ++i) grad[i] = gradient(rank, uint64_t(t), i);
+      const sccl::ReductionContext ctx = sccl::reductionContext(*sp);
       sccl::SparseCall call;
-      call.sp = sp;
+      call.ctx = &ctx;
       call.sendbuf = grad.data();
       call.recvbuf = out.data();
       call.op = op;
@@ -105,7 +106,7 @@ StagedRun runStaged(int nranks, size_t count, const scclSparseConfig_t& config, 
       record.output = out;
       const float* now = static_cast<const float*>(vectors.residual);
       record.residual.assign(now, now + count);
-      record.counts = sp->rank_counts;
+      record.counts = sp->reduction_memory.rank_counts;
       record.stats.kGlobal = call.k_global;
       record.stats.bytesSent = call.bytes_sent;
     }
