@@ -178,6 +178,32 @@ scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                                 scclDataType_t dtype, size_t ncand,
+                                                 double threshold, size_t n, int64_t* idx,
+                                                 size_t padded, void* stream) const {
+  SCCL_CHECK(requireFloating(dtype, "selectCandidatesPadded"));
+  SCCL_REQUIRE_ARG(n <= padded && n <= ncand,
+                   "selectCandidatesPadded: %zu entries of %zu candidates in a slice of %zu", n,
+                   ncand, padded);
+  if (n > 0) {
+    void* word = nullptr;  // the count, left on the device: the caller knows it
+    SCCL_CHECK(result_.reserve(sizeof(uint64_t), &word));
+    const uint64_t bits = thresholdBits(dtype, threshold);
+    // The qualifying candidates' positions into idx, then each position replaced by its
+    // candidate's index (in place: every entry reads its own position before it writes).
+    SCCL_CHECK(withTemp("selectCandidatesPadded", [&](void* temp, size_t* bytes) {
+      return cuda_dispatch::selectAbove(temp, bytes, cand_val, dataTypeSize(dtype), 0, ncand, bits,
+                                        idx, nullptr, n, static_cast<uint64_t*>(word),
+                                        asStream(stream));
+    }));
+    SCCL_CUDA_CHECK(cuda_dispatch::gather(cand_idx, sizeof(int64_t), idx, n, idx, asStream(stream)),
+                    "selectCandidatesPadded: the candidates' indices");
+  }
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::markedElements(const uint8_t* bitmap, size_t count, size_t block,
                                          uint64_t* elements, void* stream) const {
   SCCL_CUDA_CHECK(

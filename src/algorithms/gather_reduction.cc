@@ -40,6 +40,9 @@
 #include "kernels/device_staging.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
+#include "algorithms/resident_gather.h"
+#include "algorithms/stream_exchange.h"
+#include "kernels/shared/gather_plan.h"
 #include "algorithms/reductions.h"
 #include "algorithms/threshold_query.h"
 #include "core/divide_by_ranks.h"
@@ -124,10 +127,48 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
   return scclSuccess;
 }
 
+// The resident gather call (resident_gather.cc) on host buffers: the CPU kernels on host memory
+// (ctx.host_staging as the kernels' memory, its copies memcpy and its waits nothing), the
+// communicator's transport in place, and the pass's candidates. The plan is in host memory, so a
+// peer's bad index is an error of this call, as the checks before it are.
+scclResult_t runResidentGatherOnHost(SparseCall& call) {
+  const ReductionContext& ctx = *call.ctx;
+  HostStaging& staging = ctx.host_staging;
+  void* fault = nullptr;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kIndexFault, sizeof(uint32_t), &fault));
+  *static_cast<uint32_t*>(fault) = kNoIndexFault;
+  StagedVectors vectors{const_cast<void*>(call.residual), call.acc, nullptr,
+                        static_cast<uint32_t*>(fault), nullptr};
+  call.kernels = &cpuKernels();
+  call.device = &staging;
+  call.stream = nullptr;
+  HostExchange exchange;
+  const scclResult_t result = runResidentGather(call, exchange, vectors, true);
+  call.kernels = nullptr;
+  call.device = nullptr;
+  if (result != scclSuccess || call.step_discarded) return result;
+  const uint32_t faulty = *static_cast<const uint32_t*>(fault);
+  if (faulty != kNoIndexFault) {
+    call.residual_updated = false;  // recvbuf untouched (writeDenseUnlessFault), residual kept
+    return fail(scclRemoteError,
+                "rank %u sent an index outside the range it selects in, or out of order; nothing "
+                "was written",
+                faulty);
+  }
+  // What scclSparsifierMaskSent zeroes: this call's global list.
+  void* global = nullptr;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kGlobalIndices,
+                            std::max<uint64_t>(1, call.k_global) * sizeof(int64_t), &global));
+  const auto* indices = static_cast<const int64_t*>(global);
+  ctx.global_indices.assign(indices, indices + call.k_global);
+  return scclSuccess;
+}
+
 }  // namespace
 
 scclResult_t runGatherReduction(SparseCall& call) {
   const ReductionContext& ctx = *call.ctx;
+  if (call.device == nullptr && residentGatherApplies(ctx)) return runResidentGatherOnHost(call);
   const int rank = ctx.comm->rank;
   const int sole = ctx.search.soleSelector(ctx.iteration);
   IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);

@@ -37,23 +37,19 @@
 #include "kernels/shared/magnitude_bits.h"
 
 namespace sccl {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Room for a selection over `range`: what is likely, not the whole range (which would cost 8
-// bytes per element); the kernels report the exact count on overflow, so one retry suffices.
 size_t likelySelection(const ReductionContext& ctx, IndexRange range, uint64_t k_local) {
   return std::min<size_t>(range.size(),
                           std::max<size_t>({4096, 2 * k_local, 2 * ctx.last_k_local}));
 }
 
-// Room for the density correction's candidates: what is wanted, at most a quarter of the range
-// (12 bytes per candidate against 4 per element; past that a second selection pass over the
-// range costs less memory traffic than the staging would).
 size_t candidateRoom(IndexRange range, size_t wanted) {
   return std::min<size_t>(range.size(), std::max<size_t>(4096, std::min(wanted, range.size() / 4)));
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // selectAbove over the range at `threshold` into ctx.local_indices (through the staging on device
 // buffers), with `room` entries first and the exact count on overflow. *idx is the kernels'

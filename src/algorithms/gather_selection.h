@@ -10,6 +10,15 @@
 
 namespace sccl {
 
+// Room for a selection over `range`: what is likely, not the whole range (which would cost 8
+// bytes per element); the kernels report the exact count on overflow, so one retry suffices.
+size_t likelySelection(const ReductionContext& ctx, IndexRange range, uint64_t k_local);
+
+// Room for the density correction's candidates: what is wanted, at most a quarter of the range
+// (12 bytes per candidate against 4 per element; past that a second selection pass over the
+// range costs less memory traffic than the staging would).
+size_t candidateRoom(IndexRange range, size_t wanted);
+
 // Collective when the density correction is on (every rank calls it, selecting or not). On return
 // call.acc holds residual + gradient, call.nonfinite_local its non-finite count, call.threshold
 // the threshold used, ctx.local_indices[0, *selected) this rank's selection (ascending; empty

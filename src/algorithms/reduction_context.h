@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/host_staging.h"
 #include "algorithms/resolved_config.h"
 #include "core/aligned_buffer.h"
 #include "estimators/threshold_estimator.h"
@@ -42,6 +43,10 @@ struct ReductionMemory {
   // indices and values at or above the window's floor; the size is the pass's capacity.
   std::vector<int64_t> candidate_indices;
   AlignedBuffer candidate_values;
+  // The resident gather call on host buffers (gather_reduction.cc): the kernels' memory (host
+  // memory) and the room of its pass's candidates (grows after an overflow).
+  HostStaging host_staging;
+  size_t candidate_room = 0;
   // The reduction's own state (the sketch's table and bitmaps), built by its prepare.
   std::unique_ptr<ReductionState> reduction_state;
 };
@@ -73,6 +78,8 @@ struct ReductionContext {
   AlignedBuffer& values;
   std::vector<int64_t>& candidate_indices;
   AlignedBuffer& candidate_values;
+  HostStaging& host_staging;
+  size_t& candidate_room;
   std::unique_ptr<ReductionState>& reduction_state;
 };
 

@@ -54,12 +54,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
+#include "algorithms/gather_selection.h"
 #include "algorithms/density_correction.h"
 #include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
@@ -70,6 +72,35 @@
 #include "algorithms/reduction_context.h"
 
 namespace sccl {
+
+// The two-step exchange's header is the host reductions' call header, word for word.
+static_assert(sizeof(CallHeader) == kGatherRecordHeaderWords * sizeof(uint64_t) &&
+                  offsetof(CallHeader, k_local) == kHeaderCount * sizeof(uint64_t) &&
+                  offsetof(CallHeader, nonfinite) == kRecordNonFinite * sizeof(uint64_t) &&
+                  offsetof(CallHeader, fingerprint) == kRecordFingerprint * sizeof(uint64_t) &&
+                  offsetof(CallHeader, sequence) == kRecordSequence * sizeof(uint64_t),
+              "the two-step header is call_header.h's CallHeader");
+
+namespace {
+
+// Whether all ranks together hold at least k entries in `words` summed bins from the floor edge
+// up (the kernels' memory, read back: only a call whose kernels keep candidates asks, and their
+// memory is the host's).
+scclResult_t countedEnough(SparseCall& call, const uint64_t* tail, size_t words, bool* enough) {
+  DeviceStaging& device = *call.device;
+  void* host = nullptr;
+  SCCL_CHECK(device.hostBuffer(DeviceStaging::kPlanHost, words * sizeof(uint64_t), &host));
+  SCCL_CHECK(device.readBack(host, tail, words * sizeof(uint64_t)));
+  SCCL_CHECK(device.synchronize());
+  const uint64_t* summed = static_cast<const uint64_t*>(host);
+  uint64_t total = 0;
+  for (size_t j = 0; j < words; ++j) total += summed[j];
+  *enough = total >= call.ctx->k_target;
+  return scclSuccess;
+}
+
+}  // namespace
+
 bool residentGatherApplies(const ReductionContext& ctx) {
   const bool threshold_known =
       ctx.config.density_correction == "histogram" || ctx.estimator.thresholdBeforeData();
@@ -84,7 +115,8 @@ bool residentGatherApplies(const ReductionContext& ctx) {
   return threshold_known && !ctx.estimator.mayTrim();
 }
 
-scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
+scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
+                               bool pass_candidates) {
   const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   DeviceStaging& device = *call.device;
@@ -92,6 +124,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const size_t n = size_t(ctx.comm->nranks);
   const int rank = ctx.comm->rank;
   const auto start = std::chrono::steady_clock::now();
+  const double comm_us_before = call.time_comm_us;
 
   // Step 1. Without the density correction the threshold is known before the data (scaling,
   // fixed): a window of one bin from its pattern counts, per rank, exactly what it selects.
@@ -121,6 +154,12 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
     window.shift = 0;
     window.bins = 1;
   }
+  // Candidates: this rank's pass keeps them where the threshold is known before the data or the
+  // correction counts (a non-empty range, no sole selector). With the correction the pass counts
+  // from the floor edge up only (the same on every rank: the window is), so the ranks decide
+  // together after the bins' sum whether that was enough.
+  const bool keep = pass_candidates && sole < 0 && range.size() > 0;
+  const size_t counted_from = pass_candidates && corrected ? window.floor_edge : 0;
   const size_t record_words = kGatherRecordHeaderWords + window.bins + 1;
   const size_t record_bytes = record_words * sizeof(uint64_t);
   // One buffer holds every rank's range (2 n words) and then this rank's record, so that one
@@ -137,7 +176,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   void* record = record_words_d;
   // The two-step exchange (the host reduction's collectives): a sole selector's count rides in
   // its 32-byte header, and its k-th magnitude stays in this rank's plan words.
-  const bool two_step = exchange.twoStep(int(n));
+  // With candidates the bins' sum decides before the headers go (the host reduction's order).
+  const bool two_step = pass_candidates || exchange.twoStep(int(n));
   const bool count_in_record = sole >= 0 && !two_step;
   uint64_t* edge_words = static_cast<uint64_t*>(plan) + gatherPlanWords(n);
   const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (count_in_record ? 1 : 0);
@@ -165,23 +205,51 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   a.grad_dtype = ctx.dtype;
   a.count = ctx.count;
   a.nonfinite = record_words_d + kRecordNonFinite;
+  const size_t element = accElementSize(ctx);
+  size_t room = 0, ncandidates = 0;
+  void *candidate_indices = nullptr, *candidate_values = nullptr;
   if (sole >= 0) {
     // The pass only accumulates; the count is the uploaded one.
   } else if (range.size() > 0) {
     a.begin = range.begin;
     a.end = range.end;
-    a.base_bits = window.base;
+    a.base_bits = window.base + (uint64_t(counted_from) << window.shift);
     a.shift = window.shift;
-    a.bins = window.bins;
-    a.counts = bins;
+    a.bins = window.bins - counted_from;
+    a.counts = bins + counted_from;
+    if (counted_from > 0)
+      SCCL_CHECK(kernels.fillZero(bins, counted_from * sizeof(uint64_t), stream));
+    if (keep) {
+      // About what the last call needed (gather_selection.h's rules); an overflow is still counted
+      // exactly, the range selected again, and the room grown for the next call.
+      const uint64_t k_local = localTarget(ctx, range);
+      room = corrected ? candidateRoom(range, 8 * k_local) : likelySelection(ctx, range, k_local);
+      room = std::max(room, std::min<size_t>(ctx.candidate_room, range.size()));
+      SCCL_CHECK(device.buffer(DeviceStaging::kCandidateIndices, room * sizeof(int64_t),
+                               &candidate_indices));
+      SCCL_CHECK(device.buffer(DeviceStaging::kCandidateValues, room * element, &candidate_values));
+      a.floor = corrected ? windowEdge(window, counted_from, ctx.acc_dtype) : fixed_threshold;
+      a.idx = static_cast<int64_t*>(candidate_indices);
+      a.val = candidate_values;
+      a.capacity = room;
+      a.ncandidates = &ncandidates;
+    }
   } else {
     SCCL_CHECK(kernels.fillZero(bins, (window.bins + 1) * sizeof(uint64_t), stream));
   }
   SCCL_CHECK(kernels.accumulateSelect(a, stream));
   call.acc = vectors.acc;
+  // The candidates hold the selection unless more qualified than the room (counted exactly all
+  // the same): the range is then selected again, and the next call has room for this many.
+  bool candidates_hold = keep && ncandidates <= room;
+  if (keep) {
+    const size_t wanted = ncandidates + ncandidates / 4;
+    ctx.candidate_room = ncandidates <= room ? std::max(ctx.candidate_room, room)
+                         : corrected         ? candidateRoom(range, wanted)
+                                             : std::min<size_t>(range.size(), wanted);
+  }
   // The sole selector selects now, before the exchange, so its record carries the k-th
   // magnitude (the statistics' threshold) to the plan; it is used only if the plan passes.
-  const size_t element = accElementSize(ctx);
   void* local = nullptr;
   if (sole >= 0) {
     SCCL_CHECK(device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, leader_count) * 8,
@@ -214,6 +282,24 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
                              n * kGatherRecordHeaderWords * sizeof(uint64_t), &headers));
     if (sole < 0) {  // a sole selector has no bins: its count was uploaded
       SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
+      if (counted_from > 0) {
+        bool enough = false;
+        SCCL_CHECK(
+            countedEnough(call, summed + counted_from, window.bins + 1 - counted_from, &enough));
+        if (!enough) {
+          // Fewer than k from the floor edge up on all ranks together: the edge nearest k may lie
+          // lower, so every rank counts the whole window over its range and the bins are summed
+          // again (the result is the same as counting it all at first). The threshold may then
+          // lie below the candidates' floor.
+          if (range.size() > 0) {
+            SCCL_CHECK(kernels.absBitHistogram(vectors.acc, ctx.acc_dtype, range.begin, range.end,
+                                               window.base, window.shift, window.bins, bins,
+                                               stream));
+          }
+          SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
+          candidates_hold = false;
+        }
+      }
       SCCL_CHECK(kernels.planEdge(summed, bins, params, edge_words, record_words_d + kHeaderCount,
                                   stream));
     }
@@ -229,7 +315,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   }
   const uint64_t* p = nullptr;
   SCCL_CHECK(readPlan(call, plan, n, &p));
-  call.time_select_us += microsecondsSince(start);
+  call.time_select_us += microsecondsSince(start) - (call.time_comm_us - comm_us_before);
   bool handled = false;
   SCCL_CHECK(applyPlanStatus(call, p, &handled));
   if (handled) return scclSuccess;  // discarded for non-finite values
@@ -283,9 +369,18 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
         static_cast<int64_t*>(global), vectors.fault, stream));
   } else if (max_k > 0) {
-    SCCL_CHECK(kernels.selectAbovePadded(
-        vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
-        size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
+    const auto select_start = std::chrono::steady_clock::now();
+    if (candidates_hold && ncandidates <= room) {
+      SCCL_CHECK(kernels.selectCandidatesPadded(
+          static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
+          ncandidates, call.threshold, size_t(call.k_local), static_cast<int64_t*>(local),
+          size_t(max_k), stream));
+    } else {
+      SCCL_CHECK(kernels.selectAbovePadded(
+          vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
+          size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
+    }
+    call.time_select_us += microsecondsSince(select_start);
     SCCL_CHECK(exchange.allGather(call, local, gathered, max_k * sizeof(int64_t)));
     SCCL_CHECK(kernels.assembleExclusiveIndices(
         static_cast<const int64_t*>(gathered), n, size_t(max_k), 0,

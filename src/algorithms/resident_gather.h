@@ -19,7 +19,13 @@ bool residentGatherApplies(const ReductionContext& ctx);
 // `vectors` (vectors.fault: the sparsifier's index-check word, kNoIndexFault when created), the
 // collectives through `exchange`. On return call holds the counts and bytes; the residual swap is
 // the caller's (runStagedCall), followed by restoreAfterFault.
-scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors);
+// pass_candidates: the kernels' fused pass keeps candidates (the CPU backend's, which selects
+// while it accumulates and reports their count to the host at once: host buffers,
+// runGatherReduction): the pass counts from the density correction's floor edge up and keeps every
+// entry there (or at a threshold known before the data), and the plan's threshold selects among
+// them without reading the range again (resident_gather.cc, "Candidates").
+scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
+                               bool pass_candidates = false);
 
 // After the swap of a completed call: if a peer's indices failed their check (vectors.fault), the
 // residual the call started from is put back (the device decides; the host does not wait).

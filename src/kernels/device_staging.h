@@ -42,6 +42,9 @@ class DeviceStaging {
     kNodeSum,           // hierarchy node: the node's sum of this rank's chunk
     kNodePadded,        // hierarchy node: the vector padded to L x chunk elements
     kNodeScratch,       // hierarchy node: the non-finite check's widened copy and its count
+    kCandidateIndices,  // resident gather on host memory: the fused pass's candidates
+    kCandidateValues,   // resident gather on host memory: their values
+    kIndexFault,        // resident gather on host memory: the call's index-check word
     kBufferCount
   };
   // Host memory the device reads or writes without the host in between (page-locked on CUDA).

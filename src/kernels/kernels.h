@@ -240,6 +240,16 @@ class KernelBackend {
                                          size_t end, double threshold, size_t n, int64_t* idx,
                                          size_t padded, void* stream) const = 0;
 
+  // The same selection from the fused pass's candidates (AccumulateSelectArgs: cand_idx ascending,
+  // cand_val their values in acc's type, ncand of them, all at or above the pass's floor, which
+  // lies at or below threshold): idx[0, n) = the candidates' indices with
+  // !(|value| < threshold), ascending; idx[n, padded) = -1. The caller knows exactly n qualify
+  // (the plan's count); the range is not read again.
+  virtual scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                              scclDataType_t dtype, size_t ncand, double threshold,
+                                              size_t n, int64_t* idx, size_t padded,
+                                              void* stream) const = 0;
+
   // The selection of a count the host does not know (the union call's speculative slot):
   // idx[0, min(*count, capacity)) = the ascending indices i of [begin, end) with
   // !(|x_i| < threshold), idx[min(*count, capacity), capacity) = -1, *count (kernels' memory) =

@@ -421,6 +421,8 @@ ReductionContext reductionContext(scclSparsifier& sp) {
                           m.values,
                           m.candidate_indices,
                           m.candidate_values,
+                          m.host_staging,
+                          m.candidate_room,
                           m.reduction_state};
 }
 

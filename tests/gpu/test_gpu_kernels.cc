@@ -144,6 +144,54 @@ TEST_CASE("gpu counted selection equals the cpu one past and within its capacity
   }
 }
 
+TEST_CASE("gpu selection from the pass's candidates equals the cpu one", "[gpu][select]") {
+  // The candidates of the CPU's fused pass at a floor, then both backends select among them at
+  // thresholds at and above it (the resident gather's step 6 on host buffers).
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 300007;
+  for (scclDataType_t dtype : {scclFloat32, scclFloat64}) {
+    INFO("dtype " << dtype);
+    const size_t width = dtype == scclFloat64 ? 8 : 4;
+    const std::vector<uint8_t> grad = elements(dtype, n, 29);
+    std::vector<uint8_t> acc(n * width);
+    std::vector<int64_t> cand_idx(n);
+    std::vector<uint8_t> cand_val(n * width);
+    size_t ncand = 0;
+    sccl::AccumulateSelectArgs a;
+    a.acc = acc.data();
+    a.acc_dtype = dtype;
+    a.grad = grad.data();
+    a.grad_dtype = dtype;
+    a.count = n;
+    a.begin = 7;
+    a.end = n - 3;
+    a.floor = 2.0;
+    a.idx = cand_idx.data();
+    a.val = cand_val.data();
+    a.capacity = n;
+    a.ncandidates = &ncand;
+    REQUIRE(cpu.accumulateSelect(a, nullptr) == scclSuccess);
+    REQUIRE(ncand > 0);
+    DeviceBuffer<int64_t> ci(cand_idx);
+    DeviceBuffer<uint8_t> cv(cand_val);
+    for (double threshold : {2.0, 3.0, 100.0}) {
+      INFO("threshold " << threshold);
+      size_t want_n = 0;
+      std::vector<int64_t> scratch(n);
+      REQUIRE(cpu.selectAbove(acc.data(), dtype, a.begin, a.end, threshold, scratch.data(), nullptr,
+                              n, &want_n, nullptr) == scclSuccess);
+      const size_t padded = want_n + 17;
+      std::vector<int64_t> want(padded);
+      REQUIRE(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), dtype, ncand, threshold,
+                                         want_n, want.data(), padded, nullptr) == scclSuccess);
+      DeviceBuffer<int64_t> idx(padded);
+      REQUIRE(gpu().selectCandidatesPadded(ci.get(), cv.get(), dtype, ncand, threshold, want_n,
+                                           idx.get(), padded, nullptr) == scclSuccess);
+      CHECK_BITS("candidates' selection", want, idx.read());
+    }
+  }
+}
+
 // A window wider than the shared-memory counters (12288) takes the global-atomic histogram.
 TEST_CASE("gpu histogram wider than shared memory equals the cpu one", "[gpu][moments]") {
   const sccl::KernelBackend& cpu = sccl::cpuKernels();

@@ -119,6 +119,10 @@ class FakeKernels final : public sccl::KernelBackend {
   scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                  double threshold, size_t n, int64_t* idx, size_t padded,
                                  void* stream) const override;
+  scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                      scclDataType_t dtype, size_t ncand, double threshold,
+                                      size_t n, int64_t* idx, size_t padded,
+                                      void* stream) const override;
   scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
                               uint64_t* elements, void* stream) const override;
   scclResult_t planSketch(const uint64_t* headers, const sccl::GatherPlanParams& params,

@@ -18,6 +18,20 @@ scclResult_t FakeKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                                 scclDataType_t dtype, size_t ncand,
+                                                 double threshold, size_t n, int64_t* idx,
+                                                 size_t padded, void*) const {
+  const int64_t* ci = d_.at(cand_idx);
+  const void* cv = d_.view(cand_val);
+  int64_t* i = d_.at(idx);
+  launch("selectCandidatesPadded", [=] {
+    return cpuKernels().selectCandidatesPadded(ci, cv, dtype, ncand, threshold, n, i, padded,
+                                               nullptr);
+  });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::markedElements(const uint8_t* bitmap, size_t count, size_t block,
                                          uint64_t* elements, void*) const {
   const uint8_t* bv = d_.at(bitmap);

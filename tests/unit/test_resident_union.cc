@@ -346,6 +346,52 @@ TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_uni
   }
 }
 
+TEST_CASE("the selection from the pass's candidates is the range's selection",
+          "[resident_gather]") {
+  // selectCandidatesPadded among the fused pass's candidates at a floor equals selectAbovePadded
+  // over the range at every threshold at or above the floor; a count the plan got wrong is an
+  // internal error, not a short slice.
+  std::vector<float> grad(5000);
+  for (size_t i = 0; i < grad.size(); ++i) grad[i] = float((i * 7919) % 1000) / 100.0f - 5.0f;
+  std::vector<float> acc(grad.size());
+  std::vector<int64_t> cand_idx(grad.size());
+  std::vector<float> cand_val(grad.size());
+  size_t ncand = 0;
+  sccl::AccumulateSelectArgs a;
+  a.acc = acc.data();
+  a.grad = grad.data();
+  a.count = grad.size();
+  a.begin = 100;
+  a.end = 4900;
+  a.floor = 3.0;
+  a.idx = cand_idx.data();
+  a.val = cand_val.data();
+  a.capacity = cand_idx.size();
+  a.ncandidates = &ncand;
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  REQUIRE(cpu.accumulateSelect(a, nullptr) == scclSuccess);
+  REQUIRE(ncand > 0);
+  for (double threshold : {3.0, 4.0, 4.99, 6.0}) {
+    INFO("threshold " << threshold);
+    size_t n = 0;
+    std::vector<int64_t> scratch(grad.size());
+    REQUIRE(cpu.selectAbove(acc.data(), scclFloat32, a.begin, a.end, threshold, scratch.data(),
+                            nullptr, scratch.size(), &n, nullptr) == scclSuccess);
+    const size_t padded = n + 5;
+    std::vector<int64_t> want(padded, 42), got(padded, 42);
+    REQUIRE(cpu.selectAbovePadded(acc.data(), scclFloat32, a.begin, a.end, threshold, n,
+                                  want.data(), padded, nullptr) == scclSuccess);
+    REQUIRE(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
+                                       threshold, n, got.data(), padded, nullptr) == scclSuccess);
+    CHECK(got == want);
+    if (n > 0) {
+      CHECK(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
+                                       threshold, n - 1, got.data(), padded,
+                                       nullptr) == scclInternalError);
+    }
+  }
+}
+
 TEST_CASE("the counted selection fills its slot and counts past it", "[resident_union]") {
   // The speculative slot's selection on the CPU backend (the fake device runs it; the GPU test
   // compares the CUDA one with it): ascending indices up to the capacity, -1 after the count,

@@ -125,6 +125,12 @@ class CpuBackend final : public KernelBackend {
     return cpu::selectAbovePadded(x, dtype, begin, end, threshold, n, idx, padded);
   }
 
+  scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                      scclDataType_t dtype, size_t ncand, double threshold,
+                                      size_t n, int64_t* idx, size_t padded, void*) const override {
+    return cpu::selectCandidatesPadded(cand_idx, cand_val, dtype, ncand, threshold, n, idx, padded);
+  }
+
   scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
                               uint64_t* elements, void*) const override {
     return cpu::markedElements(bitmap, count, block, elements);

@@ -65,6 +65,9 @@ scclResult_t updateMarkedBlocks(void* x, scclDataType_t dtype, size_t count, siz
 // The device-resident gather call's kernels (resident_gather.cc).
 scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                double threshold, size_t n, int64_t* idx, size_t padded);
+scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                    scclDataType_t dtype, size_t ncand, double threshold, size_t n,
+                                    int64_t* idx, size_t padded);
 scclResult_t markedElements(const uint8_t* bitmap, size_t count, size_t block,
                             uint64_t* elements);
 scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params, size_t count,

@@ -27,6 +27,41 @@ scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin
   return scclSuccess;
 }
 
+namespace {
+
+// The candidates at or above `bits` into idx, at most `room`; returns how many qualify.
+template <typename Bits>
+size_t keepCandidates(const int64_t* cand_idx, const Bits* values, size_t ncand, Bits bits,
+                      int64_t* idx, size_t room) {
+  size_t kept = 0;
+  for (size_t j = 0; j < ncand; ++j) {
+    if (magnitudeBits(values[j]) < bits) continue;
+    if (kept < room) idx[kept] = cand_idx[j];
+    ++kept;
+  }
+  return kept;
+}
+
+}  // namespace
+
+scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
+                                    scclDataType_t dtype, size_t ncand, double threshold, size_t n,
+                                    int64_t* idx, size_t padded) {
+  const uint64_t bits = thresholdBits(dtype, threshold);
+  const size_t found =
+      dtype == scclFloat64
+          ? keepCandidates(cand_idx, static_cast<const uint64_t*>(cand_val), ncand, bits, idx, n)
+          : keepCandidates(cand_idx, static_cast<const uint32_t*>(cand_val), ncand, uint32_t(bits),
+                           idx, n);
+  if (found != n) {
+    return fail(scclInternalError,
+                "resident gather: %zu candidates at or above the threshold, the plan counted %zu",
+                found, n);
+  }
+  std::fill(idx + n, idx + padded, int64_t{-1});
+  return scclSuccess;
+}
+
 scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                 double threshold, size_t capacity, int64_t* idx, uint64_t* count) {
   size_t found = 0;

@@ -15,13 +15,16 @@
 namespace sccl {
 
 // A rank's record: these header words, then the window's bins + 1 counts (absBitHistogram's
-// layout over the rank's exclusive range; zeros for an empty range).
+// layout over the rank's exclusive range; zeros for an empty range). The words are in the order
+// of the host reductions' call header (algorithms/call_header.h: count, non-finite count,
+// fingerprint, sequence), so that the two-step exchange's header, whose first word is the rank's
+// count, is that header word for word.
 inline constexpr size_t kGatherRecordHeaderWords = 4;
 enum GatherRecordWord : size_t {
-  kRecordFingerprint = 0,  // the sparsifier's call fingerprint (config, count, dtype, density)
-  kRecordSequence = 1,     // the sparsifier's call number
-  kRecordNonFinite = 2,    // NaN/Inf values in the rank's accumulated gradient
-  kRecordReserved = 3,     // 0; a sole selector's: the magnitude pattern of its k-th entry
+  kRecordReserved = 0,     // 0; a sole selector's: the magnitude pattern of its k-th entry
+  kRecordNonFinite = 1,    // NaN/Inf values in the rank's accumulated gradient
+  kRecordFingerprint = 2,  // the sparsifier's call fingerprint (config, count, dtype, density)
+  kRecordSequence = 3,     // the sparsifier's call number
 };
 
 // The plan: kGatherPlanHeaderWords words, then (count, offset) for every rank.
