@@ -1,4 +1,9 @@
 // gather: the data path of MiCRO, ExDyna, Top-k, CLT-k and the hard threshold.
+// MiCRO, ExDyna and CLT-k (and every config residentGatherApplies accepts) run the resident
+// gather call (resident_gather.cc) on host buffers as on device buffers: runResidentGatherOnHost
+// below. This file's steps are the call of the other configs (a shared search space, an
+// estimator that fits the call's data, max_density_slack), on host buffers and, through the
+// device staging, on device buffers.
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
 // Steps of one call on rank r at iteration t (gather_selection.cc has steps 0 and 1):

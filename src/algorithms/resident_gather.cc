@@ -1,9 +1,10 @@
-// The device-resident gather call: the gather reduction of gather_reduction.cc with every
-// per-index step on the kernels' side, for device buffers. MiCRO and ExDyna (with the histogram
-// density correction, or with a threshold known before the data: the papers' scaling rule or a
-// fixed one) and CLT-k (a leader's exact top-k). The host keeps the estimator and search space
-// (O(n) work per call) and reads back one plan per call, which sizes the index exchange; indices
-// and values never cross to it.
+// The resident gather call: the gather reduction with every per-index step on the kernels' side,
+// for device buffers and host buffers alike (host buffers: the CPU kernels over host memory,
+// gather_reduction.cc's runResidentGatherOnHost). MiCRO and ExDyna (with the histogram density
+// correction, or with a threshold known before the data: the papers' scaling rule or a fixed
+// one) and CLT-k (a leader's exact top-k). The host keeps the estimator and search space (O(n)
+// work per call) and reads back one plan per call, which sizes the index exchange; indices and
+// values never cross to it.
 //
 // Papers: D. Yoon and S. Oh, "MiCRO: Near-Zero Cost Gradient Sparsification for Scaling and
 // Accelerating Distributed DNN Training", and "Preserving Near-Optimal Gradient Sparsification
@@ -45,11 +46,23 @@
 // the host reduction's two collectives, the bins all-reduced (planEdge: the edge and this rank's
 // count at it, into its header) and the 32-byte headers all-gathered (planHeaders: the checks,
 // counts and offsets), with the host reduction's bytes; one collective and one wait more.
-// Differs from the host path in one way: a peer's bad index is found on the device after the one
-// read-back, so the call itself returns success with recvbuf untouched and the residual kept;
-// scclSparsifierGetAsyncError reports it once the device has run the call, and the next call on
-// the sparsifier fails with scclRemoteError naming the rank (every rank sees the same slices, so
-// every rank does the same).
+// Candidates (pass_candidates: host buffers, whose CPU pass selects as it accumulates and tells
+// the host its count at once): the pass counts the correction's bins from the floor edge up (a
+// quarter octave below the threshold; the lower bins stay 0) and keeps every entry there with its
+// value, or every entry at a threshold known before the data; the exchange is two-step, and
+// after the bins' sum the ranks check together that at least k entries lie from the floor edge
+// up, else every rank counts the whole window and the bins are summed again (one pass and one
+// all-reduce more; the threshold may then lie below the floor). Step 6 then selects among the
+// candidates (selectCandidatesPadded) instead of reading the range again, unless more qualified
+// than their room (counted exactly all the same: the range is selected, and the room grows for
+// the next call). So host buffers run the host reduction's collectives and bytes (header 32
+// (n-1) in, bins 2 (n-1)/n 4104 each way, indices, values) and the memory traffic of its fused
+// pass.
+// A peer's bad index is found after the one read-back: on device buffers the call itself returns
+// success with recvbuf untouched and the residual kept; scclSparsifierGetAsyncError reports it
+// once the device has run the call, and the next call on the sparsifier fails with
+// scclRemoteError naming the rank (every rank sees the same slices, so every rank does the
+// same). On host buffers the kernels have run by then, so the call itself returns that error.
 #include "algorithms/resident_gather.h"
 
 #include <algorithm>
