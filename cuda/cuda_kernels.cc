@@ -466,14 +466,16 @@ scclResult_t CudaKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype,
 
 scclResult_t CudaKernels::sketchEncode(const void* x, scclDataType_t dtype,
                                        const SketchShape& shape, const uint8_t* bitmap, void* table,
-                                       void* stream) const {
+                                       size_t listed_bound, void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "sketchEncode"));
   cuda_dispatch::RowKeys keys;
   SCCL_CHECK(rowKeys(shape, "sketchEncode", &keys));
   if (shape.count == 0) return scclSuccess;
   return withTemp("sketchEncode", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::sketchEncode(temp, bytes, x, dtype, shape.count, shape.block, shape.rows,
-                                       shape.width, keys, bitmap, table, asStream(stream));
+                                       shape.width, keys, bitmap, table,
+                                       std::min(listed_bound, shape.count),
+                                       listed_bound != kListedUnknown, asStream(stream));
   });
 }
 

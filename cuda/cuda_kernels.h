@@ -67,7 +67,8 @@ class CudaKernels final : public KernelBackend {
                                  uint8_t* bitmap, void* stream) const override;
   // shape.row_keys is host memory (passed to the kernels by value).
   scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
-                            const uint8_t* bitmap, void* table, void* stream) const override;
+                            const uint8_t* bitmap, void* table, size_t listed_bound,
+                            void* stream) const override;
   scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const SketchShape& shape,
                             const uint8_t* bitmap, uint32_t divisor, void* out,
                             scclDataType_t out_dtype, void* stream) const override;

@@ -128,11 +128,13 @@ cudaError_t markTopBlocks(void* temp, size_t* temp_bytes, const double* sq, size
 // --- kernels/sketch.cu ---
 cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                               uint8_t* bitmap, cudaStream_t stream);
-// Waits for the stream once (the number of listed elements sizes the sort).
+// bounded: the sort runs over listed_bound entries (at least the listed elements; the rest are
+// padding, sorted past every bucket and skipped), nothing waits. Otherwise waits for the stream
+// once: the number of listed elements, read back, sizes the sort.
 cudaError_t sketchEncode(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
                          size_t count, size_t block, uint32_t rows, uint64_t width,
                          const RowKeys& keys, const uint8_t* bitmap, void* table,
-                         cudaStream_t stream);
+                         size_t listed_bound, bool bounded, cudaStream_t stream);
 cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, size_t block,
                          uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
                          uint32_t divisor, void* out, scclDataType_t out_dtype,

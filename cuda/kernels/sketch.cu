@@ -5,15 +5,16 @@
 // Encode must add each bucket's elements in index order, as the CPU does, for the table to be
 // bitwise the CPU's: atomicAdd on floats would add them in a different order each run. So the
 // encode (1) lists the non-zero elements of marked blocks in index order (ordered_compaction.cuh:
-// one read of acc) and reads their number back (8 bytes, the encode's one synchronisation), then
-// for each row (2) keys every listed element with its bucket, (3) stable-radix-sorts the
-// (bucket, index) pairs over the bucket's bits only, which keeps the indices of a bucket
-// ascending, and (4) lets one thread per bucket run add its elements in that order to the
-// bucket's existing value. The first version keyed and sorted all `count` elements per row
-// (unmarked ones past every bucket): 19.8 ms of a 20.8 ms S2 call at 26M float32, d = 0.001, on
-// an H100; the list is about k long. Temporary storage: 28 bytes per element plus the
-// compaction's mask (sized for the worst case, every element listed).
-// Computed values that are NaN are canonical (kernels/shared/canonical_nan.h), as on the CPU.
+// one read of acc), pads the list with -1 up to the caller's bound (the S2 call passes the
+// elements of the rank's marked blocks, which it knows from its plan) or, without a bound, reads
+// their number back (8 bytes, one synchronisation), then for each row (2) keys every listed element
+// with its bucket, (3) stable-radix-sorts the (bucket, index) pairs over the bucket's bits only,
+// which keeps the indices of a bucket ascending, and (4) lets one thread per bucket run add its
+// elements in that order to the bucket's existing value. The first version keyed and sorted all
+// `count` elements per row (unmarked ones past every bucket): 19.8 ms of a 20.8 ms S2 call at 26M
+// float32, d = 0.001, on an H100; the list is about k long. Temporary storage: 28 bytes per element
+// plus the compaction's mask (sized for the worst case, every element listed). Computed values that
+// are NaN are canonical (kernels/shared/canonical_nan.h), as on the CPU.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/dispatch.h"
@@ -46,10 +47,17 @@ struct MarkedNonzero {
   }
 };
 
+// The bucket of a padding entry (index -1) of the bounded encode: all ones in every bit the sort
+// looks at, past every real bucket (< width), and skipped when the runs are added.
+constexpr uint32_t kPaddingBucket = 0xffffffffu;
+
 __global__ void bucketKeys(const int64_t* listed, size_t n, uint64_t key, uint64_t width,
                            uint32_t* buckets) {
-  for (size_t p = globalThread(); p < n; p += gridThreads())
-    buckets[p] = uint32_t(sketchBucket(sketchHash(key, uint64_t(listed[p])), width));
+  for (size_t p = globalThread(); p < n; p += gridThreads()) {
+    buckets[p] = listed[p] < 0
+                     ? kPaddingBucket
+                     : uint32_t(sketchBucket(sketchHash(key, uint64_t(listed[p])), width));
+  }
 }
 
 template <typename T>
@@ -57,7 +65,7 @@ __global__ void addBucketRuns(const T* x, size_t count, uint64_t key, uint64_t w
                               const uint32_t* buckets, const int64_t* indices, T* row) {
   for (size_t p = globalThread(); p < count; p += gridThreads()) {
     const uint32_t bucket = buckets[p];
-    if (p > 0 && buckets[p - 1] == bucket) continue;
+    if (bucket == kPaddingBucket || (p > 0 && buckets[p - 1] == bucket)) continue;
     T sum = row[bucket];
     for (size_t q = p; q < count && buckets[q] == bucket; ++q) {
       const size_t i = size_t(indices[q]);
@@ -71,13 +79,16 @@ __global__ void addBucketRuns(const T* x, size_t count, uint64_t key, uint64_t w
 template <typename T>
 cudaError_t encodeTyped(void* temp, size_t* temp_bytes, const T* x, size_t count, size_t block,
                         uint32_t rows, uint64_t width, const RowKeys& keys, const uint8_t* bitmap,
-                        T* table, cudaStream_t stream) {
+                        T* table, size_t listed_bound, bool bounded, cudaStream_t stream) {
   using compaction::alignUp;
   const size_t key_bytes = alignUp(count * sizeof(uint32_t));
   const size_t index_bytes = alignUp(count * sizeof(int64_t));
-  // Buckets are < width < 2^32: the sort looks at the bits a bucket can have.
+  // Buckets are < width < 2^32: the sort looks at the bits a bucket can have, and one more for
+  // the padding of a bounded encode (kPaddingBucket then sorts after every real bucket; a stable
+  // sort keeps the real entries of a bucket in index order either way).
   int end_bit = 1;
   while (end_bit < 32 && (uint64_t{1} << end_bit) < width) ++end_bit;
+  if (bounded && end_bit < 32) ++end_bit;
   size_t cub_bytes = 0, compact_bytes = 0;
   cudaError_t status = cub::DeviceRadixSort::SortPairs(
       nullptr, cub_bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
@@ -103,8 +114,15 @@ cudaError_t encodeTyped(void* temp, size_t* temp_bytes, const T* x, size_t count
                                count, listed_count, stream);
   if (status != cudaSuccess) return status;
   uint64_t n = 0;
-  status = cudaMemcpyAsync(&n, listed_count, sizeof(n), cudaMemcpyDeviceToHost, stream);
-  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+  if (bounded) {
+    // listed[listed_count, listed_bound) = -1: the sort runs over the bound, nothing waits.
+    n = listed_bound;
+    if (n == 0) return cudaSuccess;
+    status = padIndicesAfterCount(listed, listed_count, n, stream);
+  } else {
+    status = cudaMemcpyAsync(&n, listed_count, sizeof(n), cudaMemcpyDeviceToHost, stream);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+  }
   if (status != cudaSuccess || n == 0) return status;
   size_t sort_bytes = 0;
   status = cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, buckets, sorted_buckets, listed,
@@ -169,13 +187,13 @@ cudaError_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count,
 cudaError_t sketchEncode(void* temp, size_t* temp_bytes, const void* x, scclDataType_t dtype,
                          size_t count, size_t block, uint32_t rows, uint64_t width,
                          const RowKeys& keys, const uint8_t* bitmap, void* table,
-                         cudaStream_t stream) {
+                         size_t listed_bound, bool bounded, cudaStream_t stream) {
   if (dtype == scclFloat64) {
     return encodeTyped(temp, temp_bytes, static_cast<const double*>(x), count, block, rows, width,
-                       keys, bitmap, static_cast<double*>(table), stream);
+                       keys, bitmap, static_cast<double*>(table), listed_bound, bounded, stream);
   }
   return encodeTyped(temp, temp_bytes, static_cast<const float*>(x), count, block, rows, width,
-                     keys, bitmap, static_cast<float*>(table), stream);
+                     keys, bitmap, static_cast<float*>(table), listed_bound, bounded, stream);
 }
 
 cudaError_t sketchDecode(const void* table, scclDataType_t dtype, size_t count, size_t block,

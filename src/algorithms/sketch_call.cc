@@ -50,7 +50,8 @@
 //     residual and accumulator.
 // Read-backs: one, the plan (on host buffers a copy within host memory). Waits: one with
 // collectives on the stream (NCCL); over host transports from device buffers one more per
-// collective (StagedExchange): four. On a GPU the CUDA encode also reads back its listed count.
+// collective (StagedExchange): four. The encode gets the rank's marked elements (from the plan)
+// as the bound of what it lists, so the CUDA encode sizes its sort without reading back.
 // Bytes on the wire per rank: headers (n-1) 32 in (the host reduction's call header); bitmap 2
 // (n-1)/n ceil(count / B) each way; table 2 (n-1)/n r c 4 (8 for float64) each way (NCCL: an
 // all-gather and a rank-order sum, for bitwise results). Independent of the overlap between ranks,
@@ -176,7 +177,10 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   void* table = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kTable, std::max<size_t>(1, table_bytes), &table));
   SCCL_CHECK(kernels.fillZero(table, table_bytes, stream));
-  SCCL_CHECK(kernels.sketchEncode(vectors.acc, ctx.acc_dtype, st.shape, marks, table, stream));
+  // The elements of this rank's marked blocks (its header's count, now call.k_local) bound what
+  // the encode lists: the CUDA backend sorts that many entries and reads nothing back.
+  SCCL_CHECK(kernels.sketchEncode(vectors.acc, ctx.acc_dtype, st.shape, marks, table,
+                                  size_t(call.k_local), stream));
   SCCL_CHECK(exchange.allReduceSum(call, table, table, table_elements, ctx.acc_dtype));
   const uint32_t divisor = call.op == scclAvg ? uint32_t(n) : 1;
   const auto* global = static_cast<const uint8_t*>(union_bitmap);

@@ -66,7 +66,8 @@ SCCL_API scclResult_t scclCountSketchEncode(const void* values, size_t count, sc
     SCCL_CHECK(sccl::requireHostBuffer(table, table_bytes, "table", stream));
     if (bitmap != nullptr) SCCL_CHECK(sccl::requireHostBuffer(bitmap, 1, "bitmap", stream));
     const sccl::SketchShape shape = sccl::shapeOf(count, blockSize, rows, width, keys);
-    return sccl::cpuKernels().sketchEncode(values, dtype, shape, bitmap, table, nullptr);
+    return sccl::cpuKernels().sketchEncode(values, dtype, shape, bitmap, table,
+                                           sccl::kListedUnknown, nullptr);
   });
 }
 

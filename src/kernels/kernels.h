@@ -79,6 +79,9 @@ struct AccumulateSelectArgs {
   uint64_t* counts = nullptr;
 };
 
+// sketchEncode's listed_bound when the caller knows none.
+inline constexpr size_t kListedUnknown = SIZE_MAX;
+
 class KernelBackend {
  public:
   virtual ~KernelBackend() = default;
@@ -196,9 +199,13 @@ class KernelBackend {
   // table[j * width + bucket_j(i)] += sign_j(i) * x[i] for every row j < rows and every i in a
   // marked block (bitmap null: every i) with x[i] != 0. The table is not cleared (encoding is
   // linear: callers zero it first or add several vectors). Each row is added in index order, so
-  // the result is deterministic.
+  // the result is deterministic. listed_bound: at least the number of such i (the elements of the
+  // marked blocks, markedElements; bitmap null: the count), or kListedUnknown: a backend that
+  // lists and sorts the entries (CUDA) sizes its sort by the bound, and reads the count back (one
+  // wait) only when it is unknown. The CPU does not need it.
   virtual scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
-                                    const uint8_t* bitmap, void* table, void* stream) const = 0;
+                                    const uint8_t* bitmap, void* table, size_t listed_bound,
+                                    void* stream) const = 0;
 
   // For every i in a marked block (bitmap null: every i): out[i] = the median over rows j of
   // sign_j(i) * table[j * width + bucket_j(i)] (an even row count averages the middle two), in

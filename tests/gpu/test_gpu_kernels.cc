@@ -299,11 +299,23 @@ TEST_CASE("gpu count sketch kernels equal the cpu ones bit for bit", "[gpu][sket
 
       std::vector<uint8_t> want_table(rows * shape.width * width_bytes, 0);
       REQUIRE(cpu.sketchEncode(data.data(), dtype, shape, want_bitmap.data(), want_table.data(),
-                               nullptr) == scclSuccess);
+                               sccl::kListedUnknown, nullptr) == scclSuccess);
       DeviceBuffer<uint8_t> table(rows * shape.width * width_bytes);
-      REQUIRE(gpu().sketchEncode(x.get(), dtype, shape, bitmap.get(), table.get(), nullptr) ==
-              scclSuccess);
+      REQUIRE(gpu().sketchEncode(x.get(), dtype, shape, bitmap.get(), table.get(),
+                                 sccl::kListedUnknown, nullptr) == scclSuccess);
       CHECK_BITS_OF_WIDTH("encoded table", width_bytes, want_table, table.read());
+      // Bounded by the marked blocks' elements (what the S2 call passes) and by the count: the
+      // padded sort, nothing read back, the same table.
+      size_t marked = 0;
+      for (size_t b = 0; b < blocks; ++b)
+        if (want_bitmap[b] != 0) marked += std::min(shape.block, n - b * shape.block);
+      for (size_t bound : {marked, n}) {
+        INFO("listed bound " << bound);
+        DeviceBuffer<uint8_t> bounded(rows * shape.width * width_bytes);
+        REQUIRE(gpu().sketchEncode(x.get(), dtype, shape, bitmap.get(), bounded.get(), bound,
+                                   nullptr) == scclSuccess);
+        CHECK_BITS_OF_WIDTH("bounded encode", width_bytes, want_table, bounded.read());
+      }
 
       for (uint32_t divisor : {1u, 3u}) {
         std::vector<uint8_t> want_out(n * width_bytes);

@@ -159,11 +159,11 @@ TEST_CASE("gpu count-sketch kernels write the cpu's canonical NaNs", "[gpu][sket
     CHECK_BITS("block norms", want_sq, sq.read());
 
     Bytes want_table(rows * shape.width * width, 0);
-    REQUIRE(cpu.sketchEncode(x.data(), dtype, shape, nullptr, want_table.data(), nullptr) ==
-            scclSuccess);
+    REQUIRE(cpu.sketchEncode(x.data(), dtype, shape, nullptr, want_table.data(),
+                             sccl::kListedUnknown, nullptr) == scclSuccess);
     DeviceBuffer<uint8_t> table(want_table.size());
-    REQUIRE(gpu().sketchEncode(d_x.get(), dtype, shape, nullptr, table.get(), nullptr) ==
-            scclSuccess);
+    REQUIRE(gpu().sketchEncode(d_x.get(), dtype, shape, nullptr, table.get(), sccl::kListedUnknown,
+                               nullptr) == scclSuccess);
     CHECK_BITS_OF_WIDTH("encoded table", width, want_table, table.read());
 
     // Decode a table with payload NaNs (as if all-reduced elsewhere) into every output type.

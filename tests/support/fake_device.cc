@@ -264,20 +264,23 @@ scclResult_t FakeKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype,
 
 scclResult_t FakeKernels::sketchEncode(const void* x, scclDataType_t dtype,
                                        const sccl::SketchShape& shape, const uint8_t* bitmap,
-                                       void* table, void*) const {
+                                       void* table, size_t listed_bound, void*) const {
   const void* xv = d_.view(x);
   const uint8_t* b = d_.at(bitmap);
   void* t = d_.view(table);
   const sccl::SketchShape s = shape;
   // The row keys are host memory, read when the kernel is enqueued (passed by value on CUDA).
   auto keys = std::make_shared<std::vector<uint64_t>>(s.row_keys, s.row_keys + s.rows);
-  // The CUDA encode reads back its listed count (8 bytes, one wait) to size its sort: the
-  // budgets counted here are the GPU's.
-  return synchronous(sizeof(uint64_t), [=] {
+  const auto encode = [=] {
     sccl::SketchShape copy = s;
     copy.row_keys = keys->data();
-    return cpuKernels().sketchEncode(xv, dtype, copy, b, t, nullptr);
-  });
+    return cpuKernels().sketchEncode(xv, dtype, copy, b, t, sccl::kListedUnknown, nullptr);
+  };
+  // Without a bound the CUDA encode reads back its listed count (8 bytes, one wait) to size its
+  // sort: the budgets counted here are the GPU's.
+  if (listed_bound == sccl::kListedUnknown) return synchronous(sizeof(uint64_t), encode);
+  launch("sketchEncode", encode);
+  return scclSuccess;
 }
 
 scclResult_t FakeKernels::sketchDecode(const void* table, scclDataType_t dtype,

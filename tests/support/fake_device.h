@@ -109,7 +109,8 @@ class FakeKernels final : public sccl::KernelBackend {
   scclResult_t markNonzeroBlocks(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  uint8_t* bitmap, void* stream) const override;
   scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const sccl::SketchShape& shape,
-                            const uint8_t* bitmap, void* table, void* stream) const override;
+                            const uint8_t* bitmap, void* table, size_t listed_bound,
+                            void* stream) const override;
   scclResult_t sketchDecode(const void* table, scclDataType_t dtype, const sccl::SketchShape& shape,
                             const uint8_t* bitmap, uint32_t divisor, void* out,
                             scclDataType_t out_dtype, void* stream) const override;

@@ -214,8 +214,8 @@ TEST_CASE("nan rule: the count-sketch kernels write canonical NaNs", "[nan_rule]
       CHECK(norms.non_canonical == 0);
 
       Bytes table(rows * shape.width * width, 0);
-      REQUIRE(kernels.sketchEncode(x.data(), dtype, shape, nullptr, table.data(), nullptr) ==
-              scclSuccess);
+      REQUIRE(kernels.sketchEncode(x.data(), dtype, shape, nullptr, table.data(),
+                                   sccl::kListedUnknown, nullptr) == scclSuccess);
       const NaNCensus buckets = censusOf(dtype, table.data(), rows * shape.width);
       CHECK(buckets.nans > 10);
       CHECK(buckets.non_canonical == 0);

@@ -45,7 +45,7 @@ std::vector<float> integerVector(size_t count, uint64_t seed, double zero_share)
 std::vector<float> encode(const Sketch& s, const std::vector<float>& x, const uint8_t* bitmap) {
   std::vector<float> table(s.cells(), 0.0f);
   REQUIRE(sccl::cpuKernels().sketchEncode(x.data(), scclFloat32, s.shape, bitmap, table.data(),
-                                          nullptr) == scclSuccess);
+                                          sccl::kListedUnknown, nullptr) == scclSuccess);
   return table;
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("sketch encoding is linear on integer-valued inputs", "[sketch][linear
     // Encoding b on top of a's table is the same as encoding the sum.
     std::vector<float> both = ta;
     REQUIRE(sccl::cpuKernels().sketchEncode(b.data(), scclFloat32, s.shape, nullptr, both.data(),
-                                            nullptr) == scclSuccess);
+                                            sccl::kListedUnknown, nullptr) == scclSuccess);
     CHECK(std::memcmp(both.data(), tsum.data(), both.size() * 4) == 0);
     // Scaling: sketch(3 a) = 3 sketch(a).
     std::vector<float> a3(a.size());
@@ -261,8 +261,8 @@ TEST_CASE("sketch kernels in float64 and decode to 16-bit types", "[sketch][type
   Sketch s(count, 5, 3, 101, 4);
   std::vector<float> tf = encode(s, xf, nullptr);
   std::vector<double> td(s.cells(), 0.0);
-  REQUIRE(k.sketchEncode(xd.data(), scclFloat64, s.shape, nullptr, td.data(), nullptr) ==
-          scclSuccess);
+  REQUIRE(k.sketchEncode(xd.data(), scclFloat64, s.shape, nullptr, td.data(), sccl::kListedUnknown,
+                         nullptr) == scclSuccess);
   for (size_t c = 0; c < tf.size(); ++c) REQUIRE(double(tf[c]) == td[c]);
   std::vector<double> outd(count);
   REQUIRE(k.sketchDecode(td.data(), scclFloat64, s.shape, nullptr, 1, outd.data(), scclFloat64,
@@ -285,8 +285,8 @@ TEST_CASE("sketch kernels in float64 and decode to 16-bit types", "[sketch][type
   }
   CHECK(k.sketchDecode(td.data(), scclFloat64, s.shape, nullptr, 1, outf.data(), scclFloat32,
                        nullptr) == scclInvalidArgument);
-  CHECK(k.sketchEncode(half.data(), scclFloat16, s.shape, nullptr, tf.data(), nullptr) ==
-        scclInvalidArgument);
+  CHECK(k.sketchEncode(half.data(), scclFloat16, s.shape, nullptr, tf.data(), sccl::kListedUnknown,
+                       nullptr) == scclInvalidArgument);
 }
 
 TEST_CASE("count sketch API rejects bad arguments without side effects", "[sketch][api]") {

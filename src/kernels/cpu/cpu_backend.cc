@@ -104,7 +104,7 @@ class CpuBackend final : public KernelBackend {
   }
 
   scclResult_t sketchEncode(const void* x, scclDataType_t dtype, const SketchShape& shape,
-                            const uint8_t* bitmap, void* table, void*) const override {
+                            const uint8_t* bitmap, void* table, size_t, void*) const override {
     return cpu::sketchEncode(x, dtype, shape, bitmap, table);
   }
 
