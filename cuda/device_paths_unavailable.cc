@@ -32,6 +32,11 @@ scclResult_t deviceRefreshStats(scclSparsifier&) {
   return scclSuccess;
 }
 
+scclResult_t deviceCheckpointState(scclSparsifier& sp, uint64_t* call_number) {
+  *call_number = sp.iteration;  // no device call ever ran
+  return scclSuccess;
+}
+
 scclResult_t deviceResidualNorm(scclSparsifier&, double* norm) {
   *norm = 0;
   return scclSuccess;

@@ -220,16 +220,20 @@ scclResult_t deviceResidualNorm(scclSparsifier& sp, double* norm) {
   return scclSuccess;
 }
 
+scclResult_t deviceCheckpointState(scclSparsifier& sp, uint64_t* call_number) {
+  *call_number = sp.iteration;
+  DeviceSparsifierState* d = sp.device.get();
+  if (d == nullptr || !d->sync_free.ready) return scclSuccess;
+  // As for the statistics: the calls may still run on a stream the caller owns.
+  SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "checkpoint: the calls' work");
+  d->staging.setStream(nullptr);
+  return residentSyncFreeCheckpointState(reductionContext(sp), d->staging, d->sync_free,
+                                         call_number);
+}
+
 scclResult_t deviceExportResidual(scclSparsifier& sp, void* host) {
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) return fail(scclInternalError, "checkpoint: no device residual to read");
-  if (d->sync_free.ready) {
-    return fail(scclInvalidUsage,
-                "checkpoint: a %s sparsifier on device buffers keeps its threshold, partitions "
-                "and call number on the GPU, which scclSparsifierExportState does not read yet; "
-                "checkpoint it on host buffers, or use micro or exdyna (docs/api.md)",
-                sp.config.algorithm.c_str());
-  }
   if (sp.count == 0) return scclSuccess;
   // As for the norm: the last call's writes may be pending on a stream the caller owns.
   SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "checkpoint: the last call's work");

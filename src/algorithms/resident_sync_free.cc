@@ -152,6 +152,7 @@ scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging&
   }
   *h.threshold = ctx.estimator.currentThreshold();
   *h.sequence = ctx.iteration;
+  s.first_call = ctx.iteration;
   s.uploaded_threshold = *h.threshold;
   SCCL_CHECK(staging.toDevice(memory, initial.data(), initial.size()));
   SCCL_CHECK(staging.synchronize());
@@ -244,7 +245,7 @@ scclResult_t residentSyncFreeStats(const ReductionContext& ctx, DeviceStaging& s
     k_max = std::max(k_max, k);
   }
   const size_t rank = size_t(ctx.comm->rank);
-  s.iteration = totals.completed;
+  s.iteration = state.first_call + totals.completed;
   s.kLocal = ctx.rank_counts[rank];
   s.kGlobal = k_global;
   s.kMax = k_max;
@@ -262,6 +263,23 @@ scclResult_t residentSyncFreeStats(const ReductionContext& ctx, DeviceStaging& s
   s.totalTimeSelectUs = s.totalTimeCommUs = s.totalTimeOtherUs = 0;
   s.meanAbsDensityError =
       totals.completed == 0 ? 0.0 : totals.sum_abs_density_error / double(totals.completed);
+  return scclSuccess;
+}
+
+scclResult_t residentSyncFreeCheckpointState(const ReductionContext& ctx, DeviceStaging& staging,
+                                             const ResidentSyncFree& state, uint64_t* call_number) {
+  if (!state.ready) return scclSuccess;
+  const size_t n = size_t(ctx.comm->nranks);
+  std::vector<char> words(wordsBytes(n));
+  SCCL_CHECK(staging.toHost(words.data(), state.words.threshold, words.size()));
+  const SyncFreeWords h = carveWords(words.data(), n, state.capacity, nullptr);
+  if (ctx.estimator.scalingRule() != nullptr) ctx.estimator.adoptThreshold(*h.threshold);
+  if (state.rebalances) {
+    auto* exdyna = dynamic_cast<ExDynaSearchSpace*>(&ctx.search);
+    if (exdyna == nullptr) return fail(scclInternalError, "resident sync_free: no exdyna space");
+    SCCL_CHECK(exdyna->adoptBlocks(h.exdyna, n, "device sync_free state"));
+  }
+  *call_number = *h.sequence;
   return scclSuccess;
 }
 

@@ -33,6 +33,7 @@ struct ResidentSyncFree {
   // otherwise the two buffers trade roles and only a call that did not complete copies (back).
   bool fixed_buffers = false;
   double uploaded_threshold = 0;  // a fixed threshold as last sent to the device
+  uint64_t first_call = 0;        // the call number the state started at (a loaded checkpoint's)
 };
 
 // Allocates the state from `staging` (the kernels' memory) and uploads the search space's
@@ -53,6 +54,17 @@ scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
 // `staging`'s stream (the caller has made the calls' work visible to it).
 scclResult_t residentSyncFreeStats(const ReductionContext& ctx, DeviceStaging& staging,
                                    const ResidentSyncFree& state, scclSparseStats_t* stats);
+
+// What a checkpoint needs of the calls so far, from the device's words into the host's objects
+// (which the resident calls do not read after prepareResidentSyncFree): the estimator adopts
+// the next call's threshold (the scaling rule's; a fixed one has none to adopt), ExDyna's search
+// space the partitions' blocks, and *call_number is the number of the next call (completed calls;
+// the host counts every call it enqueued, discarded ones too). A checkpoint loaded from them
+// starts the next device call from the same threshold, partitions and call number
+// (prepareResidentSyncFree uploads them), or runs on host buffers as the host reduction would
+// have. Waits for `staging`'s stream (the caller has made the calls' work visible to it).
+scclResult_t residentSyncFreeCheckpointState(const ReductionContext& ctx, DeviceStaging& staging,
+                                             const ResidentSyncFree& state, uint64_t* call_number);
 
 // The sticky fault (scclSparsifierGetAsyncError): *result is scclSuccess, or the fault's code
 // with its text set for scclGetLastError. Never waits.

@@ -123,6 +123,26 @@ void ExDynaSearchSpace::saveState(StateWriter& shared) const {
   shared.i64(last_moved_);
 }
 
+scclResult_t ExDynaSearchSpace::adoptBlocks(const int64_t* blocks, size_t partitions,
+                                            const char* source) {
+  SCCL_REQUIRE_ARG(partitions == blocks_.size(), "%s: %zu exdyna partitions, this space has %zu",
+                   source, partitions, blocks_.size());
+  int64_t total = 0;
+  for (size_t p = 0; p < partitions; ++p) {
+    SCCL_REQUIRE_ARG(blocks[p] >= 0 && blocks[p] <= layout_.block_count - total,
+                     "%s: exdyna partitions claim more than the %lld blocks", source,
+                     static_cast<long long>(layout_.block_count));
+    total += blocks[p];
+  }
+  SCCL_REQUIRE_ARG(total == layout_.block_count, "%s: exdyna partitions hold %lld blocks, not %lld",
+                   source, static_cast<long long>(total),
+                   static_cast<long long>(layout_.block_count));
+  std::copy_n(blocks, partitions, blocks_.begin());
+  for (size_t p = 0; p < blocks_.size(); ++p)
+    first_block_[p] = p == 0 ? 0 : first_block_[p - 1] + blocks_[p - 1];
+  return scclSuccess;
+}
+
 scclResult_t ExDynaSearchSpace::loadState(StateReader& shared) {
   uint64_t partitions = 0;
   SCCL_CHECK(shared.u64("exdyna partition count", &partitions));
@@ -130,25 +150,13 @@ scclResult_t ExDynaSearchSpace::loadState(StateReader& shared) {
                    "sparsifier checkpoint: %llu exdyna partitions, this sparsifier has %zu",
                    static_cast<unsigned long long>(partitions), blocks_.size());
   std::vector<int64_t> blocks(blocks_.size());
-  int64_t total = 0;
-  for (int64_t& b : blocks) {
-    SCCL_CHECK(shared.i64("exdyna blocks of a partition", &b));
-    SCCL_REQUIRE_ARG(b >= 0 && b <= layout_.block_count - total,
-                     "sparsifier checkpoint: exdyna partitions claim more than the %lld blocks",
-                     static_cast<long long>(layout_.block_count));
-    total += b;
-  }
-  SCCL_REQUIRE_ARG(total == layout_.block_count,
-                   "sparsifier checkpoint: exdyna partitions hold %lld blocks, not %lld",
-                   static_cast<long long>(total), static_cast<long long>(layout_.block_count));
+  for (int64_t& b : blocks) SCCL_CHECK(shared.i64("exdyna blocks of a partition", &b));
   int64_t moved = 0;
   SCCL_CHECK(shared.i64("exdyna blocks moved", &moved));
   SCCL_REQUIRE_ARG(moved >= 0 && moved <= layout_.block_count,
                    "sparsifier checkpoint: exdyna blocks moved %lld",
                    static_cast<long long>(moved));
-  blocks_ = std::move(blocks);
-  for (size_t p = 0; p < blocks_.size(); ++p)
-    first_block_[p] = p == 0 ? 0 : first_block_[p - 1] + blocks_[p - 1];
+  SCCL_CHECK(adoptBlocks(blocks.data(), blocks.size(), "sparsifier checkpoint"));
   last_moved_ = moved;
   return scclSuccess;
 }

@@ -45,6 +45,11 @@ class ExDynaSearchSpace final : public SearchSpace {
   const ExDynaBlockLayout& layout() const { return layout_; }
   int64_t minBlocks() const { return min_blocks_; }
   int64_t blocksIn(size_t p) const { return blocks_[p]; }
+  // The blocks of each partition (partition order) as a copy kept elsewhere moved them (the
+  // device-resident sync_free call's words, for a checkpoint): checked as loadState checks a
+  // blob's (at least 0 each, all of the vector's blocks together); nothing changes on an error.
+  // source names them in an error message.
+  scclResult_t adoptBlocks(const int64_t* blocks, size_t partitions, const char* source);
   int64_t firstBlock(size_t p) const { return first_block_[p]; }
   // Blocks moved across partition boundaries by the last observeCounts() (0: balanced).
   int64_t lastBlocksMoved() const { return last_moved_; }

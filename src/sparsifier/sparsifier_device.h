@@ -38,11 +38,17 @@ scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result);
 // totals into sp.stats and its rank counts. Nothing for other sparsifiers.
 scclResult_t deviceRefreshStats(scclSparsifier& sp);
 
+// Checkpoints (sparsifier/sparsifier_state.h), before the state is written: a resident sync_free
+// sparsifier's threshold, partitions and call number, which its calls keep on the device, into
+// the host's estimator and search space and *call_number (residentSyncFreeCheckpointState; waits
+// for the device); for other sparsifiers *call_number = sp.iteration and nothing changes.
+scclResult_t deviceCheckpointState(scclSparsifier& sp, uint64_t* call_number);
+
 // Checkpoints (sparsifier/sparsifier_state.h): waits for the device and copies the device residual
-// (count elements of the residual type) into `host`. scclInvalidUsage for the resident sync_free
-// call, whose threshold, partitions and call number live in device words that a checkpoint does
-// not read yet. The residual a checkpoint loads goes to the host buffer, and the next call on
-// device buffers starts its device half from it (createDeviceState uploads the host residual).
+// (count elements of the residual type) into `host`. The residual a checkpoint loads goes to the
+// host buffer, and the next call on device buffers starts its device half from it
+// (createDeviceState uploads the host residual, and the sync_free call's threshold, partitions and
+// call number from the host's objects).
 scclResult_t deviceExportResidual(scclSparsifier& sp, void* host);
 
 // The device memory of a hierarchical sparsifier (sparsifier/node_hierarchy.h, "hierarchy":

@@ -28,13 +28,18 @@ size_t residualBytes(const scclSparsifier& sp) {
 
 // The shared section, then this rank's: the order loadSections reads them in.
 scclResult_t writeSections(scclSparsifier& sp, StateSections* out) {
-  // A device sparsifier's statistics and counts of stream-ordered calls are on the device.
-  if (sp.device != nullptr) SCCL_CHECK(deviceRefreshStats(sp));
+  // A device sparsifier's statistics and counts of stream-ordered calls are on the device, and
+  // the sync_free call's threshold, partitions and call number too.
+  uint64_t call_number = sp.iteration;
+  if (sp.device != nullptr) {
+    SCCL_CHECK(deviceRefreshStats(sp));
+    SCCL_CHECK(deviceCheckpointState(sp, &call_number));
+  }
   StateWriter& shared = out->shared;
   StateWriter& own = out->own;
   const ResolvedSparseConfig& c = sp.config;
   shared.text(c.algorithm);
-  shared.u64(sp.iteration);
+  shared.u64(call_number);
   writeDensity(c, shared);
   shared.u8(sp.residual_to_flush ? 1 : 0);
   writeRankCounts(sp.reduction_memory.rank_counts, shared);

@@ -94,6 +94,57 @@ TEST_CASE("sparse allreduce on device buffers equals the host run bit for bit",
   }
 }
 
+TEST_CASE("a checkpoint of device sync_free calls resumes on host buffers as the host run",
+          "[gpu][sparse_device]") {
+  // The threshold, partitions and call number live in the device's words: the export reads them
+  // (and the device residual), and a new sparsifier that loads the blob continues on host buffers
+  // as the uninterrupted host run.
+  const int nranks = sccl_gpu_test::gpuRankCount();
+  REQUIRE(nranks >= 1);
+  constexpr int kAfter = 3;
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    INFO(preset << " on " << nranks << " GPUs");
+    scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    config.scalingRule = "band";
+    SparseRun host = runSparse(nranks, kCount, config, kIterations + kAfter, gradientOf);
+    REQUIRE_NO_RANK_FAILURES(host.failures);
+    auto failures = sccl_gpu_test::onEveryGpu(nranks, [&](int r, scclComm_t comm) -> std::string {
+      std::vector<unsigned char> blob;
+      {
+        sccl_gpu_test::Sparsifier owned{nullptr, &scclSparsifierDestroy};
+        const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &owned);
+        if (!created.empty()) return created;
+        const std::string calls =
+            runDeviceCalls(comm, r, owned.get(), [](int, DeviceBuffer<float>&) { return ""; });
+        if (!calls.empty()) return calls;
+        size_t bytes = 0;
+        if (scclSparsifierGetStateSize(owned.get(), &bytes) != scclSuccess)
+          return "state size: " + lastError(comm);
+        blob.resize(bytes);
+        if (scclSparsifierExportState(owned.get(), blob.data(), bytes, nullptr) != scclSuccess)
+          return "export: " + lastError(comm);
+      }
+      sccl_gpu_test::Sparsifier loaded{nullptr, &scclSparsifierDestroy};
+      const std::string created = sccl_gpu_test::createSparsifier(comm, kCount, config, &loaded);
+      if (!created.empty()) return created;
+      if (scclSparsifierImportState(loaded.get(), blob.data(), blob.size()) != scclSuccess)
+        return "import: " + lastError(comm);
+      std::vector<float> out(kCount);
+      for (int t = kIterations; t < kIterations + kAfter; ++t) {
+        std::vector<float> grad = gradientOf.vector(r, uint64_t(t));
+        if (scclSparseAllreduce(grad.data(), out.data(), kCount, scclFloat32, scclSum, loaded.get(),
+                                comm, nullptr) != scclSuccess)
+          return "host call " + std::to_string(t) + ": " + lastError(comm);
+        const std::vector<float>& want = host.calls[size_t(t)][size_t(r)].output;
+        if (std::memcmp(want.data(), out.data(), kCount * sizeof(float)) != 0)
+          return "host call " + std::to_string(t) + " after the load differs from the host run";
+      }
+      return "";
+    });
+    CHECK_NO_RANK_FAILURES(failures);
+  }
+}
+
 TEST_CASE("sparse allreduce on device buffers refuses what it cannot run and stays usable",
           "[gpu][sparse_device]") {
   const int nranks = sccl_gpu_test::gpuRankCount();

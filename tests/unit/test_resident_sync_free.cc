@@ -57,6 +57,9 @@ struct FakeOptions {
   scclDataType_t dtype = scclFloat32;
   scclRedOp_t op = scclSum;
   Tamper tamper;
+  // Not null: after the calls, each rank's checkpoint as scclSparsifierExportState writes it for a
+  // device sparsifier (the device's words into the host's objects, the device residual).
+  std::vector<std::vector<unsigned char>>* checkpoints = nullptr;
 };
 
 FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& config,
@@ -148,6 +151,22 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
     }
     log.checkResult(sccl::residentSyncFreeAsyncError(state, &run.async[size_t(rank)]), scclSuccess,
                     "async error");
+    if (options.checkpoints != nullptr) {
+      uint64_t call_number = 0;
+      if (log.checkResult(sccl::residentSyncFreeCheckpointState(sccl::reductionContext(*sp),
+                                                                staging, state, &call_number),
+                          scclSuccess, "checkpoint state")) {
+        // What deviceCheckpointState and deviceExportResidual give the blob.
+        sp->iteration = call_number;
+        std::memcpy(sp->residual.data(), device.view(vectors.residual), acc_bytes);
+        std::vector<unsigned char>& blob = (*options.checkpoints)[size_t(rank)];
+        size_t bytes = 0, written = 0;
+        log.checkResult(scclSparsifierGetStateSize(sp, &bytes), scclSuccess, "state size");
+        blob.resize(bytes);
+        log.checkResult(scclSparsifierExportState(sp, blob.data(), bytes, &written), scclSuccess,
+                        "export");
+      }
+    }
     violations[size_t(rank)] = device.violations;
     log.checkResult(scclSparsifierDestroy(sp), scclSuccess, "scclSparsifierDestroy");
   });
@@ -205,6 +224,60 @@ TEST_CASE("resident sync free equals the host run bit for bit", "[resident_sync_
       options.fixed_buffers = true;
       requireSameAsHost(preset, nranks, 20011, options, 4, skewed(47));
     }
+  }
+}
+
+TEST_CASE("a checkpoint of resident sync free calls resumes on host buffers bit for bit",
+          "[resident_sync_free][checkpoint]") {
+  // The threshold, ExDyna's partitions and the call number live in the device's words; the
+  // checkpoint takes them from there (residentSyncFreeCheckpointState) with the device residual,
+  // and a sparsifier that loads it continues as the uninterrupted host run.
+  const size_t count = 20011;
+  const int nranks = 3, before = 24, after = 5;
+  const TypedGradientFn gradient = skewed(53);
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    INFO(preset);
+    scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    config.threshold = 3.0;  // near where the scaling settles: counts under the cap, which differ
+    const TypedSparseRun whole =
+        runTypedSparse(nranks, count, scclFloat32, config, before + after, gradient);
+    REQUIRE_NO_RANK_FAILURES(whole.failures);
+    std::vector<std::vector<unsigned char>> blobs(static_cast<size_t>(nranks));
+    FakeOptions options;
+    options.checkpoints = &blobs;
+    const FakeSyncFreeRun fake = runOnFake(nranks, count, config, before, gradient, options);
+    REQUIRE_NO_RANK_FAILURES(fake.failures);
+    const auto failures = runLocalRanks(nranks, [&](int rank, scclComm_t comm, RankLog& log) {
+      scclSparsifier_t sp = nullptr;
+      if (!log.checkResult(scclSparsifierCreate(&sp, comm, count, scclFloat32, &config),
+                           scclSuccess, "create"))
+        return;
+      const std::vector<unsigned char>& blob = blobs[size_t(rank)];
+      if (!log.checkResult(scclSparsifierImportState(sp, blob.data(), blob.size()), scclSuccess,
+                           "import"))
+        return;
+      std::vector<float> grad(count), out(count);
+      for (int t = before; t < before + after; ++t) {
+        for (size_t i = 0; i < count; ++i) grad[i] = float(gradient(rank, uint64_t(t), i));
+        log.checkResult(scclSparseAllreduce(grad.data(), out.data(), count, scclFloat32, scclSum,
+                                            sp, comm, nullptr),
+                        scclSuccess, "call after the load");
+        const std::vector<unsigned char>& want = whole.calls[size_t(t)][size_t(rank)].output;
+        log.check(want.size() == count * sizeof(float) &&
+                      std::memcmp(want.data(), out.data(), want.size()) == 0,
+                  "call " + std::to_string(t) + ": the uninterrupted host run's output");
+        scclSparseStats_t stats{};
+        stats.size = sizeof(stats);
+        log.checkResult(scclSparsifierGetStats(sp, &stats), scclSuccess, "stats");
+        const scclSparseStats_t& host = whole.calls[size_t(t)][size_t(rank)].stats;
+        log.check(stats.iteration == host.iteration && stats.kGlobal == host.kGlobal &&
+                      stats.kLocal == host.kLocal &&
+                      std::memcmp(&stats.threshold, &host.threshold, sizeof(double)) == 0,
+                  "call " + std::to_string(t) + ": the host run's call number, counts, threshold");
+      }
+      scclSparsifierDestroy(sp);
+    });
+    REQUIRE_NO_RANK_FAILURES(failures);
   }
 }
 

@@ -47,6 +47,10 @@ size_t keepCandidates(const int64_t* cand_idx, const Bits* values, size_t ncand,
 scclResult_t selectCandidatesPadded(const int64_t* cand_idx, const void* cand_val,
                                     scclDataType_t dtype, size_t ncand, double threshold, size_t n,
                                     int64_t* idx, size_t padded) {
+  SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat64,
+                   "selectCandidatesPadded: candidates of the accumulator types only, not %s",
+                   dataTypeName(dtype));
+  SCCL_REQUIRE_ARG(n <= padded, "selectCandidatesPadded: %zu entries in a slice of %zu", n, padded);
   const uint64_t bits = thresholdBits(dtype, threshold);
   const size_t found =
       dtype == scclFloat64
