@@ -3,6 +3,7 @@
 #include "core/device_collectives.h"
 #include "core/error.h"
 #include "sparsifier/hierarchy_memory.h"
+#include "sparsifier/sparsifier.h"
 #include "sparsifier/sparsifier_device.h"
 
 namespace sccl {

@@ -43,11 +43,13 @@ struct ReductionMemory {
   // indices and values at or above the window's floor; the size is the pass's capacity.
   std::vector<int64_t> candidate_indices;
   AlignedBuffer candidate_values;
-  // The resident gather call on host buffers (gather_reduction.cc): the kernels' memory (host
-  // memory) and the room of its pass's candidates (grows after an overflow).
+  // The kernels' memory of the calls written against the kernel interface when they run on host
+  // buffers (the resident gather call, gather_reduction.cc; the S2 call, sketch_reduction.cc):
+  // host memory, kept between calls; and the room of the gather pass's candidates (grows after
+  // an overflow).
   HostStaging host_staging;
   size_t candidate_room = 0;
-  // The reduction's own state (the sketch's table and bitmaps), built by its prepare.
+  // The reduction's own state (the sketch's shape and last union), built by its prepare.
   std::unique_ptr<ReductionState> reduction_state;
 };
 

@@ -94,7 +94,7 @@ scclResult_t runSketchReduction(SparseCall& call) {
     return runSketchCall(call, exchange, vectors);
   }
   call.kernels = &cpuKernels();
-  call.device = &st.host_staging;
+  call.device = &ctx.host_staging;
   call.stream = nullptr;
   HostExchange exchange;
   const scclResult_t result = runSketchCall(call, exchange, vectors);
@@ -103,7 +103,8 @@ scclResult_t runSketchReduction(SparseCall& call) {
   if (result != scclSuccess || call.step_discarded) return result;
   // What scclSparsifierMaskSent zeroes: the union of this call.
   void* union_bitmap = nullptr;
-  SCCL_CHECK(st.host_staging.buffer(DeviceStaging::kGlobalBitmap, st.global.size(), &union_bitmap));
+  SCCL_CHECK(
+      ctx.host_staging.buffer(DeviceStaging::kGlobalBitmap, st.global.size(), &union_bitmap));
   std::copy_n(static_cast<const uint8_t*>(union_bitmap), st.global.size(), st.global.begin());
   return scclSuccess;
 }

@@ -1,13 +1,12 @@
 // The S2 reduction's state (sketch_reduction.cc prepares it): the block and table shape, the
-// block selection, the residual rule and the host buffers of a call on host buffers, read by the
-// S2 call (sketch_call.cc).
+// block selection and the residual rule, read by the S2 call (sketch_call.cc). A call on host
+// buffers keeps its arrays in the reductions' host staging (ReductionMemory::host_staging).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/host_staging.h"
 #include "kernels/shared/count_sketch.h"
 
 namespace sccl {
@@ -19,9 +18,6 @@ struct SketchState final : ReductionState {
   bool select_nonzero = false;  // "nonzero" selection
   bool feedback_decode_error = false;
   std::vector<uint8_t> global;  // the union of the last completed host call's marked blocks
-  // Host buffers as the kernels' memory of the call on host buffers (sketch_call.cc): norms,
-  // bitmaps, headers, plan, table and the decoded sum, kept between calls.
-  HostStaging host_staging;
 };
 
 }  // namespace sccl
