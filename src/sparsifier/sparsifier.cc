@@ -90,6 +90,16 @@ std::string describeCallDensity(const scclSparsifier& sp) {
   return text;
 }
 
+// One call's arguments, for the reduction that sees the sparsifier as `ctx`.
+SparseCall callOn(const ReductionContext& ctx, const void* sendbuf, void* recvbuf, scclRedOp_t op) {
+  SparseCall call;
+  call.ctx = &ctx;
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.op = op;
+  return call;
+}
+
 void clearStats(scclSparsifier& sp) {
   sp.stats = scclSparseStats_t{};
   sp.stats.size = sizeof(scclSparseStats_t);
@@ -259,11 +269,7 @@ scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, vo
   const Clock::time_point start = Clock::now();
   applyCallDensity(*sp);
   const ReductionContext ctx = reductionContext(*sp);
-  SparseCall call;
-  call.ctx = &ctx;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.op = op;
+  SparseCall call = callOn(ctx, sendbuf, recvbuf, op);
   // A stream-ordered call may be captured in a CUDA graph: no host exchange may enter it, so
   // its agreement is the reduction's own header checks (docs/reliability.md).
   if (!sp->config.stream_ordered)
@@ -298,11 +304,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
   }
   applyCallDensity(*sp);
   const ReductionContext ctx = reductionContext(*sp);
-  SparseCall call;
-  call.ctx = &ctx;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.op = op;
+  SparseCall call = callOn(ctx, sendbuf, recvbuf, op);
   sp->last_call_mask = nullptr;  // until this call completes
   SCCL_CHECK(agreeOnCall(sp->comm, sparseCallRecord(*sp, op, false), nullptr,
                          describeCallDensity(*sp).c_str()));
