@@ -191,13 +191,18 @@ scclResult_t CudaKernels::selectCandidatesPadded(const int64_t* cand_idx, const 
     SCCL_CHECK(result_.reserve(sizeof(uint64_t), &word));
     const uint64_t bits = thresholdBits(dtype, threshold);
     // The qualifying candidates' positions into idx, then each position replaced by its
-    // candidate's index (in place: every entry reads its own position before it writes).
+    // candidate's index (in place: every entry reads its own position before it writes). Had
+    // fewer than n qualified (a plan that does not match the candidates), the positions past
+    // them are -1 and stay -1, which the slice check refuses: nothing is read out of bounds.
     SCCL_CHECK(withTemp("selectCandidatesPadded", [&](void* temp, size_t* bytes) {
       return cuda_dispatch::selectAbove(temp, bytes, cand_val, dataTypeSize(dtype), 0, ncand, bits,
                                         idx, nullptr, n, static_cast<uint64_t*>(word),
                                         asStream(stream));
     }));
-    SCCL_CUDA_CHECK(cuda_dispatch::gather(cand_idx, sizeof(int64_t), idx, n, idx, asStream(stream)),
+    SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, static_cast<const uint64_t*>(word), n,
+                                                        asStream(stream)),
+                    "selectCandidatesPadded: padding");
+    SCCL_CUDA_CHECK(cuda_dispatch::candidateIndices(cand_idx, idx, n, asStream(stream)),
                     "selectCandidatesPadded: the candidates' indices");
   }
   SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");

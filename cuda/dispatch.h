@@ -37,6 +37,9 @@ cudaError_t scatter(void* dst, size_t element_bytes, const int64_t* idx, const v
                     cudaStream_t stream, const uint32_t* fault = nullptr);
 cudaError_t zeroAt(void* dst, size_t element_bytes, const int64_t* idx, size_t n,
                    cudaStream_t stream);
+// positions[j] = candidates[positions[j]] in place, -1 where positions[j] < 0.
+cudaError_t candidateIndices(const int64_t* candidates, int64_t* positions, size_t n,
+                             cudaStream_t stream);
 cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx, const void* vals,
                           scclDataType_t val_dtype, size_t n, double scale, cudaStream_t stream,
                           const uint32_t* fault = nullptr);

@@ -32,6 +32,15 @@ __global__ void gatherKernel(const Bits* src, const int64_t* idx, size_t n, Bits
   for (size_t j = globalThread(); j < n; j += gridThreads()) out[j] = src[idx[j]];
 }
 
+// positions[j] = candidates[positions[j]], in place (each entry reads its own position first); a
+// negative position (padding) stays -1.
+__global__ void candidateIndicesKernel(const int64_t* candidates, int64_t* positions, size_t n) {
+  for (size_t j = globalThread(); j < n; j += gridThreads()) {
+    const int64_t p = positions[j];
+    positions[j] = p < 0 ? int64_t{-1} : candidates[p];
+  }
+}
+
 // fault (device, may be null): the resident gather's index-check word; nothing is written
 // unless it is kNoIndexFault.
 __device__ inline bool faulted(const uint32_t* fault) {
@@ -100,6 +109,13 @@ cudaError_t accumulate(void* acc, const void* residual, scclDataType_t acc_dtype
                       [&](auto* a, const auto* r, auto load) {
                         accumulateKernel<<<grid, kThreads, 0, stream>>>(a, r, load, count, bad);
                       });
+  return cudaGetLastError();
+}
+
+cudaError_t candidateIndices(const int64_t* candidates, int64_t* positions, size_t n,
+                             cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  candidateIndicesKernel<<<gridFor(n), kThreads, 0, stream>>>(candidates, positions, n);
   return cudaGetLastError();
 }
 
