@@ -173,6 +173,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   // together after the bins' sum whether that was enough.
   const bool keep = pass_candidates && sole < 0 && range.size() > 0;
   const size_t counted_from = pass_candidates && corrected ? window.floor_edge : 0;
+  size_t own_counted_from = counted_from;  // where this rank's own bins start (0: all of them)
   const size_t record_words = kGatherRecordHeaderWords + window.bins + 1;
   const size_t record_bytes = record_words * sizeof(uint64_t);
   // One buffer holds every rank's range (2 n words) and then this rank's record, so that one
@@ -311,6 +312,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
           }
           SCCL_CHECK(exchange.allReduceSum(call, bins, summed, window.bins + 1, scclUint64));
           candidates_hold = false;
+          own_counted_from = 0;
         }
       }
       SCCL_CHECK(kernels.planEdge(summed, bins, params, edge_words, record_words_d + kHeaderCount,
@@ -383,14 +385,21 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         static_cast<int64_t*>(global), vectors.fault, stream));
   } else if (max_k > 0) {
     const auto select_start = std::chrono::steady_clock::now();
-    if (candidates_hold && ncandidates <= room) {
+    // This rank's count came from its own bins, which start at own_counted_from: the selection
+    // never goes below that edge, even where peers' bins put the chosen edge lower (honest bins
+    // cannot: at least k lie above it), so the count and the selection always agree.
+    const double select_at =
+        own_counted_from > 0
+            ? std::max(call.threshold, windowEdge(window, own_counted_from, ctx.acc_dtype))
+            : call.threshold;
+    if (candidates_hold) {
       SCCL_CHECK(kernels.selectCandidatesPadded(
           static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
-          ncandidates, call.threshold, size_t(call.k_local), static_cast<int64_t*>(local),
-          size_t(max_k), stream));
+          ncandidates, select_at, size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k),
+          stream));
     } else {
       SCCL_CHECK(kernels.selectAbovePadded(
-          vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end), call.threshold,
+          vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end), select_at,
           size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k), stream));
     }
     call.time_select_us += microsecondsSince(select_start);
