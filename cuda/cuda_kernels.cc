@@ -514,11 +514,16 @@ scclResult_t CudaKernels::updateMarkedBlocks(void* x, scclDataType_t dtype, size
 
 scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
                                          const uint64_t* bounds, size_t items,
+                                         const SyncFreeCandidates& candidates,
                                          const double* threshold, size_t keep, size_t capacity,
                                          const uint64_t* nonfinite, uint64_t fingerprint,
                                          const uint64_t* sequence, int64_t* slot,
                                          void* stream) const {
   SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
+  // The CUDA pass (accumulateSelect) keeps no candidates at a threshold held in device memory,
+  // so no call hands any here; the selection scans the range (capped_selection.cuh).
+  SCCL_REQUIRE_ARG(candidates.idx == nullptr,
+                   "syncFreeSelect: the CUDA backend selects from the range, not from candidates");
   SCCL_REQUIRE_ARG(keep >= 1 && keep <= capacity && bounds != nullptr && sequence != nullptr,
                    "syncFreeSelect: keep %zu, capacity %zu, bounds %p, sequence %p", keep,
                    capacity, static_cast<const void*>(bounds), static_cast<const void*>(sequence));

@@ -118,9 +118,10 @@ scclResult_t createDeviceState(scclSparsifier& sp, void* stream, DeviceSparsifie
   if (sp.config.reduction == "sync_free") {
     SCCL_CHECK(mappedWord(&state->fault_host, &state->fault_device, uint64_t{0},
                           "device sparsifier: fault word"));
-    SCCL_CHECK(prepareResidentSyncFree(reductionContext(sp), state->staging, state->fault_host,
-                                       state->fault_device, sp.config.stream_ordered,
-                                       &state->sync_free));
+    const ReductionContext ctx = reductionContext(sp);
+    SCCL_CHECK(prepareResidentSyncFree(ctx, state->staging, residentSyncFreeCapacity(ctx),
+                                       state->fault_host, state->fault_device,
+                                       sp.config.stream_ordered, false, &state->sync_free));
   }
   SCCL_INFO(LogSubsys::Coll, "sparsifier %p rank %d: residual in device memory (%s%s)",
             static_cast<void*>(&sp), sp.comm->rank, sp.config.reduction.c_str(),

@@ -1,8 +1,11 @@
-// The device-resident sync_free call: the sync_free reduction of sync_free_reduction.cc with
-// every step and every decision on the kernels' side, for device buffers (micro_sync_free,
-// exdyna_sync_free). The host only enqueues: it never reads a count, a header or a flag back, so
-// the call costs no host wait with collectives on the stream (NCCL) and can be captured in a CUDA
-// graph (config streamOrdered); over host transports each collective is staged (one wait each).
+// The resident sync_free call: the sync_free reduction (sync_free_reduction.cc has its steps and
+// bytes) with every step and every decision on the kernels' side, for device buffers
+// (micro_sync_free, exdyna_sync_free). The host only enqueues: it never reads a count, a header
+// or a flag back, so the call costs no host wait with collectives on the stream (NCCL) and can be
+// captured in a CUDA graph (config streamOrdered); over host transports each collective is staged
+// (one wait each). Host buffers run the same call on the CPU kernels over host memory (host words,
+// ResidentSyncFree::host_words): the pass then keeps the candidates the selection reads, and the
+// caller reads the call's decision between the two halves (sync_free_reduction.cc).
 //
 // Papers: D. Yoon and S. Oh, "MiCRO: Near-Zero Cost Gradient Sparsification for Scaling and
 // Accelerating Distributed DNN Training" (HiPC 2023), and "Preserving Near-Optimal Gradient
@@ -51,6 +54,7 @@
 #include <vector>
 
 #include "algorithms/sync_free_capacity.h"
+#include "algorithms/threshold_query.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "partition/exdyna_partition.h"
@@ -106,16 +110,93 @@ scclResult_t faultResult(AsyncFault fault) {
 
 }  // namespace
 
+size_t residentSyncFreeCapacity(const ReductionContext& ctx) {
+  return syncFreeCapacity(targetSelectionCount(ctx.density_ceiling, ctx.count), ctx.comm->nranks,
+                          ctx.config.max_density_slack, ctx.count);
+}
+
+namespace {
+
+// The words a call starts from, from the host's objects, into `h` (the words' layout in host
+// memory): partitions, ExDyna's blocks, threshold, call number. Sets what follows from the search
+// space in *s (select_items, the rebalancing rule).
+void writeStartWords(const ReductionContext& ctx, const SyncFreeWords& h, ResidentSyncFree* s) {
+  const size_t n = size_t(ctx.comm->nranks);
+  s->select_items = 0;
+  for (size_t p = 0; p < n; ++p) {
+    const IndexRange part = ctx.search.partition(p);
+    h.partitions[2 * p] = part.begin;
+    h.partitions[2 * p + 1] = part.end;
+    s->select_items = std::max<size_t>(s->select_items, part.size());
+  }
+  s->rebalances = false;
+  if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(&ctx.search)) {
+    // The blocks move on the device; a partition can grow until every other one is down to its
+    // minimum, so the selection may scan that many positions.
+    s->rebalances = true;
+    s->rebalance = exdyna->rebalanceRule();
+    const uint64_t others = uint64_t(s->rebalance.min_blocks) * s->rebalance.block_size * (n - 1);
+    s->select_items =
+        std::max<size_t>(s->select_items, ctx.count > others ? ctx.count - others : ctx.count);
+    for (size_t p = 0; p < n; ++p) {
+      h.exdyna[p] = exdyna->blocksIn(p);
+      h.exdyna[n + p] = exdyna->firstBlock(p);
+    }
+  }
+  *h.threshold = ctx.estimator.currentThreshold();
+  *h.sequence = ctx.iteration;
+  s->uploaded_threshold = *h.threshold;
+}
+
+// Host words, steps 2 and 3's threshold: the pass accumulates and, with a threshold known before
+// the data, selects the candidates of this rank's range at it; an estimator that fits the data
+// finds the threshold after the pass. The threshold goes into the words (the selection reads it
+// there); *keep shrinks to the estimator's exact count when it trims (top-k).
+scclResult_t hostPassAndThreshold(SparseCall& call, ResidentSyncFree& state, StagedVectors& vectors,
+                                  size_t* keep, bool* with_candidates) {
+  const ReductionContext& ctx = *call.ctx;
+  const SyncFreeWords& w = state.words;
+  const uint64_t* bounds = w.ranges + 2 * size_t(ctx.comm->rank);
+  const IndexRange range{size_t(bounds[0]), size_t(bounds[1])};
+  ThresholdQuery query = selectionQuery(call, range);
+  query.device = nullptr;  // host memory: an estimator that reads the data reads it in place
+  const bool early = range.size() > 0 && ctx.estimator.thresholdBeforeData();
+  if (early) SCCL_CHECK(ctx.estimator.threshold(query, w.threshold));
+  AccumulateSelectArgs pass;
+  pass.acc = vectors.acc;
+  pass.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
+  pass.acc_dtype = ctx.acc_dtype;
+  pass.grad = call.sendbuf;
+  pass.grad_dtype = ctx.dtype;
+  pass.count = ctx.count;
+  pass.nonfinite = w.nonfinite;
+  if (early) {
+    pass.begin = range.begin;
+    pass.end = range.end;
+    pass.floor = *w.threshold;
+    pass.idx = state.candidates;
+    pass.capacity = state.candidate_room;
+    pass.ncandidates = &state.candidate_count;
+  }
+  SCCL_CHECK(call.kernels->accumulateSelect(pass, call.stream));
+  *with_candidates = early;
+  if (range.size() == 0) return scclSuccess;
+  if (!early) SCCL_CHECK(ctx.estimator.threshold(query, w.threshold));
+  if (ctx.estimator.exactCount())
+    *keep = std::min<size_t>(*keep, std::max<uint64_t>(1, query.k_target_local));
+  return scclSuccess;
+}
+
+}  // namespace
+
 scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging& staging,
-                                     const uint64_t* fault_host, uint64_t* fault_device,
-                                     bool fixed_buffers, ResidentSyncFree* state) {
+                                     size_t capacity, const uint64_t* fault_host,
+                                     uint64_t* fault_device, bool fixed_buffers, bool host_words,
+                                     ResidentSyncFree* state) {
   ResidentSyncFree s;
   const size_t n = size_t(ctx.comm->nranks);
   const size_t element = ctx.acc_dtype == scclFloat64 ? 8 : 4;
-  // Sized for the highest density the sparsifier may use (scclSparsifierSetDensity refuses more):
-  // a warm-up from a higher start keeps that capacity after it ends.
-  s.capacity = syncFreeCapacity(targetSelectionCount(ctx.density_ceiling, ctx.count),
-                                ctx.comm->nranks, ctx.config.max_density_slack, ctx.count);
+  s.capacity = capacity;
   const size_t slot_bytes = syncFreeSlotWords(s.capacity) * sizeof(int64_t);
   void* memory = nullptr;
   SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeSlot, slot_bytes, &memory));
@@ -123,6 +204,14 @@ scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging&
   SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeSlots, n * slot_bytes, &memory));
   s.gathered = static_cast<int64_t*>(memory);
   SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeValues, n * s.capacity * element, &s.values));
+  if (host_words) {
+    // Room for the pass's candidates as the host reduction had it (an overflow scans the range).
+    s.host_words = true;
+    s.candidate_room = std::max<size_t>(4096, 2 * s.capacity);
+    SCCL_CHECK(staging.buffer(DeviceStaging::kCandidateIndices, s.candidate_room * sizeof(int64_t),
+                              &memory));
+    s.candidates = static_cast<int64_t*>(memory);
+  }
   SCCL_CHECK(staging.buffer(DeviceStaging::kSyncFreeWords, wordsBytes(n), &memory));
   s.words = carveWords(static_cast<char*>(memory), n, s.capacity, fault_device);
   s.fault_host = fault_host;
@@ -131,29 +220,8 @@ scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging&
   // The words' first values, built on the host in the same layout and sent up in one copy.
   std::vector<char> initial(wordsBytes(n), 0);
   const SyncFreeWords h = carveWords(initial.data(), n, s.capacity, nullptr);
-  for (size_t p = 0; p < n; ++p) {
-    const IndexRange part = ctx.search.partition(p);
-    h.partitions[2 * p] = part.begin;
-    h.partitions[2 * p + 1] = part.end;
-    s.select_items = std::max<size_t>(s.select_items, part.size());
-  }
-  if (const auto* exdyna = dynamic_cast<const ExDynaSearchSpace*>(&ctx.search)) {
-    // The blocks move on the device; a partition can grow until every other one is down to its
-    // minimum, so the selection may scan that many positions.
-    s.rebalances = true;
-    s.rebalance = exdyna->rebalanceRule();
-    const uint64_t others = uint64_t(s.rebalance.min_blocks) * s.rebalance.block_size * (n - 1);
-    s.select_items =
-        std::max<size_t>(s.select_items, ctx.count > others ? ctx.count - others : ctx.count);
-    for (size_t p = 0; p < n; ++p) {
-      h.exdyna[p] = exdyna->blocksIn(p);
-      h.exdyna[n + p] = exdyna->firstBlock(p);
-    }
-  }
-  *h.threshold = ctx.estimator.currentThreshold();
-  *h.sequence = ctx.iteration;
+  writeStartWords(ctx, h, &s);
   s.first_call = ctx.iteration;
-  s.uploaded_threshold = *h.threshold;
   SCCL_CHECK(staging.toDevice(memory, initial.data(), initial.size()));
   SCCL_CHECK(staging.synchronize());
   s.ready = true;
@@ -161,45 +229,77 @@ scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging&
   return scclSuccess;
 }
 
+void writeResidentSyncFreeWords(const ReductionContext& ctx, ResidentSyncFree& state) {
+  writeStartWords(ctx, state.words, &state);
+}
+
 scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
                                  ResidentSyncFree& state, StagedVectors& vectors) {
+  SCCL_CHECK(residentSyncFreeSelectAndExchange(call, exchange, state, vectors));
+  return residentSyncFreeReduceAndCommit(call, exchange, state, vectors);
+}
+
+scclResult_t residentSyncFreeSelectAndExchange(SparseCall& call, StreamExchange& exchange,
+                                               ResidentSyncFree& state, StagedVectors& vectors) {
   const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   void* stream = call.stream;
-  const size_t n = size_t(ctx.comm->nranks);
   const int rank = ctx.comm->rank;
   const SyncFreeWords& w = state.words;
   const size_t capacity = state.capacity;
-  const size_t element = ctx.acc_dtype == scclFloat64 ? 8 : 4;
   const ScalingRule* rule = ctx.estimator.scalingRule();
-  if (rule == nullptr && ctx.estimator.currentThreshold() != state.uploaded_threshold) {
+  if (!state.host_words && rule == nullptr &&
+      ctx.estimator.currentThreshold() != state.uploaded_threshold) {
     // A fixed threshold that the density changed (the default 1 / (2 sqrt(k)) follows k).
     state.uploaded_threshold = ctx.estimator.currentThreshold();
     SCCL_CHECK(call.device->toDevice(w.threshold, &state.uploaded_threshold, sizeof(double)));
   }
   call.threshold = state.uploaded_threshold;  // the host's knowledge; the device's is in stats
 
-  // Steps 1-3.
-  SCCL_CHECK(kernels.syncFreeBeginCall(w, stream));
-  SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
-                                ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count, w.nonfinite,
-                                stream));
-  // The host's capacity for the density in effect (a warm-up or scclSparsifierSetDensity moves
-  // it); the slot keeps its size, fixed for the highest density.
-  const size_t keep = std::min<size_t>(
+  // Steps 1-3. The host's capacity for the density in effect (a warm-up or
+  // scclSparsifierSetDensity moves it); the slot keeps its size, fixed for the highest density.
+  size_t keep = std::min<size_t>(
       capacity,
       syncFreeCapacity(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count));
+  SCCL_CHECK(kernels.syncFreeBeginCall(w, stream));
+  SyncFreeCandidates candidates;
+  if (state.host_words) {
+    bool with_candidates = false;
+    SCCL_CHECK(hostPassAndThreshold(call, state, vectors, &keep, &with_candidates));
+    if (with_candidates)
+      candidates =
+          SyncFreeCandidates{state.candidates, &state.candidate_count, state.candidate_room};
+    call.threshold = *w.threshold;
+  } else {
+    SCCL_CHECK(
+        kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
+                           ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count, w.nonfinite, stream));
+  }
   SCCL_CHECK(kernels.syncFreeSelect(vectors.acc, ctx.acc_dtype, w.ranges + 2 * size_t(rank),
-                                    state.select_items, w.threshold, keep, capacity, w.nonfinite,
-                                    ctx.fingerprint, w.sequence, state.slot, stream));
+                                    state.select_items, candidates, w.threshold, keep, capacity,
+                                    w.nonfinite, ctx.fingerprint, w.sequence, state.slot, stream));
 
-  // Steps 4-7.
+  // Steps 4-6.
   SCCL_CHECK(exchange.allGather(call, state.slot, state.gathered,
                                 syncFreeSlotWords(capacity) * sizeof(int64_t)));
   SCCL_CHECK(kernels.syncFreeCheck(state.gathered, w, ctx.fingerprint,
                                    ctx.config.non_finite == scclNonFiniteError, stream));
-  SCCL_CHECK(kernels.syncFreeGatherSlots(vectors.acc, ctx.acc_dtype, state.gathered, w,
-                                         state.values, stream));
+  return kernels.syncFreeGatherSlots(vectors.acc, ctx.acc_dtype, state.gathered, w, state.values,
+                                     stream);
+}
+
+scclResult_t residentSyncFreeReduceAndCommit(SparseCall& call, StreamExchange& exchange,
+                                             ResidentSyncFree& state, StagedVectors& vectors) {
+  const ReductionContext& ctx = *call.ctx;
+  const KernelBackend& kernels = *call.kernels;
+  void* stream = call.stream;
+  const size_t n = size_t(ctx.comm->nranks);
+  const SyncFreeWords& w = state.words;
+  const size_t capacity = state.capacity;
+  const size_t element = ctx.acc_dtype == scclFloat64 ? 8 : 4;
+  const ScalingRule* rule = ctx.estimator.scalingRule();
+
+  // Step 7.
   SCCL_CHECK(exchange.allReduceSum(call, state.values, state.values, n * capacity, ctx.acc_dtype));
 
   // Steps 8-10.

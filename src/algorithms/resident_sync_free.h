@@ -34,20 +34,52 @@ struct ResidentSyncFree {
   bool fixed_buffers = false;
   double uploaded_threshold = 0;  // a fixed threshold as last sent to the device
   uint64_t first_call = 0;        // the call number the state started at (a loaded checkpoint's)
+  // Host words (a call on host buffers: the CPU kernels on host staging, which run as they are
+  // called): the call reads its words between its steps, so the pass that accumulates also
+  // selects the candidates at the words' threshold in the words' range (the selection then reads
+  // those instead of the range), an estimator that fits the call's data sets the threshold after
+  // the pass, and the caller sees the call's decision before anything is written.
+  bool host_words = false;
+  int64_t* candidates = nullptr;  // host words: the pass's candidates, candidate_room of them
+  size_t candidate_room = 0;
+  size_t candidate_count = 0;  // host words: the pass's count of qualifying entries
 };
 
-// Allocates the state from `staging` (the kernels' memory) and uploads the search space's
-// partitions, the estimator's threshold and the call number; waits once. fault_host/fault_device:
-// the sparsifier's fault word (0), as the host reads it and as the kernels write it.
+// The slots' capacity of a sparsifier on device buffers: for the highest density it may use
+// (scclSparsifierSetDensity refuses more), so that a warm-up from a higher start keeps it.
+size_t residentSyncFreeCapacity(const ReductionContext& ctx);
+
+// Allocates the state from `staging` (the kernels' memory) for slots of `capacity` indices and
+// uploads the search space's partitions, the estimator's threshold and the call number; waits
+// once. fault_host/fault_device: the sparsifier's fault word (0), as the host reads it and as the
+// kernels write it. host_words: the staging is host memory and the kernels the CPU's (above).
 scclResult_t prepareResidentSyncFree(const ReductionContext& ctx, DeviceStaging& staging,
-                                     const uint64_t* fault_host, uint64_t* fault_device,
-                                     bool fixed_buffers, ResidentSyncFree* state);
+                                     size_t capacity, const uint64_t* fault_host,
+                                     uint64_t* fault_device, bool fixed_buffers, bool host_words,
+                                     ResidentSyncFree* state);
+
+// Host words: the words a call starts from (threshold, call number, partitions, ExDyna's
+// blocks) written again from the estimator and the search space, which carry them between calls
+// on host buffers (they observe each completed call; a reset, a checkpoint load or a density
+// change moves them).
+void writeResidentSyncFreeWords(const ReductionContext& ctx, ResidentSyncFree& state);
 
 // One call on call.kernels / call.device / call.stream (set): residual and accumulator in
 // `vectors` (swapped here unless fixed_buffers), collectives through `exchange`. Nothing is read
 // back: the outcome stays on the device (residentSyncFreeStats, residentSyncFreeAsyncError).
+// The two halves below, one after the other.
 scclResult_t runResidentSyncFree(SparseCall& call, StreamExchange& exchange,
                                  ResidentSyncFree& state, StagedVectors& vectors);
+
+// Steps 1-6: accumulate, select into the slot, all-gather the slots, check them and gather the
+// values at every slot's indices; the call's decision is then in *state.words.status.
+scclResult_t residentSyncFreeSelectAndExchange(SparseCall& call, StreamExchange& exchange,
+                                               ResidentSyncFree& state, StagedVectors& vectors);
+
+// Steps 7-10: all-reduce the values, write the output and the residual, update the threshold and
+// the partitions and count the call, each as the status word decides.
+scclResult_t residentSyncFreeReduceAndCommit(SparseCall& call, StreamExchange& exchange,
+                                             ResidentSyncFree& state, StagedVectors& vectors);
 
 // The statistics and rank counts of the calls so far, from the device: the last call's headers,
 // the threshold and the totals into *stats (the sparsifier's) and ctx.rank_counts. Waits for

@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include "core/error.h"
-#include "kernels/kernels.h"
-
 namespace sccl {
 namespace {
 
@@ -25,13 +22,6 @@ size_t trimWith(size_t n, size_t keep, T cutoff, Value value, Move move) {
 }
 
 template <typename T>
-size_t trimTyped(const T* acc, int64_t* idx, size_t n, size_t keep, T cutoff) {
-  return trimWith<T>(
-      n, keep, cutoff, [&](size_t j) { return std::fabs(acc[idx[j]]); },
-      [&](size_t from, size_t to) { idx[to] = idx[from]; });
-}
-
-template <typename T>
 size_t trimAlignedTyped(T* values, int64_t* idx, size_t n, size_t keep, T cutoff) {
   return trimWith<T>(
       n, keep, cutoff, [&](size_t j) { return std::fabs(values[j]); },
@@ -43,15 +33,6 @@ size_t trimAlignedTyped(T* values, int64_t* idx, size_t n, size_t keep, T cutoff
 
 }  // namespace
 
-size_t trimSelection(const void* acc, scclDataType_t acc_dtype, int64_t* idx, size_t n, size_t keep,
-                     double cutoff) {
-  if (n <= keep) return n;
-  if (acc_dtype == scclFloat64) {
-    return trimTyped(static_cast<const double*>(acc), idx, n, keep, cutoff);
-  }
-  return trimTyped(static_cast<const float*>(acc), idx, n, keep, static_cast<float>(cutoff));
-}
-
 size_t trimAlignedSelection(void* values, scclDataType_t dtype, int64_t* idx, size_t n, size_t keep,
                             double cutoff) {
   if (n <= keep) return n;
@@ -59,13 +40,6 @@ size_t trimAlignedSelection(void* values, scclDataType_t dtype, int64_t* idx, si
     return trimAlignedTyped(static_cast<double*>(values), idx, n, keep, cutoff);
   }
   return trimAlignedTyped(static_cast<float*>(values), idx, n, keep, static_cast<float>(cutoff));
-}
-
-scclResult_t cutoffAmongSelected(const void* acc, scclDataType_t acc_dtype, const int64_t* idx,
-                                 size_t n, size_t cap, void* scratch, double* cutoff) {
-  const KernelBackend& kernels = cpuKernels();
-  SCCL_CHECK(kernels.gather(acc, acc_dtype, idx, n, scratch, nullptr));
-  return kernels.kthLargestAbs(scratch, acc_dtype, 0, n, cap, cutoff, nullptr);
 }
 
 }  // namespace sccl

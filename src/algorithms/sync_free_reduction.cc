@@ -4,6 +4,8 @@
 //
 // Presets micro_sync_free and exdyna_sync_free (MiCRO / ExDyna partitions, threshold scaling).
 // capacity = max(1, ceil(k/n (1 + slack))), slack = maxDensitySlack (0.25 when that is < 0).
+// Papers: D. Yoon and S. Oh, MiCRO (HiPC 2023) and ExDyna (CCGrid 2024); reference code
+// kljp/micro, whose implementations all-gather the counts first (the fixed slots are ours).
 // Steps of one call on rank r at iteration t:
 //  0. acc = residual + gradient, in the pass that also selects when the threshold is known
 //     before the data (KernelBackend::accumulateSelect).
@@ -27,24 +29,37 @@
 // Differences from the gather reduction: only exclusive search spaces where every rank selects
 // (micro, exdyna), so no index is chosen twice; no in-call density correction (it needs counts
 // first). With the same maxDensitySlack both give bitwise identical outputs and residuals.
+//
+// One call path: on host buffers these steps are the resident sync_free call's
+// (resident_sync_free.cc, the call on device buffers) with the CPU kernels on host memory (the
+// sparsifier's host staging) and the communicator's transport in place. The differences are the
+// host's, where reading a word costs nothing: the pass keeps its candidates and the selection
+// reads them, any estimator may set the threshold (one that fits the call's data too), the
+// call's decision is read before the output is written, so a refused call is an error of this
+// call (the host's checks name the rank) and leaves recvbuf and the residual untouched, and the
+// estimator and the search space carry the threshold and the partitions from call to call (the
+// words are written from them at each call's start), as checkpoints read them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 
+#include <memory>
+#include <vector>
+
 #include "algorithms/call_header.h"
-#include "algorithms/exchange_accounting.h"
+#include "algorithms/host_staging.h"
 #include "algorithms/index_exchange.h"
+#include "algorithms/reduction_context.h"
 #include "algorithms/reductions.h"
-#include "algorithms/selection_trim.h"
+#include "algorithms/resident_sync_free.h"
+#include "algorithms/stream_exchange.h"
 #include "algorithms/sync_free_capacity.h"
 #include "algorithms/sync_free_slots.h"
-#include "algorithms/threshold_query.h"
-#include "core/divide_by_ranks.h"
-#include "core/dtype.h"
+#include "comm/comm.h"
 #include "core/error.h"
-#include "algorithms/reduction_context.h"
 #include "kernels/kernels.h"
+#include "kernels/shared/sync_free_call.h"
 
 namespace sccl {
 namespace {
@@ -53,102 +68,72 @@ uint64_t capacityOf(const ReductionContext& ctx) {
   return syncFreeCapacity(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count);
 }
 
-// Steps 0 and 1: acc = residual + gradient, and the selection into slot + kSlotHeaderWords (at
-// most `capacity` entries). With a threshold known before the data (the presets' scaling, or
-// fixed) one pass accumulates and selects (KernelBackend::accumulateSelect); else the pass
-// accumulates and the estimator then reads the range.
-scclResult_t selectCapped(SparseCall& call, IndexRange range, uint64_t capacity, size_t* selected) {
-  const ReductionContext& ctx = *call.ctx;
-  const KernelBackend& kernels = cpuKernels();
-  const ThresholdQuery query = selectionQuery(call, range);
-  const bool early = range.size() > 0 && ctx.estimator.thresholdBeforeData();
-  if (early) SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
-  // Every qualifying index is needed to keep the largest; the selection reports the exact count
-  // when the buffer is short, so one retry suffices.
-  std::vector<int64_t>& found = ctx.global_indices;
-  size_t want = std::min<size_t>(range.size(), std::max<size_t>(4096, 2 * capacity));
-  if (found.size() < want) found.resize(want);
-  size_t n = 0;
-  AccumulateSelectArgs pass;
-  pass.acc = call.acc;
-  pass.residual = call.residual;
-  pass.acc_dtype = ctx.acc_dtype;
-  pass.grad = call.sendbuf;
-  pass.grad_dtype = ctx.dtype;
-  pass.count = ctx.count;
-  pass.nonfinite = &call.nonfinite_local;
-  if (early) {
-    pass.begin = range.begin;
-    pass.end = range.end;
-    pass.floor = call.threshold;
-    pass.idx = found.data();
-    pass.capacity = found.size();
-    pass.ncandidates = &n;
+// What a sync_free sparsifier keeps for its calls on host buffers: the resident call's state (its
+// buffers in the host staging) and the fault word its kernels raise (cleared at every call: on
+// host buffers a fault is an error of its call, not a sticky one).
+struct SyncFreeHostState final : ReductionState {
+  ResidentSyncFree resident;
+  uint64_t fault = 0;
+};
+
+SyncFreeHostState& hostState(const ReductionContext& ctx) {
+  auto* state = dynamic_cast<SyncFreeHostState*>(ctx.reduction_state.get());
+  if (state == nullptr) {
+    ctx.reduction_state = std::make_unique<SyncFreeHostState>();
+    state = static_cast<SyncFreeHostState*>(ctx.reduction_state.get());
   }
-  SCCL_CHECK(kernels.accumulateSelect(pass, nullptr));
-  if (range.size() == 0) {
-    *selected = 0;
-    return scclSuccess;
-  }
-  if (!early) {
-    SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
-    SCCL_CHECK(kernels.selectAbove(call.acc, ctx.acc_dtype, range.begin, range.end, call.threshold,
-                                   found.data(), nullptr, found.size(), &n, nullptr));
-  }
-  if (n > found.size()) {
-    found.resize(n);
-    SCCL_CHECK(kernels.selectAbove(call.acc, ctx.acc_dtype, range.begin, range.end, call.threshold,
-                                   found.data(), nullptr, n, &n, nullptr));
-  }
-  if (ctx.estimator.exactCount()) {
-    n = trimSelection(call.acc, ctx.acc_dtype, found.data(), n, query.k_target_local,
-                      call.threshold);
-  }
-  if (n > capacity) {
-    ctx.values.resize(n * accElementSize(ctx));
-    double cutoff = 0;
-    SCCL_CHECK(cutoffAmongSelected(call.acc, ctx.acc_dtype, found.data(), n, capacity,
-                                   ctx.values.data(), &cutoff));
-    n = trimSelection(call.acc, ctx.acc_dtype, found.data(), n, capacity, cutoff);
-  }
-  std::copy_n(found.data(), n, ctx.local_indices.data() + kSlotHeaderWords);
-  *selected = n;
-  return scclSuccess;
+  return *state;
 }
 
-// Steps 3 and 4.
-scclResult_t reduceSlotsAndWrite(SparseCall& call, uint64_t capacity) {
+// A call the kernels refused (status not kSyncFreeCompletes): the host's checks of the gathered
+// slots say why, in the order the ranks agree on: a header (another call or config, a count
+// above the capacity), then non-finite values (the policy: an error, or the step discarded with
+// recvbuf NaN), then a peer's index outside its range or out of order.
+scclResult_t refusedCall(SparseCall& call, const ResidentSyncFree& state) {
   const ReductionContext& ctx = *call.ctx;
-  const KernelBackend& kernels = cpuKernels();
-  const size_t n = static_cast<size_t>(ctx.comm->nranks);
-  const size_t slot = kSlotHeaderWords + capacity;
-  const size_t element = accElementSize(ctx);
-  const size_t slots = n * capacity;
-  ctx.values.resize(slots * element);
-  SCCL_CHECK(kernels.fillZero(ctx.values.data(), slots * element, nullptr));
+  const size_t n = size_t(ctx.comm->nranks);
+  const size_t stride = syncFreeSlotWords(state.capacity);
+  std::vector<CallHeader> headers;
+  SCCL_CHECK(checkSlotHeaders(call, state.capacity, state.gathered, stride, &headers));
+  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
+  std::vector<const int64_t*> slices(n);
+  for (size_t r = 0; r < n; ++r) slices[r] = state.gathered + r * stride + kSlotHeaderWords;
+  SCCL_CHECK(assembleGlobalIndices(slices, ctx.rank_counts, ctx.search, ctx.iteration, ctx.count,
+                                   &ctx.global_indices));
+  return fail(scclInternalError,
+              "sparse all-reduce (sync_free): the kernels refused call %llu, whose slots pass the "
+              "host's checks",
+              static_cast<unsigned long long>(ctx.iteration));
+}
+
+// A completed call: its counts from the gathered slots, the global list the sent-mask zeroes
+// (every rank's slice in the order of the ranges, which do not overlap: ascending), and the
+// estimator and the search space observe it.
+void completedCall(SparseCall& call, const ResidentSyncFree& state) {
+  const ReductionContext& ctx = *call.ctx;
+  const size_t n = size_t(ctx.comm->nranks);
+  const size_t stride = syncFreeSlotWords(state.capacity);
+  call.k_global = call.k_max = 0;
   for (size_t r = 0; r < n; ++r) {
-    const int64_t* idx = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
-    SCCL_CHECK(kernels.gather(call.acc, ctx.acc_dtype, idx, ctx.rank_counts[r],
-                              static_cast<std::byte*>(ctx.values.data()) + r * capacity * element,
-                              nullptr));
+    const uint64_t k = uint64_t(state.gathered[r * stride]);
+    ctx.rank_counts[r] = k;
+    call.k_global += k;
+    call.k_max = std::max(call.k_max, k);
   }
-  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allReduce(ctx.values.data(), ctx.values.data(), slots, ctx.acc_dtype, ReduceOp::Sum);
-  }));
-  countAllReduce(call, slots * element);
-  if (call.op == scclAvg)
-    SCCL_CHECK(divideByRanks(ctx.values.data(), slots, ctx.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.fillZero(call.recvbuf, ctx.count * dataTypeSize(ctx.dtype), nullptr));
-  for (size_t r = 0; r < n; ++r) {
-    const int64_t* idx = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
-    SCCL_CHECK(
-        kernels.scatterValues(call.recvbuf, ctx.dtype, idx,
-                              static_cast<std::byte*>(ctx.values.data()) + r * capacity * element,
-                              ctx.acc_dtype, ctx.rank_counts[r], 1.0, nullptr));
-    SCCL_CHECK(kernels.zeroAt(call.acc, ctx.acc_dtype, idx, ctx.rank_counts[r], nullptr));
+  call.k_local = ctx.rank_counts[size_t(ctx.comm->rank)];
+  std::vector<size_t> by_range(n);
+  for (size_t r = 0; r < n; ++r) by_range[r] = r;
+  const uint64_t* ranges = state.words.ranges;
+  std::sort(by_range.begin(), by_range.end(),
+            [&](size_t a, size_t b) { return ranges[2 * a] < ranges[2 * b]; });
+  ctx.global_indices.resize(call.k_global);
+  int64_t* to = ctx.global_indices.data();
+  for (size_t r : by_range) {
+    const int64_t* slice = state.gathered + r * stride + kSlotHeaderWords;
+    to = std::copy_n(slice, ctx.rank_counts[r], to);
   }
-  call.residual_updated = true;
-  return scclSuccess;
+  ctx.estimator.observe(call.k_global, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
 }
 
 }  // namespace
@@ -223,48 +208,41 @@ scclResult_t prepareSyncFreeReduction(const ReductionContext& ctx) {
 
 scclResult_t runSyncFreeReduction(SparseCall& call) {
   const ReductionContext& ctx = *call.ctx;
-  const int rank = ctx.comm->rank;
+  HostStaging& staging = ctx.host_staging;
+  SyncFreeHostState& host = hostState(ctx);
+  ResidentSyncFree& state = host.resident;
+  // The slots follow the density in effect (a warm-up or scclSparsifierSetDensity moves it):
+  // allocated again when it changes, from staging that only grows.
   const uint64_t capacity = capacityOf(ctx);
-  const size_t slot = kSlotHeaderWords + capacity;
-  const size_t n = static_cast<size_t>(ctx.comm->nranks);
-  // Buffers only grow: the steady state allocates nothing (the slot size is fixed while the
-  // density is; a density change resizes at most once per higher density).
-  if (ctx.local_indices.size() < slot) ctx.local_indices.resize(slot);
-  if (ctx.gathered_indices.size() < n * slot) ctx.gathered_indices.resize(n * slot);
-
-  auto start = std::chrono::steady_clock::now();
-  IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
-  call.threshold = ctx.estimator.currentThreshold();
-  size_t selected = 0;
-  SCCL_CHECK(selectCapped(call, range, capacity, &selected));  // accumulates, selects if any range
-  call.k_local = selected;
-  int64_t* mine = ctx.local_indices.data();
-  mine[0] = int64_t(selected);
-  mine[1] = int64_t(call.nonfinite_local);
-  mine[2] = int64_t(ctx.fingerprint);
-  mine[3] = int64_t(ctx.iteration);
-  std::fill(mine + kSlotHeaderWords + selected, mine + slot, int64_t{-1});
+  if (!state.ready || state.capacity != capacity) {
+    SCCL_CHECK(prepareResidentSyncFree(ctx, staging, capacity, &host.fault, &host.fault, false,
+                                       true, &state));
+  } else {
+    writeResidentSyncFreeWords(ctx, state);
+  }
+  host.fault = 0;
+  StagedVectors vectors{const_cast<void*>(call.residual), call.acc, nullptr, nullptr, nullptr};
+  call.kernels = &cpuKernels();
+  call.device = &staging;
+  call.stream = nullptr;
+  HostExchange exchange;
+  const auto start = std::chrono::steady_clock::now();
+  const double comm_before = call.time_comm_us;
+  scclResult_t result = residentSyncFreeSelectAndExchange(call, exchange, state, vectors);
   call.time_select_us +=
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-
-  SCCL_CHECK(timedCollective(call, [&](Transport& t) {
-    return t.allGather(mine, ctx.gathered_indices.data(), slot * sizeof(int64_t));
-  }));
-  countAllGather(call, slot * sizeof(int64_t));
-  std::vector<CallHeader> headers;
-  SCCL_CHECK(checkSlotHeaders(call, capacity, ctx.gathered_indices.data(), slot, &headers));
-  if (anyNonFinite(headers)) return applyNonFinitePolicy(call, headers);
-  // Peer indices: inside the range that rank selects in, strictly ascending (no duplicates).
-  std::vector<const int64_t*> slices(n);
-  for (size_t r = 0; r < n; ++r)
-    slices[r] = ctx.gathered_indices.data() + r * slot + kSlotHeaderWords;
-  SCCL_CHECK(assembleGlobalIndices(slices, ctx.rank_counts, ctx.search, ctx.iteration, ctx.count,
-                                   &ctx.global_indices));
-  call.k_max = *std::max_element(ctx.rank_counts.begin(), ctx.rank_counts.end());
-  call.k_global = ctx.global_indices.size();
-  SCCL_CHECK(reduceSlotsAndWrite(call, capacity));
-  ctx.estimator.observe(call.k_global, ctx.k_target);
-  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() -
+      (call.time_comm_us - comm_before);
+  const bool completes = result == scclSuccess && *state.words.status == kSyncFreeCompletes;
+  if (completes) result = residentSyncFreeReduceAndCommit(call, exchange, state, vectors);
+  call.kernels = nullptr;
+  call.device = nullptr;
+  SCCL_CHECK(result);
+  call.nonfinite_local = *state.words.nonfinite;
+  if (!completes) {
+    call.residual_updated = false;
+    return refusedCall(call, state);
+  }
+  completedCall(call, state);
   return scclSuccess;
 }
 

@@ -1,7 +1,7 @@
-// The host side of the sync_free slot-header check, shared by the host reduction
-// (sync_free_reduction.cc) and the device path that reads the headers back
-// (cuda/device_sparse_allreduce.cc): the checks themselves are sync_free_slot_check.h, which the
-// stream-ordered device path runs in a kernel, so every path accepts and rejects the same slots.
+// The host side of the sync_free slot-header check: the diagnosis of a call on host buffers that
+// the kernels refused (sync_free_reduction.cc), with the host's messages. The checks themselves
+// are sync_free_slot_check.h, which the kernels run (syncFreeCheck), so both accept and reject
+// the same slots.
 #pragma once
 
 #include <cstddef>

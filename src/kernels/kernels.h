@@ -79,6 +79,15 @@ struct AccumulateSelectArgs {
   uint64_t* counts = nullptr;
 };
 
+// The fused pass's candidates of a sync_free selection (KernelBackend::syncFreeSelect): at most
+// `room` ascending indices of the range at or above the threshold, *count (the kernels' memory)
+// the number qualifying, which may exceed room. idx null: none.
+struct SyncFreeCandidates {
+  const int64_t* idx = nullptr;
+  const size_t* count = nullptr;
+  size_t room = 0;
+};
+
 // sketchEncode's listed_bound when the caller knows none.
 inline constexpr size_t kListedUnknown = SIZE_MAX;
 
@@ -335,14 +344,16 @@ class KernelBackend {
 
   // The capped selection into `slot`: the entries of [bounds[0], bounds[1]) (kernels' memory, at
   // most `items` long) with !(|acc| < *threshold), the `keep` largest kept (1 <= keep <=
-  // capacity; ties at the cut-off: lowest indices; the host's trimSelection), ascending, padded
+  // capacity; ties at the cut-off: lowest indices, as trimAlignedSelection), ascending, padded
   // with -1 to `capacity` indices, and the header (k, *nonfinite or 0 when null, fingerprint,
-  // *sequence). Accumulator types.
+  // *sequence). Accumulator types. With candidates (idx not null): the fused pass's selection of
+  // the same range at the same threshold; the selection reads them instead of the range when
+  // *count <= room, else scans the range (an overflowed candidate buffer).
   virtual scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
                                       const uint64_t* bounds, size_t items,
-                                      const double* threshold, size_t keep, size_t capacity,
-                                      const uint64_t* nonfinite, uint64_t fingerprint,
-                                      const uint64_t* sequence, int64_t* slot,
+                                      const SyncFreeCandidates& candidates, const double* threshold,
+                                      size_t keep, size_t capacity, const uint64_t* nonfinite,
+                                      uint64_t fingerprint, const uint64_t* sequence, int64_t* slot,
                                       void* stream) const = 0;
 
   // *w.status = syncFreeDecide over the n gathered slots (an earlier fault in *w.fault fails the

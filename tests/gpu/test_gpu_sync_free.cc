@@ -124,8 +124,8 @@ TEST_CASE("gpu sync free steps reproduce the cpu micro sync free run bit for bit
       REQUIRE(gpu.syncFreeBeginCall(w, nullptr) == scclSuccess);
       REQUIRE(gpu.accumulate(acc[r]->get(), residual[r]->get(), scclFloat32, d_grad.get(),
                              scclFloat32, count, w.nonfinite, nullptr) == scclSuccess);
-      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, w.ranges + 2 * r, count, w.threshold,
-                                 capacity, capacity, w.nonfinite, 1, w.sequence,
+      REQUIRE(gpu.syncFreeSelect(acc[r]->get(), scclFloat32, w.ranges + 2 * r, count, {},
+                                 w.threshold, capacity, capacity, w.nonfinite, 1, w.sequence,
                                  gathered.get() + r * slot, nullptr) == scclSuccess);
     }
     // The all-reduce: rank-order sum of every rank's value slots, with the transports' combine
@@ -217,7 +217,7 @@ void checkCappedSelection(size_t n, size_t begin, size_t end, size_t items, doub
   DeviceBuffer<double> d_threshold(std::vector<double>{threshold});
   DeviceBuffer<uint64_t> sequence(std::vector<uint64_t>{7});
   DeviceBuffer<int64_t> slot(4 + capacity);
-  REQUIRE(gpu.syncFreeSelect(d_x.get(), dtype, bounds.get(), items, d_threshold.get(), capacity,
+  REQUIRE(gpu.syncFreeSelect(d_x.get(), dtype, bounds.get(), items, {}, d_threshold.get(), capacity,
                              capacity, nullptr, 99, sequence.get(), slot.get(),
                              nullptr) == scclSuccess);
   const std::vector<int64_t> got = slot.read();

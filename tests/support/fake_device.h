@@ -158,10 +158,10 @@ class FakeKernels final : public sccl::KernelBackend {
                          void* stream) const override;
   scclResult_t syncFreeBeginCall(const sccl::SyncFreeWords& w, void* stream) const override;
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
-                              size_t items, const double* threshold, size_t keep, size_t capacity,
+                              size_t items, const sccl::SyncFreeCandidates& candidates,
+                              const double* threshold, size_t keep, size_t capacity,
                               const uint64_t* nonfinite, uint64_t fingerprint,
-                              const uint64_t* sequence, int64_t* slot,
-                              void* stream) const override;
+                              const uint64_t* sequence, int64_t* slot, void* stream) const override;
   scclResult_t syncFreeCheck(const int64_t* gathered, const sccl::SyncFreeWords& w,
                              uint64_t fingerprint, bool nonfinite_is_error,
                              void* stream) const override;

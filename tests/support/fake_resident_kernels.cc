@@ -189,9 +189,13 @@ scclResult_t FakeKernels::syncFreeBeginCall(const sccl::SyncFreeWords& w, void*)
 
 scclResult_t FakeKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
                                          const uint64_t* bounds, size_t items,
+                                         const sccl::SyncFreeCandidates& candidates,
                                          const double* threshold, size_t keep, size_t capacity,
                                          const uint64_t* nonfinite, uint64_t fingerprint,
                                          const uint64_t* sequence, int64_t* slot, void*) const {
+  sccl::SyncFreeCandidates c = candidates;
+  c.idx = d_.at(candidates.idx);
+  c.count = d_.at(candidates.count);
   const void* a = d_.view(acc);
   const uint64_t* b = d_.at(bounds);
   const double* t = d_.at(threshold);
@@ -199,8 +203,8 @@ scclResult_t FakeKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dty
   const uint64_t* seq = d_.at(sequence);
   int64_t* s = d_.at(slot);
   launch("syncFreeSelect", [=] {
-    return cpuKernels().syncFreeSelect(a, acc_dtype, b, items, t, keep, capacity, nf, fingerprint,
-                                       seq, s, nullptr);
+    return cpuKernels().syncFreeSelect(a, acc_dtype, b, items, c, t, keep, capacity, nf,
+                                       fingerprint, seq, s, nullptr);
   });
   return scclSuccess;
 }

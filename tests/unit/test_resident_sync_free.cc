@@ -91,8 +91,10 @@ FakeSyncFreeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& co
     std::memset(device.view(residual), 0, acc_bytes);
     uint64_t fault = 0;  // host memory the kernels write (mapped page-locked memory on CUDA)
     sccl::ResidentSyncFree state;
-    if (!log.checkResult(sccl::prepareResidentSyncFree(sccl::reductionContext(*sp), staging, &fault,
-                                                       &fault, options.fixed_buffers, &state),
+    const sccl::ReductionContext prepared = sccl::reductionContext(*sp);
+    if (!log.checkResult(sccl::prepareResidentSyncFree(
+                             prepared, staging, sccl::residentSyncFreeCapacity(prepared), &fault,
+                             &fault, options.fixed_buffers, false, &state),
                          scclSuccess, "prepareResidentSyncFree"))
       return;
     device.wait();
@@ -494,7 +496,7 @@ TEST_CASE("the CPU capped selection keeps the largest, ties to the lowest indice
       // Kept up to `capacity`, padded to 3 more (a slot sized for a higher density).
       std::vector<int64_t> slot(sccl::kSlotHeaderWords + capacity + 3, 99);
       REQUIRE(sccl::cpuKernels().syncFreeSelect(
-                  x.data(), scclFloat32, bounds.data(), end - begin, &threshold, capacity,
+                  x.data(), scclFloat32, bounds.data(), end - begin, {}, &threshold, capacity,
                   capacity + 3, &nonfinite, 0xabc, &sequence, slot.data(), nullptr) == scclSuccess);
       REQUIRE(slot[0] == int64_t(want.size()));
       CHECK(slot[1] == 3);
@@ -504,6 +506,24 @@ TEST_CASE("the CPU capped selection keeps the largest, ties to the lowest indice
       CHECK(kept == want);
       CHECK(std::all_of(slot.begin() + 4 + long(want.size()), slot.end(),
                         [](int64_t v) { return v == -1; }));
+      // From the pass's candidates (the range's selection at the threshold): the same slot; with
+      // more qualifying than their room, the range is scanned instead (the room's entries alone
+      // would lose the rest).
+      std::vector<int64_t> candidates(end - begin);
+      size_t qualifying = 0;
+      REQUIRE(sccl::cpuKernels().selectAbove(x.data(), scclFloat32, begin, end, threshold,
+                                             candidates.data(), nullptr, candidates.size(),
+                                             &qualifying, nullptr) == scclSuccess);
+      for (size_t room : {qualifying, qualifying / 2}) {
+        INFO("candidates' room " << room << " of " << qualifying);
+        const sccl::SyncFreeCandidates from{candidates.data(), &qualifying, room};
+        std::vector<int64_t> again(slot.size(), 99);
+        REQUIRE(sccl::cpuKernels().syncFreeSelect(x.data(), scclFloat32, bounds.data(), end - begin,
+                                                  from, &threshold, capacity, capacity + 3,
+                                                  &nonfinite, 0xabc, &sequence, again.data(),
+                                                  nullptr) == scclSuccess);
+        CHECK(again == slot);
+      }
     }
   }
 }

@@ -70,6 +70,54 @@ TEST_CASE("sync free equals the gather reduction with the same capacity bit for 
   }
 }
 
+// Host buffers select from the candidates of the accumulating pass, which hold max(4096, 2C)
+// entries; a threshold far below the data overflows them and the selection scans the range. An
+// estimator that fits the call's data (top-k, DGC) sets the threshold after the pass, and top-k
+// trims to exactly its share. Each must match the gather reduction's host path, which selects
+// from the range with its own trims.
+TEST_CASE(
+    "sync free on host buffers: candidate overflow and data-fitted estimators equal the "
+    "gather reduction",
+    "[sparse][sync_free]") {
+  struct Case {
+    const char* estimator;
+    // The scaling estimator's initial threshold (< 0: the default). 1e-7 lets nearly every
+    // entry of each range through at the first call: more than the candidates' room.
+    double threshold;
+  };
+  const size_t count = 20011;
+  for (const char* preset : {"micro_sync_free", "exdyna_sync_free"}) {
+    for (const Case c : {Case{"scaling", 1e-7}, Case{"topk", -1.0}, Case{"dgc", -1.0}}) {
+      for (int nranks : {1, 2, 3}) {
+        GradientFn gradient = skewedGradient(29, count);
+        scclSparseConfig_t config = sparseConfig(preset, 0.01);
+        config.estimator = c.estimator;
+        config.threshold = c.threshold;
+        scclSparseConfig_t twin_config = gatherTwin(preset, 0.01, 0.25);
+        twin_config.estimator = c.estimator;
+        twin_config.threshold = c.threshold;
+        SparseRun run = runSparse(nranks, count, config, 5, gradient);
+        SparseRun twin = runSparse(nranks, count, twin_config, 5, gradient);
+        REQUIRE_NO_RANK_FAILURES(run.failures);
+        REQUIRE_NO_RANK_FAILURES(twin.failures);
+        for (size_t t = 0; t < 5; ++t) {
+          for (int r = 0; r < nranks; ++r) {
+            INFO(preset << " " << c.estimator << " n=" << nranks << " call " << t << " rank " << r);
+            const RankIteration& got = run.calls[t][r];
+            const RankIteration& want = twin.calls[t][r];
+            REQUIRE(got.result == scclSuccess);
+            CHECK(got.counts == want.counts);
+            CHECK(got.stats.kLocal == want.stats.kLocal);
+            CHECK(got.stats.threshold == want.stats.threshold);
+            CHECK(std::memcmp(got.output.data(), want.output.data(), count * 4) == 0);
+            CHECK(std::memcmp(got.residual.data(), want.residual.data(), count * 4) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("sync free gives the same bits on every rank and conserves every value exactly",
           "[sparse][sync_free]") {
   const int nranks = 3, iterations = 12;

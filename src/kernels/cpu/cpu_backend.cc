@@ -208,11 +208,12 @@ class CpuBackend final : public KernelBackend {
   }
 
   scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
-                              size_t, const double* threshold, size_t keep, size_t capacity,
-                              const uint64_t* nonfinite, uint64_t fingerprint,
-                              const uint64_t* sequence, int64_t* slot, void*) const override {
-    return cpu::syncFreeSelect(acc, acc_dtype, bounds, threshold, keep, capacity, nonfinite,
-                               fingerprint, sequence, slot);
+                              size_t, const SyncFreeCandidates& candidates, const double* threshold,
+                              size_t keep, size_t capacity, const uint64_t* nonfinite,
+                              uint64_t fingerprint, const uint64_t* sequence, int64_t* slot,
+                              void*) const override {
+    return cpu::syncFreeSelect(acc, acc_dtype, bounds, candidates, threshold, keep, capacity,
+                               nonfinite, fingerprint, sequence, slot);
   }
 
   scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,

@@ -89,8 +89,8 @@ scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, si
 // The device-resident sync_free call's kernels (sync_free.cc).
 scclResult_t syncFreeBeginCall(const SyncFreeWords& w);
 scclResult_t syncFreeSelect(const void* acc, scclDataType_t acc_dtype, const uint64_t* bounds,
-                            const double* threshold, size_t keep, size_t capacity,
-                            const uint64_t* nonfinite,
+                            const SyncFreeCandidates& candidates, const double* threshold,
+                            size_t keep, size_t capacity, const uint64_t* nonfinite,
                             uint64_t fingerprint, const uint64_t* sequence, int64_t* slot);
 scclResult_t syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w, uint64_t fingerprint,
                            bool nonfinite_is_error);
