@@ -146,9 +146,16 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const auto indices = [&] { return reinterpret_cast<int64_t*>(slot() + kUnionSlotHeaderWords); };
 
   // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
-  SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
-                                ctx.acc_dtype, call.sendbuf, ctx.dtype, ctx.count,
-                                slot() + kRecordNonFinite, stream));
+  // The pass without a selection: the CPU streams it block by block as the gather's pass.
+  AccumulateSelectArgs pass;
+  pass.acc = vectors.acc;
+  pass.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
+  pass.acc_dtype = ctx.acc_dtype;
+  pass.grad = call.sendbuf;
+  pass.grad_dtype = ctx.dtype;
+  pass.count = ctx.count;
+  pass.nonfinite = slot() + kRecordNonFinite;
+  SCCL_CHECK(kernels.accumulateSelect(pass, stream));
   call.acc = vectors.acc;
   double threshold = ctx.estimator.currentThreshold();
   const auto select_at_threshold = [&] {

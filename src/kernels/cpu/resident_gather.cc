@@ -125,7 +125,8 @@ scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_
     return scclSuccess;
   }
   // Every entry at or above the k-th value, then the ties at it trimmed to the lowest indices.
-  std::vector<int64_t> selected(k);
+  thread_local std::vector<int64_t> selected;  // scratch kept per thread
+  if (selected.size() < k) selected.resize(k);
   size_t n = 0;
   SCCL_CHECK(selectAbove(x, dtype, begin, end, kth, selected.data(), nullptr, k, &n));
   if (n > k) {
