@@ -135,6 +135,11 @@ scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_
   }
   const size_t element = dataTypeSize(dtype);
   const uint64_t cut = thresholdBits(dtype, kth);  // the k-th largest element's own pattern
+  if (n == k) {  // no tie past the k-th: every selected entry stays (no reads of x at them)
+    std::copy_n(selected.data(), k, idx);
+    *kth_bits = cut;
+    return scclSuccess;
+  }
   size_t above = 0;
   for (size_t j = 0; j < n; ++j) above += magnitudeAt(x, element, size_t(selected[j])) > cut;
   size_t ties = k - above, kept = 0;
