@@ -211,14 +211,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
 
   // Step 2.
   uint64_t* bins = record_words_d + kGatherRecordHeaderWords;
-  AccumulateSelectArgs a;
-  a.acc = vectors.acc;
-  a.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
-  a.acc_dtype = ctx.acc_dtype;
-  a.grad = call.sendbuf;
-  a.grad_dtype = ctx.dtype;
-  a.count = ctx.count;
-  a.nonfinite = record_words_d + kRecordNonFinite;
+  AccumulateSelectArgs a = accumulatePass(call, vectors, record_words_d + kRecordNonFinite);
   const size_t element = accElementSize(ctx);
   size_t room = 0, ncandidates = 0;
   void *candidate_indices = nullptr, *candidate_values = nullptr;

@@ -162,14 +162,7 @@ scclResult_t hostPassAndThreshold(SparseCall& call, ResidentSyncFree& state, Sta
   query.device = nullptr;  // host memory: an estimator that reads the data reads it in place
   const bool early = range.size() > 0 && ctx.estimator.thresholdBeforeData();
   if (early) SCCL_CHECK(ctx.estimator.threshold(query, w.threshold));
-  AccumulateSelectArgs pass;
-  pass.acc = vectors.acc;
-  pass.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
-  pass.acc_dtype = ctx.acc_dtype;
-  pass.grad = call.sendbuf;
-  pass.grad_dtype = ctx.dtype;
-  pass.count = ctx.count;
-  pass.nonfinite = w.nonfinite;
+  AccumulateSelectArgs pass = accumulatePass(call, vectors, w.nonfinite);
   if (early) {
     pass.begin = range.begin;
     pass.end = range.end;

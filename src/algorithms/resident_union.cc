@@ -147,15 +147,8 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
 
   // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
   // The pass without a selection: the CPU streams it block by block as the gather's pass.
-  AccumulateSelectArgs pass;
-  pass.acc = vectors.acc;
-  pass.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
-  pass.acc_dtype = ctx.acc_dtype;
-  pass.grad = call.sendbuf;
-  pass.grad_dtype = ctx.dtype;
-  pass.count = ctx.count;
-  pass.nonfinite = slot() + kRecordNonFinite;
-  SCCL_CHECK(kernels.accumulateSelect(pass, stream));
+  SCCL_CHECK(
+      kernels.accumulateSelect(accumulatePass(call, vectors, slot() + kRecordNonFinite), stream));
   call.acc = vectors.acc;
   double threshold = ctx.estimator.currentThreshold();
   const auto select_at_threshold = [&] {

@@ -11,6 +11,20 @@
 
 namespace sccl {
 
+AccumulateSelectArgs accumulatePass(const SparseCall& call, const StagedVectors& vectors,
+                                    uint64_t* nonfinite) {
+  const ReductionContext& ctx = *call.ctx;
+  AccumulateSelectArgs a;
+  a.acc = vectors.acc;
+  a.residual = ctx.config.error_feedback ? vectors.residual : nullptr;
+  a.acc_dtype = ctx.acc_dtype;
+  a.grad = call.sendbuf;
+  a.grad_dtype = ctx.dtype;
+  a.count = ctx.count;
+  a.nonfinite = nonfinite;
+  return a;
+}
+
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   const ReductionContext& ctx = *call.ctx;

@@ -28,6 +28,12 @@ struct StagedVectors {
   uint32_t* published_fault = nullptr;
 };
 
+// The accumulating pass of a call on `vectors` (KernelBackend::accumulateSelect): acc = residual
+// (with error feedback) + the call's gradient, the non-finite count into `nonfinite` (the
+// kernels' memory); no range, candidates or histogram yet (the caller adds what it needs).
+AccumulateSelectArgs accumulatePass(const SparseCall& call, const StagedVectors& vectors,
+                                    uint64_t* nonfinite);
+
 class StreamExchange;
 
 // exchange: the collectives of the device-resident gather call (algorithms/resident_gather.h),
