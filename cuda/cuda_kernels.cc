@@ -2,6 +2,8 @@
 // the conversion of CUDA errors to scclResult_t. See cuda_kernels.h.
 #include "cuda/cuda_kernels.h"
 
+#include "cuda/cuda_kernels_entry.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -9,18 +11,12 @@
 #include <cstring>
 
 #include "core/dtype.h"
-#include "cuda/cuda_status.h"
 #include "cuda/dispatch.h"
 #include "kernels/dtype_checks.h"
 #include "kernels/shared/magnitude_bits.h"
-#include "kernels/shared/sync_free_slot_check.h"
 
 namespace sccl {
 namespace {
-
-cudaStream_t asStream(void* stream) {
-  return static_cast<cudaStream_t>(stream);
-}
 
 bool isFloating(scclDataType_t dtype) {
   return dtype == scclFloat32 || dtype == scclFloat64 || dtype == scclFloat16 ||
@@ -53,23 +49,13 @@ scclResult_t requireAccumulatePair(scclDataType_t acc_dtype, scclDataType_t grad
 
 }  // namespace
 
-template <typename Run>
-scclResult_t CudaKernels::withTemp(const char* what, Run&& run) const {
-  size_t bytes = 0;
-  SCCL_CUDA_CHECK(run(nullptr, &bytes), what);
-  void* temp = nullptr;
-  SCCL_CHECK(workspace_.reserve(bytes, &temp));
-  SCCL_CUDA_CHECK(run(temp, &bytes), what);
-  return scclSuccess;
-}
-
 scclResult_t CudaKernels::copyToHost(void* host, const void* device, size_t bytes, void* stream,
                                      const char* what) const {
   uint64_t* pinned = nullptr;
   SCCL_CHECK(workspace_.hostCount(&pinned));
-  SCCL_CUDA_CHECK(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, asStream(stream)),
-                  what);
-  SCCL_CUDA_CHECK(cudaStreamSynchronize(asStream(stream)), what);
+  SCCL_CUDA_CHECK(
+      cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, asCudaStream(stream)), what);
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(asCudaStream(stream)), what);
   std::memcpy(host, pinned, bytes);
   return scclSuccess;
 }
@@ -79,7 +65,7 @@ scclResult_t CudaKernels::accumulate(void* acc, const void* residual, scclDataTy
                                      uint64_t* nonfinite, void* stream) const {
   SCCL_CHECK(requireAccumulatePair(acc_dtype, grad_dtype));
   SCCL_CUDA_CHECK(cuda_dispatch::accumulate(acc, residual, acc_dtype, grad, grad_dtype, count,
-                                            nonfinite, asStream(stream)),
+                                            nonfinite, asCudaStream(stream)),
                   "accumulate");
   return scclSuccess;
 }
@@ -98,10 +84,11 @@ scclResult_t CudaKernels::accumulateSelect(const AccumulateSelectArgs& a, void* 
       a.bins > 0 && a.begin < a.end && cuda_dispatch::histogramInSharedMemory(a.bins);
   if (fused) {
     SCCL_CHECK(requireAccumulatePair(a.acc_dtype, a.grad_dtype));
-    SCCL_CUDA_CHECK(cuda_dispatch::accumulateHistogram(
-                        a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count, a.nonfinite,
-                        a.begin, a.end, a.base_bits, a.shift, a.bins, a.counts, asStream(stream)),
-                    "accumulateSelect");
+    SCCL_CUDA_CHECK(
+        cuda_dispatch::accumulateHistogram(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype,
+                                           a.count, a.nonfinite, a.begin, a.end, a.base_bits,
+                                           a.shift, a.bins, a.counts, asCudaStream(stream)),
+        "accumulateSelect");
   } else {
     SCCL_CHECK(accumulate(a.acc, a.residual, a.acc_dtype, a.grad, a.grad_dtype, a.count,
                           a.nonfinite, stream));
@@ -149,7 +136,7 @@ scclResult_t CudaKernels::selectAbove(const void* x, scclDataType_t dtype, size_
   const uint64_t bits = thresholdBits(dtype, threshold);
   SCCL_CHECK(withTemp("selectAbove", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin, end, bits, idx,
-                                      val, capacity, count, asStream(stream));
+                                      val, capacity, count, asCudaStream(stream));
   }));
   // The count-exchanging algorithms need k on the host to size their exchange: the one
   // device-to-host transfer of their call.
@@ -171,10 +158,10 @@ scclResult_t CudaKernels::selectAbovePadded(const void* x, scclDataType_t dtype,
     SCCL_CHECK(withTemp("selectAbovePadded", [&](void* temp, size_t* bytes) {
       return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin, end, bits, idx,
                                         nullptr, n, static_cast<uint64_t*>(word),
-                                        asStream(stream));
+                                        asCudaStream(stream));
     }));
   }
-  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asCudaStream(stream)), "padIndices");
   return scclSuccess;
 }
 
@@ -197,22 +184,22 @@ scclResult_t CudaKernels::selectCandidatesPadded(const int64_t* cand_idx, const 
     SCCL_CHECK(withTemp("selectCandidatesPadded", [&](void* temp, size_t* bytes) {
       return cuda_dispatch::selectAbove(temp, bytes, cand_val, dataTypeSize(dtype), 0, ncand, bits,
                                         idx, nullptr, n, static_cast<uint64_t*>(word),
-                                        asStream(stream));
+                                        asCudaStream(stream));
     }));
     SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, static_cast<const uint64_t*>(word), n,
-                                                        asStream(stream)),
+                                                        asCudaStream(stream)),
                     "selectCandidatesPadded: padding");
-    SCCL_CUDA_CHECK(cuda_dispatch::candidateIndices(cand_idx, idx, n, asStream(stream)),
+    SCCL_CUDA_CHECK(cuda_dispatch::candidateIndices(cand_idx, idx, n, asCudaStream(stream)),
                     "selectCandidatesPadded: the candidates' indices");
   }
-  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asStream(stream)), "padIndices");
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndices(idx, n, padded, asCudaStream(stream)), "padIndices");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::markedElements(const uint8_t* bitmap, size_t count, size_t block,
                                          uint64_t* elements, void* stream) const {
   SCCL_CUDA_CHECK(
-      cuda_dispatch::markedElements(bitmap, count, block, elements, asStream(stream)),
+      cuda_dispatch::markedElements(bitmap, count, block, elements, asCudaStream(stream)),
       "markedElements");
   return scclSuccess;
 }
@@ -221,7 +208,7 @@ scclResult_t CudaKernels::planSketch(const uint64_t* headers, const GatherPlanPa
                                      size_t count, size_t block, const uint8_t* union_bitmap,
                                      uint64_t* plan, void* stream) const {
   SCCL_CUDA_CHECK(cuda_dispatch::planSketch(headers, params, count, block, union_bitmap, plan,
-                                            asStream(stream)),
+                                            asCudaStream(stream)),
                   "planSketch");
   return scclSuccess;
 }
@@ -235,9 +222,9 @@ scclResult_t CudaKernels::selectAboveCounted(const void* x, scclDataType_t dtype
   SCCL_CHECK(withTemp("selectAboveCounted", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::selectAbove(temp, bytes, x, dataTypeSize(dtype), begin,
                                       std::max(begin, end), bits, idx, nullptr, capacity, count,
-                                      asStream(stream));
+                                      asCudaStream(stream));
   }));
-  SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, count, capacity, asStream(stream)),
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, count, capacity, asCudaStream(stream)),
                   "padIndicesAfterCount");
   return scclSuccess;
 }
@@ -246,7 +233,7 @@ scclResult_t CudaKernels::planGather(const uint64_t* records, const GatherPlanPa
                                      const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                                      void* stream) const {
   SCCL_CUDA_CHECK(
-      cuda_dispatch::planGather(records, params, ranges, fault, plan, asStream(stream)),
+      cuda_dispatch::planGather(records, params, ranges, fault, plan, asCudaStream(stream)),
       "planGather");
   return scclSuccess;
 }
@@ -256,9 +243,10 @@ scclResult_t CudaKernels::assembleExclusiveIndices(const int64_t* gathered, size
                                                    const uint64_t* plan, const uint64_t* ranges,
                                                    int64_t* global, uint32_t* fault,
                                                    void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::assembleExclusiveIndices(gathered, nranks, slot, first_rank, plan,
-                                                          ranges, global, fault, asStream(stream)),
-                  "assembleExclusiveIndices");
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::assembleExclusiveIndices(gathered, nranks, slot, first_rank, plan, ranges,
+                                              global, fault, asCudaStream(stream)),
+      "assembleExclusiveIndices");
   return scclSuccess;
 }
 
@@ -266,7 +254,7 @@ scclResult_t CudaKernels::planEdge(const uint64_t* summed, const uint64_t* own,
                                    const GatherPlanParams& params, uint64_t* edge_words,
                                    uint64_t* own_count, void* stream) const {
   SCCL_CUDA_CHECK(
-      cuda_dispatch::planEdge(summed, own, params, edge_words, own_count, asStream(stream)),
+      cuda_dispatch::planEdge(summed, own, params, edge_words, own_count, asCudaStream(stream)),
       "planEdge");
   return scclSuccess;
 }
@@ -276,7 +264,7 @@ scclResult_t CudaKernels::planHeaders(const uint64_t* headers, const GatherPlanP
                                       const uint64_t* edge_words, uint64_t* plan,
                                       void* stream) const {
   SCCL_CUDA_CHECK(cuda_dispatch::planHeaders(headers, params, ranges, fault, edge_words, plan,
-                                             asStream(stream)),
+                                             asCudaStream(stream)),
                   "planHeaders");
   return scclSuccess;
 }
@@ -292,16 +280,16 @@ scclResult_t CudaKernels::selectTopK(const void* x, scclDataType_t dtype, size_t
   SCCL_CHECK(topk_.reserve((4 + kSlotHeaderWords + k) * sizeof(uint64_t), &memory));
   auto* words = static_cast<uint64_t*>(memory);
   auto* slot = reinterpret_cast<int64_t*>(words + 4);
-  SCCL_CUDA_CHECK(cuda_dispatch::setWords(words, begin, end, 0, 0, asStream(stream)),
+  SCCL_CUDA_CHECK(cuda_dispatch::setWords(words, begin, end, 0, 0, asCudaStream(stream)),
                   "selectTopK");
   const cuda_dispatch::SlotHeader header{0, words + 3};
   SCCL_CHECK(withTemp("selectTopK", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::syncFreeSelect(temp, bytes, x, dtype, words, end - begin,
-                                         reinterpret_cast<const double*>(words + 2), k, k,
-                                         nullptr, header, slot, asStream(stream));
+                                         reinterpret_cast<const double*>(words + 2), k, k, nullptr,
+                                         header, slot, asCudaStream(stream));
   }));
   SCCL_CUDA_CHECK(cuda_dispatch::topKEmit(x, dataTypeSize(dtype), slot + kSlotHeaderWords, k, idx,
-                                          kth_bits, asStream(stream)),
+                                          kth_bits, asCudaStream(stream)),
                   "selectTopK");
   return scclSuccess;
 }
@@ -314,10 +302,10 @@ scclResult_t CudaKernels::writeDenseUnlessFault(void* dst, scclDataType_t dst_dt
                    "writeDenseUnlessFault: %s values into %s is not supported",
                    dataTypeName(val_dtype), dataTypeName(dst_dtype));
   SCCL_CUDA_CHECK(cuda_dispatch::zeroUnlessFault(dst, count * dataTypeSize(dst_dtype), fault,
-                                                 asStream(stream)),
+                                                 asCudaStream(stream)),
                   "writeDenseUnlessFault");
   SCCL_CUDA_CHECK(cuda_dispatch::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale,
-                                               asStream(stream), fault),
+                                               asCudaStream(stream), fault),
                   "writeDenseUnlessFault");
   return scclSuccess;
 }
@@ -327,28 +315,29 @@ scclResult_t CudaKernels::copyOnFault(void* dst, const void* src, size_t bytes,
                                       void* stream) const {
   SCCL_REQUIRE_ARG(bytes % 4 == 0, "copyOnFault: %zu bytes", bytes);
   SCCL_CUDA_CHECK(
-      cuda_dispatch::copyOnFault(dst, src, bytes, fault, published, asStream(stream)),
-                  "copyOnFault");
+      cuda_dispatch::copyOnFault(dst, src, bytes, fault, published, asCudaStream(stream)),
+      "copyOnFault");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::gather(const void* src, scclDataType_t dtype, const int64_t* idx,
                                  size_t n, void* out, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::gather(src, dataTypeSize(dtype), idx, n, out, asStream(stream)),
-                  "gather");
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::gather(src, dataTypeSize(dtype), idx, n, out, asCudaStream(stream)), "gather");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::scatter(void* dst, scclDataType_t dtype, const int64_t* idx,
                                   const void* vals, size_t n, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::scatter(dst, dataTypeSize(dtype), idx, vals, n, asStream(stream)),
-                  "scatter");
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::scatter(dst, dataTypeSize(dtype), idx, vals, n, asCudaStream(stream)),
+      "scatter");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t n,
                                  void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::zeroAt(dst, dataTypeSize(dtype), idx, n, asStream(stream)),
+  SCCL_CUDA_CHECK(cuda_dispatch::zeroAt(dst, dataTypeSize(dtype), idx, n, asCudaStream(stream)),
                   "zeroAt");
   return scclSuccess;
 }
@@ -360,14 +349,14 @@ scclResult_t CudaKernels::scatterValues(void* dst, scclDataType_t dst_dtype, con
                    "scatterValues: %s values into %s is not supported",
                    dataTypeName(val_dtype), dataTypeName(dst_dtype));
   SCCL_CUDA_CHECK(cuda_dispatch::scatterValues(dst, dst_dtype, idx, vals, val_dtype, n, scale,
-                                               asStream(stream)),
+                                               asCudaStream(stream)),
                   "scatterValues");
   return scclSuccess;
 }
 
 scclResult_t CudaKernels::fillZero(void* dst, size_t bytes, void* stream) const {
   if (bytes == 0) return scclSuccess;
-  SCCL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, asStream(stream)), "fillZero");
+  SCCL_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, asCudaStream(stream)), "fillZero");
   return scclSuccess;
 }
 
@@ -375,7 +364,7 @@ scclResult_t CudaKernels::divideByRanks(void* x, scclDataType_t dtype, size_t co
                                         void* stream) const {
   SCCL_CHECK(requireFloating(dtype, "divideByRanks"));
   SCCL_REQUIRE_ARG(nranks >= 1, "divideByRanks: %d ranks", nranks);
-  SCCL_CUDA_CHECK(cuda_dispatch::divideByRanks(x, dtype, count, nranks, asStream(stream)),
+  SCCL_CUDA_CHECK(cuda_dispatch::divideByRanks(x, dtype, count, nranks, asCudaStream(stream)),
                   "divideByRanks");
   return scclSuccess;
 }
@@ -392,7 +381,7 @@ scclResult_t CudaKernels::kthLargestAbs(const void* x, scclDataType_t dtype, siz
   const size_t element = dataTypeSize(dtype);
   SCCL_CHECK(withTemp("kthLargestAbs", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::kthLargestAbsBits(temp, bytes, x, element, begin, end, k, kth,
-                                            asStream(stream));
+                                            asCudaStream(stream));
   }));
   uint64_t bits = 0;
   SCCL_CHECK(copyToHost(&bits, kth, sizeof(bits), stream, "kthLargestAbs"));
@@ -414,12 +403,13 @@ scclResult_t CudaKernels::absMoments(const void* x, scclDataType_t dtype, size_t
   auto* moments = static_cast<cuda_dispatch::DeviceMoments*>(word);
   SCCL_CHECK(withTemp("absMoments", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::absMoments(temp, bytes, x, dtype, begin, end, floor, want_log, moments,
-                                     asStream(stream));
+                                     asCudaStream(stream));
   }));
   cuda_dispatch::DeviceMoments m{};
-  SCCL_CUDA_CHECK(cudaMemcpyAsync(&m, moments, sizeof(m), cudaMemcpyDeviceToHost, asStream(stream)),
-                  "absMoments");
-  SCCL_CUDA_CHECK(cudaStreamSynchronize(asStream(stream)), "absMoments");
+  SCCL_CUDA_CHECK(
+      cudaMemcpyAsync(&m, moments, sizeof(m), cudaMemcpyDeviceToHost, asCudaStream(stream)),
+      "absMoments");
+  SCCL_CUDA_CHECK(cudaStreamSynchronize(asCudaStream(stream)), "absMoments");
   *out = AbsMoments{};
   out->count = m.count;
   out->nan_count = m.nan_count;
@@ -437,7 +427,7 @@ scclResult_t CudaKernels::absBitHistogram(const void* x, scclDataType_t dtype, s
                                           size_t bins, uint64_t* counts, void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "absBitHistogram"));
   SCCL_CUDA_CHECK(cuda_dispatch::absBitHistogram(x, dataTypeSize(dtype), begin, end, base_bits,
-                                                 shift, bins, counts, asStream(stream)),
+                                                 shift, bins, counts, asCudaStream(stream)),
                   "absBitHistogram");
   return scclSuccess;
 }
@@ -445,8 +435,9 @@ scclResult_t CudaKernels::absBitHistogram(const void* x, scclDataType_t dtype, s
 scclResult_t CudaKernels::blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
                                             size_t block, double* sq, void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "blockSquaredNorms"));
-  SCCL_CUDA_CHECK(cuda_dispatch::blockSquaredNorms(x, dtype, count, block, sq, asStream(stream)),
-                  "blockSquaredNorms");
+  SCCL_CUDA_CHECK(
+      cuda_dispatch::blockSquaredNorms(x, dtype, count, block, sq, asCudaStream(stream)),
+      "blockSquaredNorms");
   return scclSuccess;
 }
 
@@ -456,7 +447,7 @@ scclResult_t CudaKernels::markTopBlocks(const double* sq, size_t blocks, size_t 
                    "markTopBlocks: null array");
   return withTemp("markTopBlocks", [&](void* temp, size_t* bytes) {
     return cuda_dispatch::markTopBlocks(temp, bytes, sq, blocks, max_blocks, marks, cutoff_sq,
-                                        asStream(stream));
+                                        asCudaStream(stream));
   });
 }
 
@@ -464,7 +455,7 @@ scclResult_t CudaKernels::markNonzeroBlocks(const void* x, scclDataType_t dtype,
                                             size_t block, uint8_t* bitmap, void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "markNonzeroBlocks"));
   SCCL_CUDA_CHECK(
-      cuda_dispatch::markNonzeroBlocks(x, dtype, count, block, bitmap, asStream(stream)),
+      cuda_dispatch::markNonzeroBlocks(x, dtype, count, block, bitmap, asCudaStream(stream)),
       "markNonzeroBlocks");
   return scclSuccess;
 }
@@ -480,7 +471,7 @@ scclResult_t CudaKernels::sketchEncode(const void* x, scclDataType_t dtype,
     return cuda_dispatch::sketchEncode(temp, bytes, x, dtype, shape.count, shape.block, shape.rows,
                                        shape.width, keys, bitmap, table,
                                        std::min(listed_bound, shape.count),
-                                       listed_bound != kListedUnknown, asStream(stream));
+                                       listed_bound != kListedUnknown, asCudaStream(stream));
   });
 }
 
@@ -497,7 +488,7 @@ scclResult_t CudaKernels::sketchDecode(const void* table, scclDataType_t dtype,
   SCCL_CHECK(rowKeys(shape, "sketchDecode", &keys));
   SCCL_CUDA_CHECK(
       cuda_dispatch::sketchDecode(table, dtype, shape.count, shape.block, shape.rows, shape.width,
-                                  keys, bitmap, divisor, out, out_dtype, asStream(stream)),
+                                  keys, bitmap, divisor, out, out_dtype, asCudaStream(stream)),
       "sketchDecode");
   return scclSuccess;
 }
@@ -507,98 +498,8 @@ scclResult_t CudaKernels::updateMarkedBlocks(void* x, scclDataType_t dtype, size
                                              void* stream) const {
   SCCL_CHECK(requireAccType(dtype, "updateMarkedBlocks"));
   SCCL_CUDA_CHECK(
-      cuda_dispatch::updateMarkedBlocks(x, dtype, count, block, bitmap, sub, asStream(stream)),
+      cuda_dispatch::updateMarkedBlocks(x, dtype, count, block, bitmap, sub, asCudaStream(stream)),
       "updateMarkedBlocks");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::syncFreeSelect(const void* acc, scclDataType_t acc_dtype,
-                                         const uint64_t* bounds, size_t items,
-                                         const SyncFreeCandidates& candidates,
-                                         const double* threshold, size_t keep, size_t capacity,
-                                         const uint64_t* nonfinite, uint64_t fingerprint,
-                                         const uint64_t* sequence, int64_t* slot,
-                                         void* stream) const {
-  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeSelect"));
-  // The CUDA pass (accumulateSelect) keeps no candidates at a threshold held in device memory,
-  // so no call hands any here; the selection scans the range (capped_selection.cuh).
-  SCCL_REQUIRE_ARG(candidates.idx == nullptr,
-                   "syncFreeSelect: the CUDA backend selects from the range, not from candidates");
-  SCCL_REQUIRE_ARG(keep >= 1 && keep <= capacity && bounds != nullptr && sequence != nullptr,
-                   "syncFreeSelect: keep %zu, capacity %zu, bounds %p, sequence %p", keep,
-                   capacity, static_cast<const void*>(bounds), static_cast<const void*>(sequence));
-  const cuda_dispatch::SlotHeader header{fingerprint, sequence};
-  return withTemp("syncFreeSelect", [&](void* temp, size_t* bytes) {
-    return cuda_dispatch::syncFreeSelect(temp, bytes, acc, acc_dtype, bounds, items, threshold,
-                                         keep, capacity, nonfinite, header, slot,
-                                         asStream(stream));
-  });
-}
-
-scclResult_t CudaKernels::planUnion(const uint64_t* slots, const GatherPlanParams& params,
-                                    size_t capacity, const uint64_t* ranges, int64_t* global,
-                                    uint64_t* plan, void* stream) const {
-  SCCL_REQUIRE_ARG(capacity >= 1 && params.nranks * capacity <= size_t(INT32_MAX),
-                   "planUnion: %llu ranks of %zu entries",
-                   static_cast<unsigned long long>(params.nranks), capacity);
-  return withTemp("planUnion", [&](void* temp, size_t* bytes) {
-    return cuda_dispatch::planUnion(temp, bytes, slots, params, capacity, ranges, global, plan,
-                                    asStream(stream));
-  });
-}
-
-scclResult_t CudaKernels::syncFreeBeginCall(const SyncFreeWords& w, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeBeginCall(w, asStream(stream)), "syncFreeBeginCall");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::syncFreeCheck(const int64_t* gathered, const SyncFreeWords& w,
-                                        uint64_t fingerprint, bool nonfinite_is_error,
-                                        void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeCheck(gathered, w, fingerprint, nonfinite_is_error,
-                                               asStream(stream)),
-                  "syncFreeCheck");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::syncFreeGatherSlots(const void* acc, scclDataType_t acc_dtype,
-                                              const int64_t* gathered, const SyncFreeWords& w,
-                                              void* values, void* stream) const {
-  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeGatherSlots"));
-  SCCL_CUDA_CHECK(
-      cuda_dispatch::syncFreeGatherSlots(acc, acc_dtype, gathered, w, values, asStream(stream)),
-      "syncFreeGatherSlots");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, size_t count,
-                                        void* acc, scclDataType_t acc_dtype,
-                                        const int64_t* gathered, const SyncFreeWords& w,
-                                        const void* values, uint32_t divisor, void* stream) const {
-  SCCL_CHECK(requireAccType(acc_dtype, "syncFreeWrite"));
-  SCCL_CUDA_CHECK(cuda_dispatch::syncFreeWrite(recv, recv_dtype, count, acc, acc_dtype, gathered,
-                                               w, values, divisor, asStream(stream)),
-                  "syncFreeWrite");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::copyByStatus(void* dst, const void* src, size_t bytes,
-                                       const uint32_t* status, bool when_complete,
-                                       void* stream) const {
-  SCCL_REQUIRE_ARG(bytes % 4 == 0, "copyByStatus: %zu bytes", bytes);
-  SCCL_CUDA_CHECK(
-      cuda_dispatch::copyByStatus(dst, src, bytes, status, when_complete, asStream(stream)),
-      "copyByStatus");
-  return scclSuccess;
-}
-
-scclResult_t CudaKernels::syncFreeEndCall(const int64_t* gathered, const SyncFreeWords& w,
-                                          uint64_t k_target, const ScalingRule* rule,
-                                          const ExDynaRebalanceRule* rebalance,
-                                          void* stream) const {
-  SCCL_CUDA_CHECK(
-      cuda_dispatch::syncFreeEndCall(gathered, w, k_target, rule, rebalance, asStream(stream)),
-      "syncFreeEndCall");
   return scclSuccess;
 }
 

@@ -1,4 +1,4 @@
-// The dispatch layer of the CUDA backend (entry cuda_kernels.cc -> dispatch -> kernels/*.cu, as
+// The dispatch layer of the CUDA backend (entry cuda_kernels*.cc -> dispatch -> kernels/*.cu, as
 // CUB is layered): each function picks the kernel instantiation for a dtype or element width and
 // launches it on `stream`. Arguments were validated by the entry. Functions that need temporary
 // storage follow CUB's two-phase protocol: with temp == nullptr they only set *temp_bytes.

@@ -40,7 +40,7 @@ declare -A allowed=(
 # which sit with the sparsifier.
 is_cuda_backend() {
   case $1 in
-    cuda/kernels/* | cuda/dispatch.h | cuda/cuda_kernels.* | cuda/cuda_status.* | \
+    cuda/kernels/* | cuda/dispatch.h | cuda/cuda_kernels* | cuda/cuda_status.* | \
       cuda/workspace.* | cuda/device_select.* | cuda/memory_space_*) return 0 ;;
   esac
   return 1
