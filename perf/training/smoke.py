@@ -2,7 +2,8 @@
 """The training benchmarks at smoke size, so that they cannot rot (CTest training_bench_smoke): two
 local processes per run over UCX on loopback, no rate limit. train_bench.py in each mode for 6
 steps, then train_summary.py over the three runs (its table must have a row per mode, the sparse
-rows sending fewer bytes than dense); hook_overlap.py for one round of 2 steps (the two hooks must
+rows sending fewer bytes than dense); a sparse run with --stop-at-target and a target every
+evaluation reaches (it must end at the first evaluation); hook_overlap.py for one round of 2 steps (the two hooks must
 end with bitwise equal parameters). Exit 77 (skipped) without UCX or the Fashion-MNIST data."""
 import json
 import os
@@ -56,6 +57,15 @@ def main():
             sys.exit("summary rows %s" % modes)
         if not all(row["bytes_fewer_than_dense"] > 1 for row in table if row["mode"] != "dense"):
             sys.exit("a sparse run sent no fewer bytes than dense: %s" % table)
+        stop = os.path.join(out, "stop_at_target.json")
+        launch("train_bench.py", ["--mode", "sparse", "--max-steps", "6", "--eval-every", "3",
+                                  "--calibration-steps", "2", "--target", "0", "--stop-at-target",
+                                  "--json", stop], env)
+        with open(stop, encoding="utf-8") as f:
+            run = json.load(f)
+        if run["steps"] != 3 or run["steps_to_target"] != 3:
+            sys.exit("--stop-at-target ran %d steps, target at step %s (3 and 3 expected)" %
+                     (run["steps"], run["steps_to_target"]))
         launch("hook_overlap.py", ["--rounds", "1", "--steps", "2", "--width", "128", "--depth",
                                    "2", "--json", os.path.join(out, "overlap.json")], env)
         with open(os.path.join(out, "overlap.json"), encoding="utf-8") as f:

@@ -6,7 +6,8 @@
 Per link rate and mode, over the seeds: the median step time (and its 10th-90th percentiles),
 its compute part (the median of the runs' calibrations on that link) and the exposed
 communication (the rest), the bytes each rank sent per step, the final test
-accuracy, the training time to the target accuracy; and the ratios against dense DDP on the same
+accuracy (with --stop-at-target: the accuracy the run stopped at, no comparison with dense), the
+training time and steps to the target accuracy; and the ratios against dense DDP on the same
 links (step time, time to target, bytes). Writes DIR/summary.json and DIR/summary.md, and
 DIR/accuracy_vs_time_{rate}.png and DIR/step_time.png (matplotlib)."""
 import glob
@@ -53,6 +54,8 @@ def summarise(runs):
             "final_accuracy": mean([r["final_accuracy"] for r in rows]),
             "time_to_target_s": mean(reached) if all(t is not None for t in reached) else None,
             "reached_target": sum(t is not None for t in reached),
+            "steps_to_target": mean([r.get("steps_to_target") for r in rows]),
+            "stop_at_target": any(r.get("stop_at_target") for r in rows),
             "target": rows[0]["target"], "train_seconds": mean([r["train_seconds"] for r in rows]),
         })
     # The compute part is the same model's on the same machine in every mode: each run measures
@@ -72,21 +75,27 @@ def summarise(runs):
         row["bytes_fewer_than_dense"] = dense["bytes_sent_per_step"] / row["bytes_sent_per_step"]
         if row["time_to_target_s"] and dense["time_to_target_s"]:
             row["target_speedup_vs_dense"] = dense["time_to_target_s"] / row["time_to_target_s"]
-        if row["final_accuracy"] is not None and dense["final_accuracy"] is not None:
+        # Runs that stop at the target all end at about the target: no comparison to make.
+        if (row["final_accuracy"] is not None and dense["final_accuracy"] is not None and
+                not row["stop_at_target"]):
             row["accuracy_vs_dense_points"] = 100 * (row["final_accuracy"] -
                                                      dense["final_accuracy"])
     return table
 
 
 def markdown(table):
+    stopped = any(r["stop_at_target"] for r in table)
     lines = ["| link | mode | step ms (p10-p90) | compute / exposed comm ms | step vs dense | "
-             "bytes/rank/step (x fewer) | final accuracy (vs dense) | time to target "
-             "(speed-up) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "bytes/rank/step (x fewer) | %s | time to target (speed-up) |" %
+             ("accuracy at the stop" if stopped else "final accuracy (vs dense)"),
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in table:
         mode = r["mode"] if r["mode"] == "dense" else "%s %s d=%g" % (r["mode"], r["algorithm"],
                                                                       r["density"])
         target = ("%.1f s" % r["time_to_target_s"]) if r["time_to_target_s"] else \
             "not reached (%d of %d seeds)" % (r["reached_target"], r["seeds"])
+        if r["time_to_target_s"] and r["stop_at_target"]:
+            target += ", step %.0f" % r["steps_to_target"]
         if r.get("target_speedup_vs_dense"):
             target += " (%.2fx)" % r["target_speedup_vs_dense"]
         accuracy = "%.2f %%" % (100 * r["final_accuracy"])

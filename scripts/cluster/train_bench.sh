@@ -6,10 +6,11 @@
 #
 #   scripts/cluster/train_bench.sh [--nodes 4] [--per-node 1] [--rates "1gbit 10gbit off"] [--epochs 2]
 #       [--seeds "0"] [--modes "dense sparse sparse_async sparse_node"] [--algorithm micro] [--density 0.01]
-#       [--model wide_mlp|pixel_embedding] [--target A] [--max-steps N] [--plain-hook]
+#       [--model wide_mlp|pixel_embedding] [--target A] [--stop-at-target] [--max-steps N] [--plain-hook]
 #       [--out DIR] [--build DIR]
 #
-# A rate "off" runs on unshaped links. Needs root (namespaces, tc), /usr/bin/python3 with torch
+# --stop-at-target ends each run at the first evaluation that reaches the target (time to train,
+# as MLPerf measures it; --epochs then only bounds a run). A rate "off" runs on unshaped links. Needs root (namespaces, tc), /usr/bin/python3 with torch
 # and matplotlib, the Fashion-MNIST data (Debian dataset-fashion-mnist) and a build with UCX.
 # Writes DIR/run_{rate}_{mode}_s{seed}.json, DIR/summary.json, DIR/summary.md and DIR/*.png;
 # everything it creates in the kernel is removed on exit.
@@ -21,7 +22,7 @@ cluster="$here/netns_cluster.sh"
 out="$root/results/train_bench"
 build="${SCCL_BUILD_DIR:-$root/build}"
 nodes=4 per_node=1 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
-algorithm=micro density=0.01 model=wide_mlp target="" max_steps=0 plain=()
+algorithm=micro density=0.01 model=wide_mlp target="" max_steps=0 plain=() stop=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
     --target) target=$2; shift 2 ;;
     --max-steps) max_steps=$2; shift 2 ;;
     --plain-hook) plain=(--plain-hook); shift ;;
+    --stop-at-target) stop=(--stop-at-target); shift ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     *) echo "train_bench: unknown option $1" >&2; exit 2 ;;
@@ -70,7 +72,7 @@ for rate in $rates; do
             "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
             --rank $((i * per_node + j)) --world "$world" --master 10.77.0.1 --mode "$mode" \
             --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
-            --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" &
+            --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" "${stop[@]}" &
           pids+=($!)
         done
       done
