@@ -11,6 +11,9 @@
 //    the range is selected again on the device at the corrected threshold.
 //  - a threshold known before the data (scaling without correction, fixed): the pass selects at
 //    it, and that is the selection.
+//  - top-k on host buffers: the pass keeps every entry at or above a quarter octave below the
+//    last call's k-th value; when at least k qualify and all fit, the exact k-th value is found
+//    among them and they hold the selection (topkFloor); else as the next item.
 //  - an estimator that fits this call's data (top-k, SIDCo, DGC, RedSync, GaussianK): the pass
 //    only accumulates; the estimator reads the range, then it is selected.
 // The candidates' buffer holds about what the last call needed; when more qualify the pass still
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "algorithms/exchange_accounting.h"
@@ -131,6 +135,24 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
   return scclSuccess;
 }
 
+// A quarter octave: the top-k candidates' floor below the last call's k-th value, as the density
+// correction's floor edge lies below its threshold.
+constexpr double kQuarterOctaveBelow = 0.8408964152537145;  // 2^(-1/4)
+
+// Top-k from the pass's candidates: the pass keeps every entry at or above a quarter octave below
+// the last call's k-th value; when at least k qualify and all fit, the k-th largest among them is
+// the range's (every other entry is smaller), found over a few times k values instead of the
+// range, and they hold the selection. Otherwise (the first call, a k-th value that fell by more
+// than a quarter octave, or more candidates than room) the estimator reads the range.
+bool topkFloor(const ReductionContext& ctx, const ThresholdQuery& query, double* floor) {
+  if (!ctx.estimator.thresholdIsKthLargest()) return false;
+  const double last = ctx.estimator.currentThreshold();
+  if (!(last > 0) || !std::isfinite(last)) return false;
+  if (query.k_target_local == 0 || query.k_target_local >= query.range.size()) return false;
+  *floor = last * kQuarterOctaveBelow;
+  return true;
+}
+
 // The whole window of the correction over this rank's range, into *counts (bins + 1; zeros for
 // a rank that does not select), for the rare call whose threshold lies below the floor edge.
 scclResult_t countWholeWindow(SparseCall& call, IndexRange range, bool selects,
@@ -180,6 +202,9 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   const bool corrected = ctx.config.density_correction == "histogram";
   const bool early = !corrected && selects && ctx.estimator.thresholdBeforeData();
   const bool host = call.device == nullptr;
+  double topk_floor = 0;
+  const bool topk_candidates =
+      host && selects && !corrected && !early && topkFloor(ctx, query, &topk_floor);
   AccumulateSelectArgs a;
   if (selects) {
     a.begin = range.begin;
@@ -230,6 +255,16 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     a.idx = idx;
     a.capacity = room;
     a.ncandidates = &ncandidates;
+  } else if (topk_candidates) {
+    if (ctx.candidate_indices.empty()) {
+      ctx.candidate_indices.resize(candidateRoom(range, 8 * query.k_target_local));
+    }
+    ctx.candidate_values.resize(ctx.candidate_indices.size() * accElementSize(ctx));
+    a.floor = topk_floor;
+    a.idx = ctx.candidate_indices.data();
+    a.val = ctx.candidate_values.data();
+    a.capacity = ctx.candidate_indices.size();
+    a.ncandidates = &ncandidates;
   }
   SCCL_CHECK(runPass(call, a));
   call.time_select_us += microsecondsSince(start);
@@ -265,10 +300,21 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   } else if (early && ncandidates <= a.capacity) {
     n = ncandidates;
     SCCL_CHECK(unstageArray(call.device, ctx.local_indices.data(), idx, n * sizeof(int64_t)));
+  } else if (topk_candidates && ncandidates <= a.capacity && ncandidates >= query.k_target_local) {
+    double kth = 0;
+    SCCL_CHECK(cpuKernels().kthLargestAbs(ctx.candidate_values.data(), ctx.acc_dtype, 0,
+                                          ncandidates, query.k_target_local, &kth, nullptr));
+    // The estimator's rule: a NaN among the k largest selects every NaN and infinity.
+    call.threshold = std::isnan(kth) ? std::numeric_limits<double>::infinity() : kth;
+    ctx.estimator.adoptThreshold(call.threshold);
+    n = ctx.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(ctx, ncandidates, call.threshold)
+                                     : keepAtOrAbove<uint32_t>(ctx, ncandidates, call.threshold);
+    idx = ctx.local_indices.data();
+    values_ready = true;
   } else {
     if (!corrected && !early) SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
     // Overflowed candidates: the count was exact; the next call's buffer is sized for it.
-    if (ncandidates > a.capacity && corrected) {
+    if (ncandidates > a.capacity && (corrected || topk_candidates)) {
       ctx.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
     }
     const size_t room = std::max(likelySelection(ctx, range, query.k_target_local), ncandidates);

@@ -82,6 +82,10 @@ class ThresholdEstimator {
   // (KernelBackend::accumulateSelect).
   virtual bool thresholdBeforeData() const { return correctable(); }
   virtual void adoptThreshold(double /*used*/) {}
+  // True when threshold() is the k_target_local-th largest |acc| of the query's range (top-k):
+  // a caller that holds every entry at or above some value, at least k of them, may take the
+  // k-th largest among those alone and hand it back through adoptThreshold().
+  virtual bool thresholdIsKthLargest() const { return false; }
   // The scaling rule, for estimators whose threshold update can run on the device from the
   // gathered counts alone (scaling): the resident sync_free call updates its threshold in a
   // kernel with it (algorithms/resident_sync_free.cc). Others: null.

@@ -24,6 +24,7 @@ class TopkEstimator final : public ThresholdEstimator {
   const char* name() const override { return "topk"; }
   bool exactCount() const override { return true; }
   bool mayTrim() const override { return true; }
+  bool thresholdIsKthLargest() const override { return true; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
     SCCL_REQUIRE_ARG(threshold != nullptr, "estimator 'topk': threshold output is null");
@@ -48,7 +49,8 @@ class TopkEstimator final : public ThresholdEstimator {
   }
 
   void observe(uint64_t, uint64_t) override {}
-  // The device-resident CLT-k call computes the k-th value on the device and reports it here.
+  // The device-resident CLT-k call computes the k-th value on the device and reports it here;
+  // the host top-k call when it found it among the pass's candidates.
   void adoptThreshold(double used) override { last_ = used; }
   double currentThreshold() const override { return last_; }
   void reset() override { last_ = 0; }
