@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "estimators/distribution_fits.h"
 #include "estimators/estimator_factories.h"
+#include "estimators/per_call_fit_estimator.h"
 
 namespace sccl {
 namespace {
@@ -26,29 +27,12 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int kCorrections = 3;
 
-class GaussiankEstimator final : public ThresholdEstimator {
+class GaussiankEstimator final : public PerCallFitEstimator {
  public:
   const char* name() const override { return "gaussiank"; }
 
-  scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_CHECK(fittedThreshold("gaussiank", query, threshold, [&](uint64_t k, double* value) {
-      return estimate(query, k, value);
-    }));
-    last_ = *threshold;
-    return scclSuccess;
-  }
-
-  void observe(uint64_t, uint64_t) override {}
-  double currentThreshold() const override { return last_; }
-  void reset() override { last_ = 0; }
-  // This rank's fitted threshold of the last call, for the statistics.
-  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
-  scclResult_t loadState(StateReader&, StateReader& own) override {
-    return loadLastThreshold("gaussiank", own, &last_);
-  }
-
  private:
-  static scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {
+  scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) const override {
     const KernelBackend& kernels = *q.kernels;
     AbsMoments all;
     SCCL_CHECK(kernels.absMoments(q.acc, q.acc_dtype, q.range.begin, q.range.end, 0.0, false, &all,
@@ -78,8 +62,6 @@ class GaussiankEstimator final : public ThresholdEstimator {
     *out = t;
     return scclSuccess;
   }
-
-  double last_ = 0;
 };
 
 }  // namespace

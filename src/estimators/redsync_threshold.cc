@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "estimators/estimator_factories.h"
+#include "estimators/per_call_fit_estimator.h"
 
 namespace sccl {
 namespace {
@@ -27,26 +28,9 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kBisectionEpsilon = 0.2;  // the reference's eps: at most 3 counts
 
-class RedsyncEstimator final : public ThresholdEstimator {
+class RedsyncEstimator final : public PerCallFitEstimator {
  public:
   const char* name() const override { return "redsync"; }
-
-  scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    SCCL_CHECK(fittedThreshold("redsync", query, threshold, [&](uint64_t k, double* value) {
-      return estimate(query, k, value);
-    }));
-    last_ = *threshold;
-    return scclSuccess;
-  }
-
-  void observe(uint64_t, uint64_t) override {}
-  double currentThreshold() const override { return last_; }
-  void reset() override { last_ = 0; }
-  // This rank's fitted threshold of the last call, for the statistics.
-  void saveState(StateWriter&, StateWriter& own) const override { own.f64(last_); }
-  scclResult_t loadState(StateReader&, StateReader& own) override {
-    return loadLastThreshold("redsync", own, &last_);
-  }
 
  private:
   static scclResult_t countAtLeast(const ThresholdQuery& q, double t, uint64_t* count) {
@@ -57,7 +41,7 @@ class RedsyncEstimator final : public ThresholdEstimator {
     return scclSuccess;
   }
 
-  static scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {
+  scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) const override {
     AbsMoments all;
     SCCL_CHECK(q.kernels->absMoments(q.acc, q.acc_dtype, q.range.begin, q.range.end, 0.0, false,
                                      &all, q.stream));
@@ -87,8 +71,6 @@ class RedsyncEstimator final : public ThresholdEstimator {
     *out = t;
     return scclSuccess;
   }
-
-  double last_ = 0;
 };
 
 }  // namespace
