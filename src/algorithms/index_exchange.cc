@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/ascending_runs.h"
 #include "core/error.h"
 
 namespace sccl {
@@ -25,30 +26,6 @@ scclResult_t checkSlice(const int64_t* slice, uint64_t n, IndexRange allowed, si
   return scclSuccess;
 }
 
-// The validated slices are each ascending: merge them pairwise (log n rounds of linear merges,
-// cheaper than sorting the concatenation) and drop the indices several ranks chose.
-void mergeSortedSlices(std::vector<int64_t>& indices, std::vector<size_t> ends) {
-  std::vector<size_t> starts(ends.size());
-  for (size_t r = 0; r < ends.size(); ++r) starts[r] = r == 0 ? 0 : ends[r - 1];
-  while (starts.size() > 1) {
-    std::vector<size_t> merged_starts, merged_ends;
-    for (size_t r = 0; r < starts.size(); r += 2) {
-      if (r + 1 == starts.size()) {
-        merged_starts.push_back(starts[r]);
-        merged_ends.push_back(ends[r]);
-        continue;
-      }
-      std::inplace_merge(indices.begin() + long(starts[r]), indices.begin() + long(ends[r]),
-                         indices.begin() + long(ends[r + 1]));
-      merged_starts.push_back(starts[r]);
-      merged_ends.push_back(ends[r + 1]);
-    }
-    starts.swap(merged_starts);
-    ends.swap(merged_ends);
-  }
-  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
-}
-
 }  // namespace
 
 scclResult_t assembleGlobalIndices(const std::vector<const int64_t*>& slices,
@@ -66,7 +43,10 @@ scclResult_t assembleGlobalIndices(const std::vector<const int64_t*>& slices,
     global->insert(global->end(), slice, slice + counts[r]);
     slice_ends.push_back(global->size());
   }
-  if (!exclusive) mergeSortedSlices(*global, slice_ends);
+  // The validated slices are each ascending: their union without a sort.
+  if (!exclusive) {
+    global->resize(mergeAscendingRuns(global->data(), slice_ends.data(), slice_ends.size()));
+  }
   return scclSuccess;
 }
 

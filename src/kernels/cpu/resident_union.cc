@@ -1,10 +1,11 @@
 // The CPU backend's plan of the device-resident union call (kernels.h, planUnion): the header
-// checks are kernels/shared/union_plan.h's, which the CUDA backend runs too; the union is a
-// pairwise merge of the checked (ascending) slices and the removal of repeats, as the host
-// reduction's global list.
+// checks are kernels/shared/union_plan.h's, which the CUDA backend runs too; the union merges the
+// checked (ascending) slices and drops repeats (core/ascending_runs.h), as the host reduction's
+// global list.
 #include <algorithm>
 #include <vector>
 
+#include "core/ascending_runs.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/shared/union_plan.h"
 
@@ -16,10 +17,8 @@ scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, si
   if (plan[kPlanStatus] != kPlanOk) return scclSuccess;
   uint32_t bad = kNoIndexFault;
   size_t n = 0;
-  // Each slice is ascending once checked: the union merges the n runs pairwise (ceil(log2 n)
-  // rounds, each moving every entry once) instead of sorting them all.
-  thread_local std::vector<size_t> runs;
-  runs.assign(1, 0);
+  thread_local std::vector<size_t> run_ends;  // kept per thread
+  run_ends.clear();
   for (uint64_t r = 0; r < params.nranks; ++r) {
     const uint64_t* slot = slots + r * unionSlotWords(capacity);
     const int64_t* slice = reinterpret_cast<const int64_t*>(slot + kUnionSlotHeaderWords);
@@ -31,28 +30,10 @@ scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, si
       }
       global[n++] = slice[j];
     }
-    runs.push_back(n);
+    run_ends.push_back(n);
   }
-  // Each round merges adjacent runs from one buffer into the other (scratch kept per thread).
-  thread_local std::vector<int64_t> scratch;
-  if (scratch.size() < n) scratch.resize(n);
-  int64_t* from = global;
-  int64_t* to = scratch.data();
-  size_t nruns = runs.size() - 1;
-  while (nruns > 1) {
-    size_t merged = 0;
-    for (size_t first = 0; first < nruns; first += 2, ++merged) {
-      const size_t begin = runs[first], middle = runs[std::min(first + 1, nruns)],
-                   end = runs[std::min(first + 2, nruns)];
-      std::merge(from + begin, from + middle, from + middle, from + end, to + begin);
-      runs[merged] = begin;
-    }
-    runs[merged] = n;
-    nruns = merged;
-    std::swap(from, to);
-  }
-  if (from != global) std::copy_n(from, n, global);
-  const size_t length = size_t(std::unique(global, global + n) - global);
+  // Each slice is ascending once checked: the union merges them (no sort).
+  const size_t length = mergeAscendingRuns(global, run_ends.data(), run_ends.size());
   finishUnionPlan(length, bad, plan);
   return scclSuccess;
 }
