@@ -22,6 +22,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster="$here/netns_cluster.sh"
+# shellcheck source=scripts/cluster/cluster_lib.sh
+. "$here/cluster_lib.sh"
 out="$root/results/emulated_cluster"
 build="${SCCL_BUILD_DIR:-$root/build}"
 nodes="4 8"
@@ -70,10 +72,7 @@ if [ "$pin" = 1 ]; then
 fi
 max_nodes=0
 for n in $nodes; do (( n > max_nodes )) && max_nodes=$n; done
-cleanup() { "$cluster" down "$max_nodes" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cleanup  # leftovers of an interrupted run
+cluster_down_on_exit "$max_nodes"
 
 start=$(date +%s)
 for n in $nodes; do
@@ -100,9 +99,7 @@ for n in $nodes; do
             --iters "$iters" --json "$out/gloo_${tag}.json" &
           pids+=($!)
         done
-        for pid in "${pids[@]}"; do
-          wait "$pid" || { kill "${pids[@]}" 2>/dev/null; echo "gloo peer failed ($tag)" >&2; exit 1; }
-        done
+        cluster_wait "gloo peer ($tag)" "${pids[@]}"
       fi
     done
     "$cluster" rate off "$n"

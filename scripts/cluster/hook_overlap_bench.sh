@@ -16,6 +16,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster="$here/netns_cluster.sh"
+# shellcheck source=scripts/cluster/cluster_lib.sh
+. "$here/cluster_lib.sh"
 out="$root/results/hook_overlap"
 build="${SCCL_BUILD_DIR:-$root/build}"
 nodes=4 rates="100mbit 250mbit 1gbit" algorithm=micro density=0.1 width=768 depth=6 batch=64
@@ -39,31 +41,22 @@ while [ $# -gt 0 ]; do
     *) echo "hook_overlap_bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "hook_overlap_bench: needs root (ip netns, tc)" >&2; exit 2; }
-[ -f "$build/libsparsecoll.so" ] || { echo "hook_overlap_bench: no $build/libsparsecoll.so" >&2; exit 2; }
+cluster_require hook_overlap_bench
 mkdir -p "$out"
-cleanup() { "$cluster" down "$nodes" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cleanup
+cluster_down_on_exit "$nodes"
 
 "$cluster" up "$nodes"
 for rate in $rates; do
   "$cluster" rate "$rate" "$nodes"
   pids=()
   for i in $(seq 0 $((nodes - 1))); do
-    ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
-      SPARSECOLL_LIBRARY="$build/libsparsecoll.so" SCCL_TRANSPORT=ucx SCCL_SOCKET_IFNAME="pv$i" \
-      GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
-      "$here/ucx_node_env.sh" timeout 1200 /usr/bin/python3 "$root/perf/training/hook_overlap.py" \
-      --rank "$i" --world "$nodes" --master 10.77.0.1 --algorithm "$algorithm" \
+    cluster_python "$i" 1200 -- "$root/perf/training/hook_overlap.py" --rank "$i" \
+      --world "$nodes" --master 10.77.0.1 --algorithm "$algorithm" \
       --density "$density" --width "$width" --depth "$depth" --batch "$batch" --bucket-mb "$bucket_mb" \
       --rounds "$rounds" --steps "$steps" --json "$out/hook_overlap_${rate}.json" &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do
-    wait "$pid" || { kill "${pids[@]}" 2>/dev/null; echo "hook_overlap failed ($rate)" >&2; exit 1; }
-  done
+  cluster_wait "hook_overlap ($rate)" "${pids[@]}"
   echo "== $rate links: $out/hook_overlap_${rate}.json"
   "$cluster" rate off "$nodes"
 done

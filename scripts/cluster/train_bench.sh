@@ -19,6 +19,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster="$here/netns_cluster.sh"
+# shellcheck source=scripts/cluster/cluster_lib.sh
+. "$here/cluster_lib.sh"
 out="$root/results/train_bench"
 build="${SCCL_BUILD_DIR:-$root/build}"
 nodes=4 per_node=1 rates="1gbit 10gbit off" epochs=2 seeds="0" modes="dense sparse sparse_async"
@@ -44,13 +46,9 @@ while [ $# -gt 0 ]; do
     *) echo "train_bench: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "train_bench: needs root (ip netns, tc)" >&2; exit 2; }
-[ -f "$build/libsparsecoll.so" ] || { echo "train_bench: no $build/libsparsecoll.so" >&2; exit 2; }
+cluster_require train_bench
 mkdir -p "$out"
-cleanup() { "$cluster" down "$nodes" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cleanup
+cluster_down_on_exit "$nodes"
 
 "$cluster" up "$nodes"
 for rate in $rates; do
@@ -65,20 +63,15 @@ for rate in $rates; do
       for i in $(seq 0 $((nodes - 1))); do
         for j in $(seq 0 $((per_node - 1))); do
           # Ranks of one namespace are consecutive: SCCL_RANKS_PER_NODE groups them into its node.
-          ip netns exec "sccl_ns$i" env PYTHONPATH="$root/bindings/python" \
-            SPARSECOLL_LIBRARY="$build/libsparsecoll.so" SCCL_TRANSPORT=ucx \
-            SCCL_SOCKET_IFNAME="pv$i" GLOO_SOCKET_IFNAME="pv$i" OMP_NUM_THREADS=1 \
-            SCCL_RANKS_PER_NODE="$per_node" \
-            "$here/ucx_node_env.sh" timeout 3600 /usr/bin/python3 "$root/perf/training/train_bench.py" \
-            --rank $((i * per_node + j)) --world "$world" --master 10.77.0.1 --mode "$mode" \
-            --algorithm "$algorithm" --density "$density" --epochs "$epochs" --seed "$seed" \
-            --model "$model" --max-steps "$max_steps" --json "$json" "${extra[@]}" "${plain[@]}" "${stop[@]}" &
+          cluster_python "$i" 3600 SCCL_RANKS_PER_NODE="$per_node" -- \
+            "$root/perf/training/train_bench.py" --rank $((i * per_node + j)) --world "$world" \
+            --master 10.77.0.1 --mode "$mode" --algorithm "$algorithm" --density "$density" \
+            --epochs "$epochs" --seed "$seed" --model "$model" --max-steps "$max_steps" \
+            --json "$json" "${extra[@]}" "${plain[@]}" "${stop[@]}" &
           pids+=($!)
         done
       done
-      for pid in "${pids[@]}"; do
-        wait "$pid" || { kill "${pids[@]}" 2>/dev/null; echo "train_bench failed ($rate $mode)" >&2; exit 1; }
-      done
+      cluster_wait "train_bench ($rate $mode)" "${pids[@]}"
     done
   done
   "$cluster" rate off "$nodes"
