@@ -82,6 +82,38 @@ void encodeRow(const T* x, const SketchShape& shape, const uint8_t* bitmap, T* r
   }
 }
 
+// Elements [begin, end) decoded as sketchDecodeElement decodes each (the same functions,
+// kernels/shared/sketch_element.h, so the result is the CUDA decode's bit for bit), a batch at a
+// time in three sweeps: every row's table position, then every table read, then the medians. The
+// reads are independent and random over the table: issued together, the core overlaps their
+// misses, where one element at a time the medians' data-dependent branches kept cutting them off.
+template <typename T, typename Store>
+void decodeSpan(const T* table, const SketchShape& shape, size_t begin, size_t end,
+                uint32_t divisor, Store& store) {
+  constexpr size_t kBatchEntries = 256;
+  static_assert(kBatchEntries >= 4 * kMaxRows, "a batch holds at least 4 elements");
+  const uint32_t rows = shape.rows;
+  const size_t batch = kBatchEntries / rows;
+  size_t at[kBatchEntries];
+  bool negative[kBatchEntries];
+  T values[kBatchEntries];
+  for (size_t first = begin; first < end; first += batch) {
+    const size_t n = std::min(batch, end - first);
+    for (size_t e = 0; e < n; ++e) {
+      for (uint32_t j = 0; j < rows; ++j) {
+        at[e * rows + j] =
+            sketchTableEntry(shape.row_keys, j, shape.width, first + e, &negative[e * rows + j]);
+      }
+    }
+    for (size_t q = 0; q < n * rows; ++q) {
+      const T value = table[at[q]];
+      values[q] = negative[q] ? -value : value;
+    }
+    for (size_t e = 0; e < n; ++e)
+      store(first + e, sketchEstimate(values + e * rows, rows, divisor));
+  }
+}
+
 template <typename T, typename Store>
 void decodeAll(const T* table, const SketchShape& shape, const uint8_t* bitmap, uint32_t divisor,
                Store store) {
@@ -92,10 +124,7 @@ void decodeAll(const T* table, const SketchShape& shape, const uint8_t* bitmap, 
         for (size_t i = b * shape.block; i < end; ++i) store(i, T(0));
         continue;
       }
-      // One definition with the CUDA decode: kernels/shared/sketch_element.h.
-      for (size_t i = b * shape.block; i < end; ++i) {
-        store(i, sketchDecodeElement(table, shape.rows, shape.width, shape.row_keys, i, divisor));
-      }
+      decodeSpan(table, shape, b * shape.block, end, divisor, store);
     }
   });
 }

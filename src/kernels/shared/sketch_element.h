@@ -47,23 +47,39 @@ SCCL_HOST_DEVICE inline T sketchMedian(T* v, uint32_t n) {
   return (v[n / 2 - 1] + v[n / 2]) / T(2);
 }
 
+// Where row j of the table holds element i's bucket (its position in the rows x width table),
+// and whether the row's sign negates it.
+SCCL_HOST_DEVICE inline size_t sketchTableEntry(const uint64_t* row_keys, uint32_t j,
+                                                uint64_t width, size_t i, bool* negative) {
+  const uint64_t h = sketchHash(row_keys[j], i);
+  *negative = sketchNegative(h);
+  return size_t(j) * width + sketchBucket(h, width);
+}
+
+// An element's estimate from its rows' signed table values (rows of them, reordered in place):
+// their median, divided by `divisor` unless it is 1. A NaN estimate is the canonical NaN
+// (kernels/shared/canonical_nan.h): the median of two rows and the division are arithmetic, and a
+// negated NaN table entry must not carry its sign into the output either.
+template <typename T>
+SCCL_HOST_DEVICE inline T sketchEstimate(T* signed_values, uint32_t rows, uint32_t divisor) {
+  T estimate = sketchMedian(signed_values, rows);
+  if (divisor != 1) estimate = estimate / T(divisor);
+  return canonicalizeNaN(estimate);
+}
+
 // The decoded estimate of element i: the median over rows j of sign_j(i) * table[j][bucket_j(i)],
-// divided by `divisor` unless it is 1. rows <= kMaxSketchRows. A NaN estimate is the canonical
-// NaN (kernels/shared/canonical_nan.h): the median of two rows and the division are arithmetic,
-// and a negated NaN table entry must not carry its sign into the output either.
+// divided by `divisor` unless it is 1 (sketchEstimate). rows <= kMaxSketchRows.
 template <typename T>
 SCCL_HOST_DEVICE inline T sketchDecodeElement(const T* table, uint32_t rows, uint64_t width,
                                               const uint64_t* row_keys, size_t i,
                                               uint32_t divisor) {
   T estimates[kMaxSketchRows];
   for (uint32_t j = 0; j < rows; ++j) {
-    const uint64_t h = sketchHash(row_keys[j], i);
-    const T value = table[size_t(j) * width + sketchBucket(h, width)];
-    estimates[j] = sketchNegative(h) ? -value : value;
+    bool negative = false;
+    const T value = table[sketchTableEntry(row_keys, j, width, i, &negative)];
+    estimates[j] = negative ? -value : value;
   }
-  T estimate = sketchMedian(estimates, rows);
-  if (divisor != 1) estimate = estimate / T(divisor);
-  return canonicalizeNaN(estimate);
+  return sketchEstimate(estimates, rows, divisor);
 }
 
 }  // namespace sccl
