@@ -11,11 +11,11 @@
 //    the range is selected again on the device at the corrected threshold.
 //  - a threshold known before the data (scaling without correction, fixed): the pass selects at
 //    it, and that is the selection.
-//  - top-k on host buffers: the pass keeps every entry at or above a quarter octave below the
-//    last call's k-th value; when at least k qualify and all fit, the exact k-th value is found
-//    among them and they hold the selection (topkFloor); else as the next item.
-//  - an estimator that fits this call's data (top-k, SIDCo, DGC, RedSync, GaussianK): the pass
-//    only accumulates; the estimator reads the range, then it is selected.
+//  - an estimator that fits this call's data (top-k, SIDCo, DGC, RedSync, GaussianK): the
+//    estimator reads the range; on host buffers the pass keeps every entry at or above a quarter
+//    octave below the last call's threshold, which hold the selection when this call's threshold
+//    is at or above that floor (top-k finds its k-th value among them when at least k qualify),
+//    else the range is selected (candidateFloor).
 // The candidates' buffer holds about what the last call needed; when more qualify the pass still
 // counts them exactly and the range is selected again at the threshold (correct, one more pass),
 // and the buffer grows for the next call.
@@ -135,20 +135,21 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
   return scclSuccess;
 }
 
-// A quarter octave: the top-k candidates' floor below the last call's k-th value, as the density
+// A quarter octave: the candidates' floor below the last call's threshold, as the density
 // correction's floor edge lies below its threshold.
 constexpr double kQuarterOctaveBelow = 0.8408964152537145;  // 2^(-1/4)
 
-// Top-k from the pass's candidates: the pass keeps every entry at or above a quarter octave below
-// the last call's k-th value; when at least k qualify and all fit, the k-th largest among them is
-// the range's (every other entry is smaller), found over a few times k values instead of the
-// range, and they hold the selection. Otherwise (the first call, a k-th value that fell by more
-// than a quarter octave, or more candidates than room) the estimator reads the range.
-bool topkFloor(const ReductionContext& ctx, const ThresholdQuery& query, double* floor) {
-  if (!ctx.estimator.thresholdIsKthLargest()) return false;
+// The floor of the pass's candidates for an estimator that reads this call's data (top-k, SIDCo,
+// DGC, RedSync, GaussianK) on host buffers: a quarter octave below its last threshold. Every
+// entry at or above the floor is kept (with its value), so when this call's threshold is at or
+// above it and the candidates fit their room, the candidates hold the selection and the range is
+// not read again; top-k even finds its k-th value among them when at least k qualify (every
+// other entry is smaller). Otherwise (the first call, a threshold that fell by more than a
+// quarter octave, more candidates than room) the range is selected as before. False: no floor
+// (no finite positive last threshold).
+bool candidateFloor(const ReductionContext& ctx, double* floor) {
   const double last = ctx.estimator.currentThreshold();
   if (!(last > 0) || !std::isfinite(last)) return false;
-  if (query.k_target_local == 0 || query.k_target_local >= query.range.size()) return false;
   *floor = last * kQuarterOctaveBelow;
   return true;
 }
@@ -202,9 +203,11 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   const bool corrected = ctx.config.density_correction == "histogram";
   const bool early = !corrected && selects && ctx.estimator.thresholdBeforeData();
   const bool host = call.device == nullptr;
-  double topk_floor = 0;
-  const bool topk_candidates =
-      host && selects && !corrected && !early && topkFloor(ctx, query, &topk_floor);
+  double candidate_floor = 0;
+  const bool pass_candidates =
+      host && selects && !corrected && !early && candidateFloor(ctx, &candidate_floor);
+  const bool topk = ctx.estimator.thresholdIsKthLargest() && query.k_target_local > 0 &&
+                    query.k_target_local < range.size();
   AccumulateSelectArgs a;
   if (selects) {
     a.begin = range.begin;
@@ -255,12 +258,12 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     a.idx = idx;
     a.capacity = room;
     a.ncandidates = &ncandidates;
-  } else if (topk_candidates) {
+  } else if (pass_candidates) {
     if (ctx.candidate_indices.empty()) {
       ctx.candidate_indices.resize(candidateRoom(range, 8 * query.k_target_local));
     }
     ctx.candidate_values.resize(ctx.candidate_indices.size() * accElementSize(ctx));
-    a.floor = topk_floor;
+    a.floor = candidate_floor;
     a.idx = ctx.candidate_indices.data();
     a.val = ctx.candidate_values.data();
     a.capacity = ctx.candidate_indices.size();
@@ -300,7 +303,8 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
   } else if (early && ncandidates <= a.capacity) {
     n = ncandidates;
     SCCL_CHECK(unstageArray(call.device, ctx.local_indices.data(), idx, n * sizeof(int64_t)));
-  } else if (topk_candidates && ncandidates <= a.capacity && ncandidates >= query.k_target_local) {
+  } else if (pass_candidates && topk && ncandidates <= a.capacity &&
+             ncandidates >= query.k_target_local) {
     double kth = 0;
     SCCL_CHECK(cpuKernels().kthLargestAbs(ctx.candidate_values.data(), ctx.acc_dtype, 0,
                                           ncandidates, query.k_target_local, &kth, nullptr));
@@ -313,12 +317,20 @@ scclResult_t accumulateAndSelect(SparseCall& call, IndexRange range, bool select
     values_ready = true;
   } else {
     if (!corrected && !early) SCCL_CHECK(ctx.estimator.threshold(query, &call.threshold));
-    // Overflowed candidates: the count was exact; the next call's buffer is sized for it.
-    if (ncandidates > a.capacity && (corrected || topk_candidates)) {
-      ctx.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
+    if (pass_candidates && ncandidates <= a.capacity && call.threshold >= candidate_floor) {
+      // Every entry at or above the threshold is at or above the floor: a candidate.
+      n = ctx.acc_dtype == scclFloat64 ? keepAtOrAbove<uint64_t>(ctx, ncandidates, call.threshold)
+                                       : keepAtOrAbove<uint32_t>(ctx, ncandidates, call.threshold);
+      idx = ctx.local_indices.data();
+      values_ready = true;
+    } else {
+      // Overflowed candidates: the count was exact; the next call's buffer is sized for it.
+      if (ncandidates > a.capacity && (corrected || pass_candidates)) {
+        ctx.candidate_indices.resize(candidateRoom(range, ncandidates + ncandidates / 4));
+      }
+      const size_t room = std::max(likelySelection(ctx, range, query.k_target_local), ncandidates);
+      SCCL_CHECK(selectRange(call, range, call.threshold, room, &n, &idx));
     }
-    const size_t room = std::max(likelySelection(ctx, range, query.k_target_local), ncandidates);
-    SCCL_CHECK(selectRange(call, range, call.threshold, room, &n, &idx));
   }
   SCCL_CHECK(trimLocal(call, query.k_target_local, idx, values_ready, &n));
   *selected = n;
