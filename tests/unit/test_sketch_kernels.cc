@@ -4,6 +4,7 @@
 // many seeds against a bound from the measured spread.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -219,6 +220,36 @@ TEST_CASE("sketch block kernels handle partial last blocks and any split", "[ske
     CHECK(std::memcmp(tables[p].data(), tables[0].data(), tables[0].size() * 4) == 0);
     CHECK(std::memcmp(outs[p].data(), outs[0].data(), outs[0].size() * 4) == 0);
     CHECK(norms[p] == norms[0]);
+  }
+}
+
+TEST_CASE("block norms are each block's squares summed in index order, bit for bit",
+          "[sketch][blocks]") {
+  // Values whose squares round, so that another order of the additions would show: the CUDA
+  // kernel sums each block sequentially in double, and the CPU must give the same bits.
+  const sccl::KernelBackend& k = sccl::cpuKernels();
+  for (size_t block : {1, 7, 32, 33}) {
+    for (size_t count : {block * 9 + 5, block * 64, size_t(4099)}) {
+      std::vector<float> x(count);
+      for (size_t i = 0; i < count; ++i)
+        x[i] = float(std::sin(double(i) * 0.7 + double(block))) * (1.0f + float(i % 11) / 3.0f);
+      const size_t blocks = (count + block - 1) / block;
+      std::vector<double> got(blocks, -1.0), want(blocks, 0.0);
+      for (int parts : {1, 3}) {
+        const int previous = sccl::setKernelPartsForTesting(parts);
+        REQUIRE(k.blockSquaredNorms(x.data(), scclFloat32, count, block, got.data(), nullptr) ==
+                scclSuccess);
+        sccl::setKernelPartsForTesting(previous);
+        for (size_t b = 0; b < blocks; ++b) {
+          double sum = 0;
+          for (size_t i = b * block; i < std::min(count, (b + 1) * block); ++i)
+            sum += double(x[i]) * double(x[i]);
+          want[b] = sum;
+        }
+        INFO("block " << block << ", count " << count << ", parts " << parts);
+        CHECK(std::memcmp(got.data(), want.data(), blocks * sizeof(double)) == 0);
+      }
+    }
   }
 }
 

@@ -40,10 +40,27 @@ bool marked(const uint8_t* bitmap, size_t b) {
   return sketchBlockMarked(bitmap, b);
 }
 
+// Each block's sum of squares in double, in index order (the CUDA kernel sums in the same order,
+// so the norms are bitwise equal). One sum is a chain of dependent additions, bound by their
+// latency: four whole blocks go side by side, four independent chains, each still in its own
+// block's order.
 template <typename T>
 void squaredNorms(const T* x, size_t count, size_t block, double* sq) {
+  constexpr size_t kChains = 4;
   forBlockParts(count, block, [&](size_t first, size_t last) {
-    for (size_t b = first; b < last; ++b) {
+    size_t b = first;
+    for (; b + kChains <= last && (b + kChains) * block <= count; b += kChains) {
+      double sum[kChains] = {};
+      const T* at = x + b * block;
+      for (size_t i = 0; i < block; ++i) {
+        for (size_t c = 0; c < kChains; ++c) {
+          const double v = double(at[c * block + i]);
+          sum[c] += v * v;
+        }
+      }
+      for (size_t c = 0; c < kChains; ++c) sq[b + c] = canonicalizeNaN(sum[c]);
+    }
+    for (; b < last; ++b) {
       const size_t end = sketchBlockEnd(b, block, count);
       double sum = 0;
       for (size_t i = b * block; i < end; ++i) sum += double(x[i]) * double(x[i]);
