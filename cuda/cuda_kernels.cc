@@ -229,6 +229,18 @@ scclResult_t CudaKernels::selectAboveCounted(const void* x, scclDataType_t dtype
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                                  scclDataType_t dtype, size_t ncand,
+                                                  double threshold, size_t capacity, int64_t* idx,
+                                                  uint64_t* count, void* stream) const {
+  SCCL_CHECK(
+      selectAboveCounted(cand_val, dtype, 0, ncand, threshold, capacity, idx, count, stream));
+  // The padding (-1) stays -1; each kept position becomes its candidate's index.
+  SCCL_CUDA_CHECK(cuda_dispatch::candidateIndices(cand_idx, idx, capacity, asCudaStream(stream)),
+                  "selectCandidatesCounted: the candidates' indices");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::planGather(const uint64_t* records, const GatherPlanParams& params,
                                      const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                                      void* stream) const {
@@ -291,6 +303,17 @@ scclResult_t CudaKernels::selectTopK(const void* x, scclDataType_t dtype, size_t
   SCCL_CUDA_CHECK(cuda_dispatch::topKEmit(x, dataTypeSize(dtype), slot + kSlotHeaderWords, k, idx,
                                           kth_bits, asCudaStream(stream)),
                   "selectTopK");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                               scclDataType_t dtype, size_t ncand, size_t k,
+                                               int64_t* idx, uint64_t* kth_bits,
+                                               void* stream) const {
+  SCCL_REQUIRE_ARG(k >= 1 && k <= ncand, "selectTopKCandidates: k %zu of %zu candidates", k, ncand);
+  SCCL_CHECK(selectTopK(cand_val, dtype, 0, ncand, k, idx, kth_bits, stream));
+  SCCL_CUDA_CHECK(cuda_dispatch::candidateIndices(cand_idx, idx, k, asCudaStream(stream)),
+                  "selectTopKCandidates: the candidates' indices");
   return scclSuccess;
 }
 

@@ -107,6 +107,17 @@ class CudaKernels final : public KernelBackend {
   // the lowest indices), then the indices copied out with their smallest magnitude.
   scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                           int64_t* idx, uint64_t* kth_bits, void* stream) const override;
+  // selectAboveCounted over the candidates' values (positions), then each kept position replaced
+  // by its candidate's index.
+  scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                       scclDataType_t dtype, size_t ncand, double threshold,
+                                       size_t capacity, int64_t* idx, uint64_t* count,
+                                       void* stream) const override;
+  // selectTopK over the candidates' values (positions), then each position replaced by its
+  // candidate's index.
+  scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                    scclDataType_t dtype, size_t ncand, size_t k, int64_t* idx,
+                                    uint64_t* kth_bits, void* stream) const override;
   scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
                                         size_t first_rank, const uint64_t* plan,
                                         const uint64_t* ranges, int64_t* global, uint32_t* fault,

@@ -1,9 +1,11 @@
 // gather: the data path of MiCRO, ExDyna, Top-k, CLT-k and the hard threshold.
-// MiCRO, ExDyna and CLT-k (and every config residentGatherApplies accepts) run the resident
-// gather call (resident_gather.cc) on host buffers as on device buffers: runResidentGatherOnHost
-// below. This file's steps are the call of the other configs (a shared search space, an
-// estimator that fits the call's data, max_density_slack), on host buffers and, through the
-// device staging, on device buffers.
+// Host buffers run the resident calls as device buffers do (runResidentOnHost below): MiCRO,
+// ExDyna and CLT-k (every config residentGatherApplies accepts) the resident gather call
+// (resident_gather.cc); Top-k, the hard threshold, SIDCo and every other estimator that never
+// trims, over a shared search space, the union call (resident_union.cc). This file's steps are the
+// call of the configs neither covers (an estimator that trims its selection, such as DGC's;
+// max_density_slack; an exclusive search with an estimator that fits the call's data), on host
+// buffers and, through the device staging, on device buffers.
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
 // Steps of one call on rank r at iteration t (gather_selection.cc has steps 0 and 1):
@@ -46,6 +48,7 @@
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/index_exchange.h"
 #include "algorithms/resident_gather.h"
+#include "algorithms/resident_union.h"
 #include "algorithms/stream_exchange.h"
 #include "kernels/shared/gather_plan.h"
 #include "algorithms/reductions.h"
@@ -132,11 +135,13 @@ scclResult_t reduceValuesAndWrite(SparseCall& call) {
   return scclSuccess;
 }
 
-// The resident gather call (resident_gather.cc) on host buffers: the CPU kernels on host memory
-// (ctx.host_staging as the kernels' memory, its copies memcpy and its waits nothing), the
-// communicator's transport in place, and the pass's candidates. The plan is in host memory, so a
-// peer's bad index is an error of this call, as the checks before it are.
-scclResult_t runResidentGatherOnHost(SparseCall& call) {
+// A resident call (resident_gather.cc, resident_union.cc) on host buffers: the CPU kernels on
+// host memory (ctx.host_staging as the kernels' memory, its copies memcpy and its waits nothing),
+// the communicator's transport in place, and the pass's candidates. The plan is in host memory,
+// so a peer's bad index is an error of this call, as the checks before it are.
+enum class ResidentCall { kGather, kUnion };
+
+scclResult_t runResidentOnHost(SparseCall& call, ResidentCall which) {
   const ReductionContext& ctx = *call.ctx;
   HostStaging& staging = ctx.host_staging;
   void* fault = nullptr;
@@ -148,10 +153,14 @@ scclResult_t runResidentGatherOnHost(SparseCall& call) {
   call.device = &staging;
   call.stream = nullptr;
   HostExchange exchange;
-  const scclResult_t result = runResidentGather(call, exchange, vectors, true);
+  const scclResult_t result = which == ResidentCall::kGather
+                                  ? runResidentGather(call, exchange, vectors, true)
+                                  : runResidentUnion(call, exchange, vectors, true);
   call.kernels = nullptr;
   call.device = nullptr;
   if (result != scclSuccess || call.step_discarded) return result;
+  // The union checks every slice before its plan is read back (an error of the call above); the
+  // gather's slice check runs after, into the fault word.
   const uint32_t faulty = *static_cast<const uint32_t*>(fault);
   if (faulty != kNoIndexFault) {
     call.residual_updated = false;  // recvbuf untouched (writeDenseUnlessFault), residual kept
@@ -173,7 +182,10 @@ scclResult_t runResidentGatherOnHost(SparseCall& call) {
 
 scclResult_t runGatherReduction(SparseCall& call) {
   const ReductionContext& ctx = *call.ctx;
-  if (call.device == nullptr && residentGatherApplies(ctx)) return runResidentGatherOnHost(call);
+  if (call.device == nullptr && residentGatherApplies(ctx))
+    return runResidentOnHost(call, ResidentCall::kGather);
+  if (call.device == nullptr && residentUnionApplies(ctx))
+    return runResidentOnHost(call, ResidentCall::kUnion);
   const int rank = ctx.comm->rank;
   const int sole = ctx.search.soleSelector(ctx.iteration);
   IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);

@@ -51,6 +51,15 @@ size_t candidateRoom(IndexRange range, size_t wanted) {
   return std::min<size_t>(range.size(), std::max<size_t>(4096, std::min(wanted, range.size() / 4)));
 }
 
+constexpr double kQuarterOctaveBelow = 0.8408964152537145;  // 2^(-1/4)
+
+bool candidateFloor(const ReductionContext& ctx, double* floor) {
+  const double last = ctx.estimator.currentThreshold();
+  if (!(last > 0) || !std::isfinite(last)) return false;
+  *floor = last * kQuarterOctaveBelow;
+  return true;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -137,22 +146,6 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
 
 // A quarter octave: the candidates' floor below the last call's threshold, as the density
 // correction's floor edge lies below its threshold.
-constexpr double kQuarterOctaveBelow = 0.8408964152537145;  // 2^(-1/4)
-
-// The floor of the pass's candidates for an estimator that reads this call's data (top-k, SIDCo,
-// DGC, RedSync, GaussianK) on host buffers: a quarter octave below its last threshold. Every
-// entry at or above the floor is kept (with its value), so when this call's threshold is at or
-// above it and the candidates fit their room, the candidates hold the selection and the range is
-// not read again; top-k even finds its k-th value among them when at least k qualify (every
-// other entry is smaller). Otherwise (the first call, a threshold that fell by more than a
-// quarter octave, more candidates than room) the range is selected as before. False: no floor
-// (no finite positive last threshold).
-bool candidateFloor(const ReductionContext& ctx, double* floor) {
-  const double last = ctx.estimator.currentThreshold();
-  if (!(last > 0) || !std::isfinite(last)) return false;
-  *floor = last * kQuarterOctaveBelow;
-  return true;
-}
 
 // The whole window of the correction over this rank's range, into *counts (bins + 1; zeros for
 // a rank that does not select), for the rare call whose threshold lies below the floor edge.

@@ -19,6 +19,14 @@ size_t likelySelection(const ReductionContext& ctx, IndexRange range, uint64_t k
 // range costs less memory traffic than the staging would).
 size_t candidateRoom(IndexRange range, size_t wanted);
 
+// The floor of the fused pass's candidates for an estimator that reads this call's data (top-k,
+// SIDCo, DGC, RedSync, GaussianK) on host buffers: a quarter octave below its last threshold.
+// Every entry at or above it is kept (with its value), so when this call's threshold is at or
+// above the floor and the candidates fit their room, they hold the selection and the range is not
+// read again; top-k even finds its k-th value among them when at least k qualify (every other
+// entry is smaller). False: no floor (no finite positive last threshold: the first call).
+bool candidateFloor(const ReductionContext& ctx, double* floor);
+
 // Collective when the density correction is on (every rank calls it, selecting or not). On return
 // call.acc holds residual + gradient, call.nonfinite_local its non-finite count, call.threshold
 // the threshold used, ctx.local_indices[0, *selected) this rank's selection (ascending; empty

@@ -1,7 +1,9 @@
-// The device-resident union call: the gather reduction of gather_reduction.cc for Top-k, where
-// every rank selects its exact top-k over the whole vector (a search space every rank shares),
-// with every per-index step on the kernels' side, for device buffers. The host reads back one
-// plan per call, which sizes the value all-reduce; indices and values never cross to it.
+// The union call: the gather reduction where every rank selects over a search space the ranks
+// share (the whole vector): its exact top-k, or the entries at or above a threshold (hard
+// threshold, SIDCo, GaussianK, RedSync), with every per-index step on the kernels' side. Device
+// buffers run it with the CUDA kernels; host buffers with the CPU kernels over host memory
+// (gather_reduction.cc), one call path. The host reads back one plan per call, which sizes the
+// value all-reduce; indices and values never cross to it.
 //
 // Paper: the Top-k baseline of MiCRO and ExDyna (D. Yoon and S. Oh, "MiCRO: Near-Zero Cost
 // Gradient Sparsification for Scaling and Accelerating Distributed DNN Training", HiPC 2023),
@@ -34,15 +36,22 @@
 //  7. gatherAndZero of d_acc at the u indices, all-reduce of the u values (rank order), divided
 //     by n for scclAvg; writeDense of recvbuf;
 //  8. the caller swaps residual and accumulator.
+// On host buffers (pass_candidates: the CPU's pass reports its candidates' count at once) the
+// pass of step 2 also keeps every entry at or above a floor (a quarter octave below the last
+// call's threshold or k-th value; a threshold known before the data itself) with its value, and
+// step 3 selects among them (selectTopKCandidates when at least k qualified;
+// selectCandidatesCounted when the threshold is at or above the floor) unless more qualified than
+// their room: the range is read once per call, as the host reduction's did. A threshold's first
+// exchange carries the headers alone (capacity 0) and the second the slots at the largest count:
+// the exact bytes, a plan read back costing nothing there.
 // Host read-backs: one (the plan), two at a call whose counts outgrow the speculative slot, and
 // SIDCo's fits' own (one per stage pass and count check). Waits: one with collectives on the
 // stream (NCCL); over host transports one more per collective (StagedExchange): three.
-// Bytes on the wire per rank: slots (n-1) (40 + 8 K) in, 40 + 8 K out, where the host path
-// all-gathers a 32-byte header and then the indices padded to the largest count (the same
-// entries for top-k; a threshold's K carries the speculative quarter more, the price of the
-// count exchange and read-back it saves); values 2 (n-1)/n u 4 each way, as the host path. The
-// selections, values, outputs, residuals and thresholds are the host path's bit for bit, and its
-// errors come back from the call as the host path's do.
+// Bytes on the wire per rank: slots (n-1) (40 + 8 K) in, 40 + 8 K out (on device buffers a
+// threshold's K carries the speculative quarter more, the price of the count exchange and
+// read-back it saves; on host buffers 40 more for the headers' exchange, K exact); values
+// 2 (n-1)/n u 4 each way. The selections, values, outputs, residuals and thresholds are the same
+// bit for bit on both backends and equal the exact reference's (tests/unit/test_resident_union.cc).
 #include "algorithms/resident_union.h"
 
 #include <algorithm>
@@ -53,6 +62,7 @@
 
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
+#include "algorithms/gather_selection.h"
 #include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
@@ -86,7 +96,8 @@ uint64_t speculativeCapacity(const ReductionContext& ctx, uint64_t largest_range
 
 }  // namespace
 
-scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
+scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
+                              bool pass_candidates) {
   const ReductionContext& ctx = *call.ctx;
   const KernelBackend& kernels = *call.kernels;
   DeviceStaging& device = *call.device;
@@ -94,6 +105,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const size_t n = size_t(ctx.comm->nranks);
   const int rank = ctx.comm->rank;
   const auto start = std::chrono::steady_clock::now();
+  const double comm_us_before = call.time_comm_us;  // the exchanges count as communication
   const bool topk = std::strcmp(ctx.estimator.name(), "topk") == 0;
 
   // Step 1. Top-k: every rank's count is known before the data, min(k, its range), and the slot
@@ -120,7 +132,11 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     largest_range = std::max<uint64_t>(largest_range, other.size());
   }
   const uint64_t own_topk = count_of(range);  // top-k only
-  if (!topk) capacity = speculativeCapacity(ctx, largest_range);
+  // A threshold's slot: speculative where a count costs a read-back and a wait (device memory);
+  // where the kernels' memory is the host's (pass_candidates), the first exchange carries the
+  // headers alone (capacity 0: every count past it) and the second the slots at the largest
+  // count, the host reduction's collectives and exact bytes.
+  if (!topk) capacity = pass_candidates ? 0 : speculativeCapacity(ctx, largest_range);
   // The slot's header: fingerprint, call number, non-finite count and k-th pattern (top-k: the
   // kernels write them), then the count (top-k: known; a threshold: the selection writes it).
   uint64_t* header = words + 2 * n;
@@ -146,18 +162,60 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   const auto indices = [&] { return reinterpret_cast<int64_t*>(slot() + kUnionSlotHeaderWords); };
 
   // Steps 2-3. The padding past this rank's count is zeroed or -1: every byte sent is defined.
-  // The pass without a selection: the CPU streams it block by block as the gather's pass.
-  SCCL_CHECK(
-      kernels.accumulateSelect(accumulatePass(call, vectors, slot() + kRecordNonFinite), stream));
-  call.acc = vectors.acc;
+  // The pass streams block by block as the gather's; top-k with pass candidates keeps every
+  // entry at or above a quarter octave below the last call's k-th value (candidateFloor).
+  AccumulateSelectArgs a = accumulatePass(call, vectors, slot() + kRecordNonFinite);
   double threshold = ctx.estimator.currentThreshold();
+  double floor = 0;
+  const bool selects = topk ? own_topk > 0 && own_topk < range.size() : range.size() > 0;
+  // With pass candidates, a threshold known before the data (a fixed one, scaling without
+  // correction) is their floor itself: the candidates are the selection.
+  const bool early = pass_candidates && !topk && selects && ctx.estimator.thresholdBeforeData();
+  if (early) SCCL_CHECK(ctx.estimator.threshold(selectionQuery(call, range), &threshold));
+  if (early) floor = threshold;
+  const bool keep = pass_candidates && selects && (early || candidateFloor(ctx, &floor));
+  size_t room = 0, ncandidates = 0;
+  void *candidate_indices = nullptr, *candidate_values = nullptr;
+  if (keep) {
+    room = std::max(candidateRoom(range, 8 * localTarget(ctx, range)),
+                    std::min<size_t>(ctx.candidate_room, range.size()));
+    SCCL_CHECK(device.buffer(DeviceStaging::kCandidateIndices, room * sizeof(int64_t),
+                             &candidate_indices));
+    SCCL_CHECK(device.buffer(DeviceStaging::kCandidateValues, room * accElementSize(ctx),
+                             &candidate_values));
+    a.begin = range.begin;
+    a.end = range.end;
+    a.floor = floor;
+    a.idx = static_cast<int64_t*>(candidate_indices);
+    a.val = candidate_values;
+    a.capacity = room;
+    a.ncandidates = &ncandidates;
+  }
+  SCCL_CHECK(kernels.accumulateSelect(a, stream));
+  call.acc = vectors.acc;
+  if (keep) {  // an overflow was counted exactly: the next call has room for this many
+    ctx.candidate_room = ncandidates <= room ? std::max(ctx.candidate_room, room)
+                                             : candidateRoom(range, ncandidates + ncandidates / 4);
+  }
+  bool candidates_hold = false;  // a threshold at or above the floor of candidates that all fit
   const auto select_at_threshold = [&] {
+    if (candidates_hold) {
+      return kernels.selectCandidatesCounted(
+          static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
+          ncandidates, threshold, size_t(capacity), indices(), slot() + kUnionSlotCount, stream);
+    }
     return kernels.selectAboveCounted(vectors.acc, ctx.acc_dtype, range.begin,
                                       std::max(range.begin, range.end), threshold, size_t(capacity),
                                       indices(), slot() + kUnionSlotCount, stream);
   };
   if (topk) {
-    if (own_topk > 0 && own_topk < range.size()) {
+    if (keep && ncandidates <= room && ncandidates >= own_topk) {
+      // At least k entries at or above the floor, all kept: the k-th largest is among them and
+      // every entry left out lies below it.
+      SCCL_CHECK(kernels.selectTopKCandidates(
+          static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
+          ncandidates, size_t(own_topk), indices(), slot() + kRecordReserved, stream));
+    } else if (own_topk > 0 && own_topk < range.size()) {
       SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end,
                                     size_t(own_topk), indices(), slot() + kRecordReserved, stream));
     } else if (own_topk > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
@@ -170,9 +228,11 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     }
   } else {
     // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs).
-    if (range.size() > 0) {
+    if (range.size() > 0 && !early) {
       SCCL_CHECK(ctx.estimator.threshold(selectionQuery(call, range), &threshold));
     }
+    // Every entry at or above the threshold is then at or above the floor: a candidate.
+    candidates_hold = keep && ncandidates <= room && threshold >= floor;
     SCCL_CHECK(select_at_threshold());
   }
 
@@ -199,7 +259,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     SCCL_CHECK(select_at_threshold());
     SCCL_CHECK(exchange_and_plan());
   }
-  call.time_select_us += microsecondsSince(start);
+  call.time_select_us += microsecondsSince(start) - (call.time_comm_us - comm_us_before);
   bool handled = false;
   SCCL_CHECK(applyPlanStatus(call, p, &handled));
   if (handled) return scclSuccess;  // discarded for non-finite values

@@ -20,6 +20,11 @@ bool residentUnionApplies(const ReductionContext& ctx);
 // `vectors`, the collectives through `exchange`. Errors of the checks come back from the call
 // itself, as on the host (the plan is read back before anything is written). On return call
 // holds the counts and bytes; the residual swap is the caller's (runStagedCall).
-scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors);
+// pass_candidates: the kernels' fused pass keeps candidates and reports their count to the host
+// at once (the CPU backend on host buffers, runGatherReduction): top-k keeps every entry at or
+// above a quarter octave below the last call's k-th value and, when at least k qualified and all
+// fit, selects among them without reading the range again (selectTopKCandidates).
+scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
+                              bool pass_candidates = false);
 
 }  // namespace sccl

@@ -274,6 +274,14 @@ class KernelBackend {
                                           size_t end, double threshold, size_t capacity,
                                           int64_t* idx, uint64_t* count, void* stream) const = 0;
 
+  // selectAboveCounted's answer from the fused pass's candidates of the range (cand_idx
+  // ascending, cand_val their values in dtype, ncand of them, all at or above the pass's floor,
+  // which lies at or below threshold): the same idx and *count; the range is not read.
+  virtual scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                               scclDataType_t dtype, size_t ncand, double threshold,
+                                               size_t capacity, int64_t* idx, uint64_t* count,
+                                               void* stream) const = 0;
+
   // idx[0, k) = the exact top-k of |x| over [begin, end), ascending indices: every entry above the
   // k-th largest magnitude and, among those equal to it, the lowest indices (the host reduction's
   // top-k trim); 1 <= k <= end - begin; *kth_bits (kernels' memory) = the k-th largest magnitude
@@ -282,6 +290,17 @@ class KernelBackend {
   virtual scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                   size_t k, int64_t* idx, uint64_t* kth_bits,
                                   void* stream) const = 0;
+
+  // selectTopK's answer over a range from the fused pass's candidates of it (cand_idx ascending,
+  // cand_val their values in dtype, ncand of them), where the caller knows that every entry of
+  // the range left out is smaller than the k-th largest candidate (the candidates are every entry
+  // at or above a floor, and at least k of them qualified): idx[0, k) and *kth_bits as selectTopK
+  // writes them, ties at the k-th value to the lowest indices; 1 <= k <= ncand. The range is not
+  // read.
+  virtual scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                            scclDataType_t dtype, size_t ncand, size_t k,
+                                            int64_t* idx, uint64_t* kth_bits,
+                                            void* stream) const = 0;
 
   // plan = planGatherCall(records, params, ranges, *fault) (kernels/shared/gather_plan.h), every
   // array in the kernels' memory.

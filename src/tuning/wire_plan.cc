@@ -13,6 +13,7 @@
 #include "algorithms/sync_free_capacity.h"
 #include "core/dtype.h"
 #include "kernels/shared/sync_free_slot_check.h"
+#include "kernels/shared/union_plan.h"
 
 namespace sccl {
 namespace {
@@ -28,8 +29,41 @@ uint64_t correctionCountBytes(const ResolvedSparseConfig& c) {
   return (bins + 1) * sizeof(uint64_t);
 }
 
+// Which call a gather config runs on host buffers (algorithms/gather_reduction.cc): the resident
+// gather where residentGatherApplies (the host reduction's collectives), else the union call where
+// residentUnionApplies: every rank selecting over a range the others may share (the whole vector,
+// or any range at one rank) with an estimator that never trims, or the exact top-k. Its slots
+// carry each rank's header and indices, padded to the largest count.
+bool plansUnionSlots(const ResolvedSparseConfig& c, const CallShape& s) {
+  if (c.search == "leader" || c.max_density_slack >= 0 || plansDensityCorrection(c) ||
+      c.estimator == "dgc") {
+    return false;
+  }
+  const bool exclusive = c.search != "whole" || s.nranks == 1;
+  const bool threshold_before_data = c.estimator == "fixed" || c.estimator == "scaling";
+  if (exclusive && threshold_before_data) return false;  // the resident gather
+  return !exclusive || s.nranks == 1;
+}
+
 void planGather(const ResolvedSparseConfig& c, const CallShape& s,
                 std::vector<PlannedCollective>* plan) {
+  if (plansUnionSlots(c, s)) {
+    // A threshold's counts follow from the data: the headers go first (slots of no index), then
+    // the slots at the largest count; top-k's counts are known before it.
+    if (c.estimator != "topk") {
+      plan->push_back(
+          {CollectiveKind::kAllGather, unionSlotWords(0) * sizeof(uint64_t), "headers"});
+    }
+    if (c.estimator == "topk" || s.k_max > 0) {
+      plan->push_back(
+          {CollectiveKind::kAllGather, unionSlotWords(s.k_max) * sizeof(uint64_t), "slots"});
+    }
+    if (s.k_global > 0) {
+      plan->push_back(
+          {CollectiveKind::kAllReduce, s.k_global * accumulatorBytes(s.dtype), "values"});
+    }
+    return;
+  }
   if (plansDensityCorrection(c)) {
     for (int round = 0; round < s.correction_rounds; ++round)
       plan->push_back({CollectiveKind::kAllReduce, correctionCountBytes(c), "correction counts"});

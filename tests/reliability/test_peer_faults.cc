@@ -48,7 +48,12 @@ struct PeerFaultCase {
   // Builds the fault once the sparsifier exists (some faults depend on its partitions).
   std::function<Fault(scclSparsifier_t sp)> make_fault;
   scclResult_t expected;
+  const char* estimator = nullptr;  // the preset's unless set
 };
+
+// The gather reduction's own steps (a 32-byte call header, then the index lists) run for the
+// configs the resident calls do not cover: top-k's preset with DGC's trimming estimator.
+constexpr const char* kGatherSteps = "dgc";
 
 // Mutators of a received slice.
 std::function<void(std::byte*, size_t)> onHeader(std::function<void(CallHeader&)> edit) {
@@ -86,6 +91,15 @@ Fault fault(FaultOp op, int nth, int hostile, std::function<void(std::byte*, siz
   return f;
 }
 
+// The transport reports the nth collective of kind op broken (every rank sees it).
+Fault brokenFrame(FaultOp op, int nth) {
+  Fault f;
+  f.op = op;
+  f.nth = nth;
+  f.transport_error = scclRemoteError;
+  return f;
+}
+
 // Header all-gather is the first all-gather of a gather or sketch call, the index list the second.
 Fault headerFault(int hostile, std::function<void(CallHeader&)> edit) {
   return fault(FaultOp::AllGather, 0, hostile, onHeader(std::move(edit)));
@@ -98,6 +112,15 @@ Fault indexFault(int hostile, std::function<void(int64_t*, size_t)> edit) {
 constexpr size_t kSlotHeader = 4;
 Fault slotFault(int hostile, std::function<void(int64_t*, size_t)> edit) {
   return fault(FaultOp::AllGather, 0, hostile, onIndices(std::move(edit)));
+}
+
+// The union call's slot (top-k, a threshold over the whole vector): k-th pattern, non-finite
+// count, fingerprint, call number, count, then the indices. Top-k all-gathers its slots once; a
+// threshold first the slots' headers alone (nth 0), then the slots at the largest count (nth 1).
+constexpr size_t kUnionCount = 4;
+constexpr size_t kUnionHeader = 5;
+Fault unionFault(int nth, int hostile, std::function<void(int64_t*, size_t)> edit) {
+  return fault(FaultOp::AllGather, nth, hostile, onIndices(std::move(edit)));
 }
 
 std::vector<PeerFaultCase> peerFaultCases() {
@@ -118,50 +141,87 @@ std::vector<PeerFaultCase> peerFaultCases() {
        scclRemoteError},
       // The 32-byte call header.
       {"count above capacity", "topk",
-       always(headerFault(2, [](CallHeader& h) { h.k_local = kCount + 1; })), scclRemoteError},
+       always(headerFault(2, [](CallHeader& h) { h.k_local = kCount + 1; })), scclRemoteError,
+       kGatherSteps},
       {"huge declared length", "topk",
        always(headerFault(1, [](CallHeader& h) { h.k_local = uint64_t(1) << 62; })),
-       scclRemoteError},
+       scclRemoteError, kGatherSteps},
       {"declared length of 2^64 - 1", "topk",
-       always(headerFault(0, [](CallHeader& h) { h.k_local = ~uint64_t(0); })), scclRemoteError},
+       always(headerFault(0, [](CallHeader& h) { h.k_local = ~uint64_t(0); })), scclRemoteError,
+       kGatherSteps},
       {"garbage header", "topk", always(fault(FaultOp::AllGather, 0, 1, garbage(7))),
-       scclInvalidUsage},
+       scclInvalidUsage, kGatherSteps},
       {"truncated header (last 16 bytes never arrived)", "topk",
        always(fault(FaultOp::AllGather, 0, 2,
                     [](std::byte* data, size_t bytes) { std::memset(data + 16, 0, bytes - 16); })),
-       scclInvalidUsage},
+       scclInvalidUsage, kGatherSteps},
       {"wrong token (fingerprint of another sparsifier)", "topk",
-       always(headerFault(1, [](CallHeader& h) { h.fingerprint ^= 1; })), scclInvalidUsage},
+       always(headerFault(1, [](CallHeader& h) { h.fingerprint ^= 1; })), scclInvalidUsage,
+       kGatherSteps},
       {"replayed frame of an earlier call", "topk",
-       always(headerFault(1, [](CallHeader& h) { h.sequence -= 1; })), scclInvalidUsage},
+       always(headerFault(1, [](CallHeader& h) { h.sequence -= 1; })), scclInvalidUsage,
+       kGatherSteps},
       // The index list of the gather reduction.
       {"index equal to count", "topk",
-       always(indexFault(1, [=](int64_t* i, size_t) { i[0] = count; })), scclRemoteError},
+       always(indexFault(1, [=](int64_t* i, size_t) { i[0] = count; })), scclRemoteError,
+       kGatherSteps},
       {"index far beyond count", "topk",
        always(
            indexFault(2, [](int64_t* i, size_t) { i[1] = std::numeric_limits<int64_t>::max(); })),
-       scclRemoteError},
+       scclRemoteError, kGatherSteps},
       {"negative index", "topk", always(indexFault(0, [](int64_t* i, size_t) { i[0] = -5; })),
-       scclRemoteError},
+       scclRemoteError, kGatherSteps},
       {"indices not ascending", "topk",
-       always(indexFault(1, [](int64_t* i, size_t) { std::swap(i[0], i[1]); })), scclRemoteError},
+       always(indexFault(1, [](int64_t* i, size_t) { std::swap(i[0], i[1]); })), scclRemoteError,
+       kGatherSteps},
       {"repeated index", "topk", always(indexFault(1, [](int64_t* i, size_t) { i[1] = i[0]; })),
-       scclRemoteError},
+       scclRemoteError, kGatherSteps},
       {"garbage index list", "topk", always(fault(FaultOp::AllGather, 1, 2, garbage(11))),
-       scclRemoteError},
+       scclRemoteError, kGatherSteps},
       {"truncated index list (padding where indices should be)", "topk",
        always(fault(FaultOp::AllGather, 1, 1,
                     [](std::byte* data, size_t bytes) {
                       std::memset(data + bytes / 2, 0xff, bytes - bytes / 2);
                     })),
+       scclRemoteError, kGatherSteps},
+      {"transport reports a broken frame", "topk", always(brokenFrame(FaultOp::AllGather, 1)),
+       scclRemoteError, kGatherSteps},
+      // The union call's slots (top-k and the hard threshold over the whole vector).
+      {"union slot count above the range", "topk",
+       always(unionFault(0, 2, [](int64_t* w, size_t) { w[kUnionCount] = int64_t(kCount) + 1; })),
        scclRemoteError},
-      {"transport reports a broken frame", "topk", always([] {
-         Fault f;
-         f.op = FaultOp::AllGather;
-         f.nth = 1;
-         f.transport_error = scclRemoteError;
-         return f;
-       }()),
+      {"union slot count of 2^64 - 1", "topk",
+       always(unionFault(0, 1, [](int64_t* w, size_t) { w[kUnionCount] = -1; })), scclRemoteError},
+      {"union slot of another sparsifier", "topk",
+       always(unionFault(0, 1, [](int64_t* w, size_t) { w[2] ^= 1; })), scclInvalidUsage},
+      {"union slot of an earlier call", "topk",
+       always(unionFault(0, 0, [](int64_t* w, size_t) { w[3] -= 1; })), scclInvalidUsage},
+      {"union index equal to count", "topk",
+       always(unionFault(0, 1, [=](int64_t* w, size_t) { w[kUnionHeader] = count; })),
+       scclRemoteError},
+      {"union negative index", "topk",
+       always(unionFault(0, 2, [](int64_t* w, size_t) { w[kUnionHeader] = -5; })), scclRemoteError},
+      {"union indices not ascending", "topk",
+       always(unionFault(
+           0, 1, [](int64_t* w, size_t) { std::swap(w[kUnionHeader], w[kUnionHeader + 1]); })),
+       scclRemoteError},
+      {"union repeated index", "topk",
+       always(unionFault(0, 0, [](int64_t* w, size_t) { w[kUnionHeader + 1] = w[kUnionHeader]; })),
+       scclRemoteError},
+      {"union garbage slot", "topk", always(fault(FaultOp::AllGather, 0, 1, garbage(23))),
+       scclInvalidUsage},
+      {"union slot exchange reports a broken frame", "topk",
+       always(brokenFrame(FaultOp::AllGather, 0)), scclRemoteError},
+      {"threshold header count above the range", "hard_threshold",
+       always(unionFault(0, 1, [](int64_t* w, size_t) { w[kUnionCount] = int64_t(kCount) + 1; })),
+       scclRemoteError},
+      {"threshold header of an earlier call", "hard_threshold",
+       always(unionFault(0, 2, [](int64_t* w, size_t) { w[3] -= 1; })), scclInvalidUsage},
+      {"threshold slot count changed after the headers", "hard_threshold",
+       always(unionFault(1, 2, [](int64_t* w, size_t n) { w[kUnionCount] = int64_t(n); })),
+       scclRemoteError},
+      {"threshold slot index beyond count", "hard_threshold",
+       always(unionFault(1, 0, [=](int64_t* w, size_t) { w[kUnionHeader] = count + 3; })),
        scclRemoteError},
       // Exclusive partitions (MiCRO): a peer may only send indices of its own range.
       {"index in another rank's partition", "micro",
@@ -220,14 +280,8 @@ std::vector<PeerFaultCase> peerFaultCases() {
        scclRemoteError},
       {"sync-free garbage slot", "exdyna_sync_free",
        always(fault(FaultOp::AllGather, 0, 1, garbage(13))), scclInvalidUsage},
-      {"sync-free values all-reduce reports a broken frame", "micro_sync_free", always([] {
-         Fault f;
-         f.op = FaultOp::AllReduce;
-         f.nth = 0;
-         f.transport_error = scclRemoteError;
-         return f;
-       }()),
-       scclRemoteError},
+      {"sync-free values all-reduce reports a broken frame", "micro_sync_free",
+       always(brokenFrame(FaultOp::AllReduce, 0)), scclRemoteError},
   };
 }
 
@@ -262,6 +316,7 @@ std::vector<std::string> runCase(const PeerFaultCase& c, uint64_t* allocated,
                                 "init");
       scclSparseConfig_t sparse = SCCL_SPARSE_CONFIG_INITIALIZER;
       sparse.algorithm = c.algorithm;
+      sparse.estimator = c.estimator;
       scclSparsifier_t sp = nullptr;
       ok = ok && log.checkResult(scclSparsifierCreate(&sp, comm, kCount, scclFloat32, &sparse),
                                  scclSuccess, "create");
@@ -333,9 +388,11 @@ TEST_CASE("sparse reductions reject hostile peer data before writing or allocati
     most_allocated = std::max(most_allocated, allocated);
     most_growth = std::max(most_growth, heap_growth);
     if (sccl_test::countingAvailable())
-      std::printf("  %-52s %-16s allocated %7llu bytes, heap %+8lld bytes\n", c.name, c.algorithm,
+      std::printf("  %-52s %-16s %-4s allocated %7llu bytes, heap %+8lld bytes\n", c.name,
+                  c.algorithm, c.estimator != nullptr ? c.estimator : "",
                   static_cast<unsigned long long>(allocated), static_cast<long long>(heap_growth));
-    INFO("case: " << c.name << " (" << c.algorithm << "); allocated " << allocated
+    INFO("case: " << c.name << " (" << c.algorithm << (c.estimator != nullptr ? " " : "")
+                  << (c.estimator != nullptr ? c.estimator : "") << "); allocated " << allocated
                   << " bytes, heap grew " << heap_growth << " bytes");
     REQUIRE_NO_RANK_FAILURES(failures);
     if (sccl_test::countingAvailable()) {

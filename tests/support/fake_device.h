@@ -141,6 +141,13 @@ class FakeKernels final : public sccl::KernelBackend {
                                         void* stream) const override;
   scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                           int64_t* idx, uint64_t* kth_bits, void* stream) const override;
+  scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                       scclDataType_t dtype, size_t ncand, double threshold,
+                                       size_t capacity, int64_t* idx, uint64_t* count,
+                                       void* stream) const override;
+  scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                    scclDataType_t dtype, size_t ncand, size_t k, int64_t* idx,
+                                    uint64_t* kth_bits, void* stream) const override;
   scclResult_t planEdge(const uint64_t* summed, const uint64_t* own,
                         const sccl::GatherPlanParams& params, uint64_t* edge_words,
                         uint64_t* own_count, void* stream) const override;

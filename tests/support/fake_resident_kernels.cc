@@ -129,6 +129,34 @@ scclResult_t FakeKernels::selectTopK(const void* x, scclDataType_t dtype, size_t
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                                  scclDataType_t dtype, size_t ncand,
+                                                  double threshold, size_t capacity, int64_t* idx,
+                                                  uint64_t* count, void*) const {
+  const int64_t* ci = d_.at(cand_idx);
+  const void* cv = d_.view(cand_val);
+  int64_t* i = d_.at(idx);
+  uint64_t* c = d_.at(count);
+  launch("selectCandidatesCounted", [=] {
+    return cpuKernels().selectCandidatesCounted(ci, cv, dtype, ncand, threshold, capacity, i, c,
+                                                nullptr);
+  });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                               scclDataType_t dtype, size_t ncand, size_t k,
+                                               int64_t* idx, uint64_t* kth_bits, void*) const {
+  const int64_t* ci = d_.at(cand_idx);
+  const void* cv = d_.view(cand_val);
+  int64_t* i = d_.at(idx);
+  uint64_t* kb = d_.at(kth_bits);
+  launch("selectTopKCandidates", [=] {
+    return cpuKernels().selectTopKCandidates(ci, cv, dtype, ncand, k, i, kb, nullptr);
+  });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
                                                 const int64_t* idx, const void* vals,
                                                 scclDataType_t val_dtype, size_t n, double scale,

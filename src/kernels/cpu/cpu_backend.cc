@@ -181,6 +181,20 @@ class CpuBackend final : public KernelBackend {
     return cpu::selectTopK(x, dtype, begin, end, k, idx, kth_bits);
   }
 
+  scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                       scclDataType_t dtype, size_t ncand, double threshold,
+                                       size_t capacity, int64_t* idx, uint64_t* count,
+                                       void*) const override {
+    return cpu::selectCandidatesCounted(cand_idx, cand_val, dtype, ncand, threshold, capacity, idx,
+                                        count);
+  }
+
+  scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                    scclDataType_t dtype, size_t ncand, size_t k, int64_t* idx,
+                                    uint64_t* kth_bits, void*) const override {
+    return cpu::selectTopKCandidates(cand_idx, cand_val, dtype, ncand, k, idx, kth_bits);
+  }
+
   scclResult_t writeDenseUnlessFault(void* dst, scclDataType_t dst_dtype, size_t count,
                                      const int64_t* idx, const void* vals,
                                      scclDataType_t val_dtype, size_t n, double scale,

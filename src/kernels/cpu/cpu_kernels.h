@@ -74,6 +74,9 @@ scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params,
                         size_t block, const uint8_t* union_bitmap, uint64_t* plan);
 scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                 double threshold, size_t capacity, int64_t* idx, uint64_t* count);
+scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                     scclDataType_t dtype, size_t ncand, double threshold,
+                                     size_t capacity, int64_t* idx, uint64_t* count);
 scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                         const uint64_t* ranges, const uint32_t* fault, uint64_t* plan);
 scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, size_t slot,
@@ -81,6 +84,9 @@ scclResult_t assembleExclusiveIndices(const int64_t* gathered, size_t nranks, si
                                       const uint64_t* ranges, int64_t* global, uint32_t* fault);
 scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_t end, size_t k,
                         int64_t* idx, uint64_t* kth_bits);
+scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                  scclDataType_t dtype, size_t ncand, size_t k, int64_t* idx,
+                                  uint64_t* kth_bits);
 
 // The device-resident union call's plan (resident_union.cc).
 scclResult_t planUnion(const uint64_t* slots, const GatherPlanParams& params, size_t capacity,

@@ -77,6 +77,23 @@ scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begi
   return scclSuccess;
 }
 
+scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
+                                     scclDataType_t dtype, size_t ncand, double threshold,
+                                     size_t capacity, int64_t* idx, uint64_t* count) {
+  SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat64,
+                   "selectCandidatesCounted: candidates of the accumulator types only, not %s",
+                   dataTypeName(dtype));
+  const uint64_t bits = thresholdBits(dtype, threshold);
+  const size_t found = dtype == scclFloat64
+                           ? keepCandidates(cand_idx, static_cast<const uint64_t*>(cand_val), ncand,
+                                            bits, idx, capacity)
+                           : keepCandidates(cand_idx, static_cast<const uint32_t*>(cand_val), ncand,
+                                            uint32_t(bits), idx, capacity);
+  std::fill(idx + std::min(found, capacity), idx + capacity, int64_t{-1});
+  *count = found;
+  return scclSuccess;
+}
+
 scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                         const uint64_t* ranges, const uint32_t* fault, uint64_t* plan) {
   planGatherCall(records, params, ranges, *fault, plan);
@@ -152,6 +169,17 @@ scclResult_t selectTopK(const void* x, scclDataType_t dtype, size_t begin, size_
   }
   if (kept != k) return fail(scclInternalError, "selectTopK: %zu of %zu kept", kept, k);
   *kth_bits = cut;
+  return scclSuccess;
+}
+
+scclResult_t selectTopKCandidates(const int64_t* cand_idx, const void* cand_val,
+                                  scclDataType_t dtype, size_t ncand, size_t k, int64_t* idx,
+                                  uint64_t* kth_bits) {
+  SCCL_REQUIRE_ARG(k >= 1 && k <= ncand, "selectTopKCandidates: k %zu of %zu candidates", k, ncand);
+  // The top-k of the candidates' values by position: positions ascend as the indices do, so the
+  // ties' lowest positions are their lowest indices; then each position becomes its index.
+  SCCL_CHECK(selectTopK(cand_val, dtype, 0, ncand, k, idx, kth_bits));
+  for (size_t j = 0; j < k; ++j) idx[j] = cand_idx[size_t(idx[j])];
   return scclSuccess;
 }
 
