@@ -1,6 +1,7 @@
 // The union call: the gather reduction where every rank selects over a search space the ranks
-// share (the whole vector): its exact top-k, or the entries at or above a threshold (hard
-// threshold, SIDCo, GaussianK, RedSync), with every per-index step on the kernels' side. Device
+// share (the whole vector), or over exclusive ranges with an estimator fitted to the call's data:
+// its exact top-k, or the entries at or above a threshold (hard threshold, SIDCo, GaussianK,
+// RedSync), with every per-index step on the kernels' side. Device
 // buffers run it with the CUDA kernels; host buffers with the CPU kernels over host memory
 // (gather_reduction.cc), one call path. The host reads back one plan per call, which sizes the
 // value all-reduce; indices and values never cross to it.
@@ -77,7 +78,6 @@ bool residentUnionApplies(const ReductionContext& ctx) {
   const bool topk = std::strcmp(ctx.estimator.name(), "topk") == 0;
   return std::strcmp(ctx.reduction.name, "gather") == 0 && (topk || !ctx.estimator.mayTrim()) &&
          ctx.config.density_correction != "histogram" &&
-         (!ctx.search.exclusive() || ctx.comm->nranks == 1) &&
          ctx.search.soleSelector(ctx.iteration) < 0 && ctx.config.max_density_slack < 0;
 }
 

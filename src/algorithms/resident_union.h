@@ -1,4 +1,4 @@
-// The device-resident union call: Top-k over a search space every rank shares, with indices,
+// The union call: Top-k or a threshold over the whole vector (or any search space), with indices,
 // values and counts in the kernels' memory and one read-back per call (resident_union.cc has the
 // steps and bytes).
 #pragma once
@@ -9,11 +9,12 @@
 
 namespace sccl {
 
-// Whether the sparsifier's call can run as a resident union: the gather reduction with the exact
-// top-k estimator or one that never trims (not dgc), every rank selecting (no sole selector) over
-// a search space that is not
-// exclusive (the global list is then the sorted union of the slices; one rank's is its slice
-// alone), without max_density_slack.
+// Whether the sparsifier's call can run as a union call: the gather reduction with the exact
+// top-k estimator or one that never trims (not dgc), every rank selecting (no sole selector),
+// without the density correction or max_density_slack. The global list is the sorted union of the
+// slices, over the whole vector or over exclusive ranges (disjoint slices, merged); the resident
+// gather (residentGatherApplies, asked first) takes the exclusive searches whose threshold is
+// known before the data.
 bool residentUnionApplies(const ReductionContext& ctx);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in

@@ -41,8 +41,7 @@ bool plansUnionSlots(const ResolvedSparseConfig& c, const CallShape& s) {
   }
   const bool exclusive = c.search != "whole" || s.nranks == 1;
   const bool threshold_before_data = c.estimator == "fixed" || c.estimator == "scaling";
-  if (exclusive && threshold_before_data) return false;  // the resident gather
-  return !exclusive || s.nranks == 1;
+  return !(exclusive && threshold_before_data);  // else the resident gather
 }
 
 void planGather(const ResolvedSparseConfig& c, const CallShape& s,

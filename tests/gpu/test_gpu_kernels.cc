@@ -188,6 +188,38 @@ TEST_CASE("gpu selection from the pass's candidates equals the cpu one", "[gpu][
       REQUIRE(gpu().selectCandidatesPadded(ci.get(), cv.get(), dtype, ncand, threshold, want_n,
                                            idx.get(), padded, nullptr) == scclSuccess);
       CHECK_BITS("candidates' selection", want, idx.read());
+      // The union call's counted selection among them, past and within the slot.
+      for (size_t capacity : {size_t{0}, want_n / 2, want_n + 9}) {
+        INFO("capacity " << capacity);
+        std::vector<int64_t> want_slot(capacity + 1);
+        std::vector<uint64_t> want_count(1);
+        REQUIRE(cpu.selectCandidatesCounted(cand_idx.data(), cand_val.data(), dtype, ncand,
+                                            threshold, capacity, want_slot.data(),
+                                            want_count.data(), nullptr) == scclSuccess);
+        DeviceBuffer<int64_t> slot(capacity + 1);
+        DeviceBuffer<uint64_t> count(1);
+        REQUIRE(gpu().selectCandidatesCounted(ci.get(), cv.get(), dtype, ncand, threshold, capacity,
+                                              slot.get(), count.get(), nullptr) == scclSuccess);
+        CHECK(count.read() == want_count);
+        std::vector<int64_t> got_slot = slot.read();
+        want_slot.resize(capacity);
+        got_slot.resize(capacity);
+        CHECK_BITS("counted candidates' selection", want_slot, got_slot);
+      }
+    }
+    // The exact top-k among them (at least k at or above the floor).
+    for (size_t k : {size_t{1}, ncand / 3, ncand}) {
+      INFO("top-k " << k);
+      std::vector<int64_t> want(k);
+      std::vector<uint64_t> want_kth(1);
+      REQUIRE(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), dtype, ncand, k,
+                                       want.data(), want_kth.data(), nullptr) == scclSuccess);
+      DeviceBuffer<int64_t> idx(k);
+      DeviceBuffer<uint64_t> kth(1);
+      REQUIRE(gpu().selectTopKCandidates(ci.get(), cv.get(), dtype, ncand, k, idx.get(), kth.get(),
+                                         nullptr) == scclSuccess);
+      CHECK_BITS("top-k among the candidates", want, idx.read());
+      CHECK(kth.read() == want_kth);
     }
   }
 }

@@ -41,6 +41,40 @@ TEST_CASE("resident top-k (the union call) equals the host run bit for bit", "[r
                     Collectives::OnStream);
 }
 
+TEST_CASE("exclusive searches with a fitted estimator run the union call resident",
+          "[resident_union]") {
+  // MiCRO's and ExDyna's partitions with top-k or a threshold fitted to the data (the resident
+  // gather takes only thresholds known before the data): disjoint slices whose union is their
+  // merge, one plan read back per call for top-k, bit for bit the host run at 2-4 ranks.
+  const size_t count = 20011;
+  for (const char* preset : {"micro", "exdyna"}) {
+    for (const char* estimator : {"topk", "sidco_exp", "gaussiank"}) {
+      scclSparseConfig_t config = sparseConfig(preset, 0.01);
+      config.estimator = estimator;
+      for (int nranks : {2, 4}) {
+        INFO(preset << " with " << estimator << ", " << nranks << " ranks");
+        requireSameAsHost(estimator, nranks, count, config, 4, skewed(), scclSum,
+                          Collectives::OnStream);
+      }
+      requireSameAsHost(estimator, 3, count, config, 3, skewed(), scclAvg, Collectives::Staged);
+    }
+    scclSparseConfig_t config = sparseConfig(preset, 0.01);
+    config.estimator = "topk";
+    FakeRun run = runOnFake(4, count, config, 4, skewed(), scclSum, Collectives::OnStream);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    REQUIRE(run.resident);
+    CHECK(run.violations.empty());
+    for (size_t t = 0; t < 4; ++t) {
+      for (size_t r = 0; r < 4; ++r) {
+        INFO(preset << " call " << t << " rank " << r);
+        CHECK(run.counts[t][r].to_host == 1);
+        CHECK(run.counts[t][r].to_host_bytes == 64 + 16 * 4);
+        CHECK(run.counts[t][r].waits == 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("resident top-k reads back one plan and waits once per call", "[resident_union]") {
   const size_t count = 20011;
   for (int nranks : {1, 4}) {
@@ -388,6 +422,61 @@ TEST_CASE("the selection from the pass's candidates is the range's selection",
       CHECK(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
                                        threshold, n - 1, got.data(), padded,
                                        nullptr) == scclInternalError);
+    }
+  }
+}
+
+TEST_CASE("top-k and the counted selection among the pass's candidates equal the range's",
+          "[resident_union]") {
+  // The union call's selections on host buffers: with every entry at or above a floor kept,
+  // selectTopKCandidates equals selectTopK over the range whenever at least k candidates exist
+  // (ties at the k-th value included: the values repeat), and selectCandidatesCounted equals
+  // selectAboveCounted at every threshold at or above the floor and every capacity.
+  std::vector<float> grad(6000);
+  for (size_t i = 0; i < grad.size(); ++i) grad[i] = float(int((i * 7919) % 400) - 200) / 20.0f;
+  std::vector<float> acc(grad.size());
+  std::vector<int64_t> cand_idx(grad.size());
+  std::vector<float> cand_val(grad.size());
+  size_t ncand = 0;
+  sccl::AccumulateSelectArgs a;
+  a.acc = acc.data();
+  a.grad = grad.data();
+  a.count = grad.size();
+  a.begin = 50;
+  a.end = 5950;
+  a.floor = 6.0;
+  a.idx = cand_idx.data();
+  a.val = cand_val.data();
+  a.capacity = cand_idx.size();
+  a.ncandidates = &ncand;
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  REQUIRE(cpu.accumulateSelect(a, nullptr) == scclSuccess);
+  REQUIRE(ncand > 100);
+  for (size_t k : {size_t{1}, size_t{37}, ncand / 2, ncand}) {
+    INFO("k " << k);
+    std::vector<int64_t> want(k, 42), got(k, 43);
+    uint64_t want_kth = 1, got_kth = 2;
+    REQUIRE(cpu.selectTopK(acc.data(), scclFloat32, a.begin, a.end, k, want.data(), &want_kth,
+                           nullptr) == scclSuccess);
+    REQUIRE(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), scclFloat32, ncand, k,
+                                     got.data(), &got_kth, nullptr) == scclSuccess);
+    CHECK(got == want);
+    CHECK(got_kth == want_kth);
+  }
+  CHECK(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), scclFloat32, ncand, ncand + 1,
+                                 cand_idx.data(), nullptr, nullptr) == scclInvalidArgument);
+  for (double threshold : {6.0, 7.5, 9.95, 11.0}) {
+    for (size_t capacity : {size_t{0}, size_t{5}, ncand}) {
+      INFO("threshold " << threshold << " capacity " << capacity);
+      std::vector<int64_t> want(capacity + 1, 42), got(capacity + 1, 42);
+      uint64_t want_count = 1, got_count = 2;
+      REQUIRE(cpu.selectAboveCounted(acc.data(), scclFloat32, a.begin, a.end, threshold, capacity,
+                                     want.data(), &want_count, nullptr) == scclSuccess);
+      REQUIRE(cpu.selectCandidatesCounted(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
+                                          threshold, capacity, got.data(), &got_count,
+                                          nullptr) == scclSuccess);
+      CHECK(got == want);  // the entry past the capacity untouched by both
+      CHECK(got_count == want_count);
     }
   }
 }

@@ -117,6 +117,29 @@ StagedRun runStaged(int nranks, size_t count, const scclSparseConfig_t& config, 
   return run;
 }
 
+// The host runs the gather reduction's configs as the union call (resident_union.cc) unless the
+// resident gather takes them (an exclusive search with a threshold known before the data, or
+// CLT-k's leader) or the estimator trims (DGC) or max_density_slack caps: its slot carries a
+// 40-byte header where the staged reduction sends a 32-byte call header, so top-k sends 8 bytes
+// more from each rank per call, and a threshold, whose headers go first in slots of their own,
+// 48; everything else is the same.
+uint64_t unionHeaderBytes(const scclSparseConfig_t& config) {
+  const std::string preset = config.algorithm;
+  std::string estimator = config.estimator != nullptr ? config.estimator : "";
+  if (estimator.empty()) {
+    estimator = preset == "topk" || preset == "cltk" ? "topk"
+                : preset == "hard_threshold"         ? "fixed"
+                : preset == "sidco"                  ? "sidco_exp"
+                                                     : "scaling";
+  }
+  const bool gather = preset == "micro" || preset == "exdyna" || preset == "topk" ||
+                      preset == "hard_threshold" || preset == "sidco";
+  const bool exclusive = preset == "micro" || preset == "exdyna";
+  if (!gather || estimator == "dgc" || config.maxDensitySlack >= 0) return 0;
+  if (exclusive && (estimator == "scaling" || estimator == "fixed")) return 0;
+  return estimator == "topk" ? 8 : 48;
+}
+
 void requireSameAsHost(const char* what, int nranks, size_t count, const scclSparseConfig_t& config,
                        int iterations, const GradientFn& gradient, scclRedOp_t op) {
   INFO(what);
@@ -125,16 +148,7 @@ void requireSameAsHost(const char* what, int nranks, size_t count, const scclSpa
   REQUIRE_NO_RANK_FAILURES(host.failures);
   REQUIRE_NO_RANK_FAILURES(staged.failures);
   CHECK(staged.copies > 0);
-  // Over the whole vector (these presets' search) the host runs the union call
-  // (resident_union.cc) unless the estimator trims (DGC): its slot carries a 40-byte header where
-  // the staged reduction sends a 32-byte call header, so top-k sends 8 bytes more from each rank
-  // per call, and a threshold, whose headers go first in slots of their own, 48; everything else
-  // is the same.
-  const std::string preset = config.algorithm;
-  const std::string estimator = config.estimator != nullptr ? config.estimator : "";
-  const bool whole = preset == "topk" || preset == "hard_threshold" || preset == "sidco";
-  const bool topk = preset == "topk" && (estimator.empty() || estimator == "topk");
-  const uint64_t header_difference = !whole || estimator == "dgc" ? 0 : topk ? 8 : 48;
+  const uint64_t header_difference = unionHeaderBytes(config);
   for (size_t t = 0; t < size_t(iterations); ++t) {
     for (size_t r = 0; r < size_t(nranks); ++r) {
       INFO("call " << t << " rank " << r);
@@ -167,6 +181,16 @@ TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_ca
     scclSparseConfig_t config = sparseConfig("topk", 0.01);
     config.estimator = estimator;
     requireSameAsHost(estimator, 3, count, config, 4, gradient, scclSum);
+  }
+  // Exclusive searches with an estimator fitted to the call's data: the union call on the host
+  // (disjoint slices, merged), the staged reduction's appended lists here.
+  for (const char* preset : {"micro", "exdyna"}) {
+    for (const char* estimator : {"topk", "sidco_exp", "gaussiank", "redsync"}) {
+      scclSparseConfig_t config = sparseConfig(preset, 0.01);
+      config.estimator = estimator;
+      INFO("search " << preset);
+      requireSameAsHost(estimator, 3, count, config, 5, gradient, scclSum);
+    }
   }
   // DGC's other branches: a sample of the whole range, whose threshold is kept as it is, and a
   // trim among the selected entries (more than 4k/3 but at most n/4 pass the sampled threshold).
