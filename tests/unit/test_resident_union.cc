@@ -380,6 +380,43 @@ TEST_CASE("the union plan refuses each bad slot naming the rank", "[resident_uni
   }
 }
 
+namespace {
+
+// The CPU fused pass over grad's [begin, end) keeping every entry at or above `floor` (with its
+// value) as candidates: the accumulated vector and the candidates.
+struct PassCandidates {
+  std::vector<float> acc;
+  std::vector<int64_t> idx;
+  std::vector<float> val;
+  size_t count = 0;
+  size_t begin = 0, end = 0;
+};
+
+PassCandidates passCandidates(const std::vector<float>& grad, size_t begin, size_t end,
+                              double floor) {
+  PassCandidates c;
+  c.acc.resize(grad.size());
+  c.idx.resize(grad.size());
+  c.val.resize(grad.size());
+  c.begin = begin;
+  c.end = end;
+  sccl::AccumulateSelectArgs a;
+  a.acc = c.acc.data();
+  a.grad = grad.data();
+  a.count = grad.size();
+  a.begin = begin;
+  a.end = end;
+  a.floor = floor;
+  a.idx = c.idx.data();
+  a.val = c.val.data();
+  a.capacity = c.idx.size();
+  a.ncandidates = &c.count;
+  REQUIRE(sccl::cpuKernels().accumulateSelect(a, nullptr) == scclSuccess);
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("the selection from the pass's candidates is the range's selection",
           "[resident_gather]") {
   // selectCandidatesPadded among the fused pass's candidates at a floor equals selectAbovePadded
@@ -387,23 +424,13 @@ TEST_CASE("the selection from the pass's candidates is the range's selection",
   // internal error, not a short slice.
   std::vector<float> grad(5000);
   for (size_t i = 0; i < grad.size(); ++i) grad[i] = float((i * 7919) % 1000) / 100.0f - 5.0f;
-  std::vector<float> acc(grad.size());
-  std::vector<int64_t> cand_idx(grad.size());
-  std::vector<float> cand_val(grad.size());
-  size_t ncand = 0;
-  sccl::AccumulateSelectArgs a;
-  a.acc = acc.data();
-  a.grad = grad.data();
-  a.count = grad.size();
-  a.begin = 100;
-  a.end = 4900;
-  a.floor = 3.0;
-  a.idx = cand_idx.data();
-  a.val = cand_val.data();
-  a.capacity = cand_idx.size();
-  a.ncandidates = &ncand;
+  const PassCandidates c = passCandidates(grad, 100, 4900, 3.0);
+  const std::vector<float>& acc = c.acc;
+  const std::vector<int64_t>& cand_idx = c.idx;
+  const std::vector<float>& cand_val = c.val;
+  const size_t ncand = c.count;
+  const PassCandidates& a = c;
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
-  REQUIRE(cpu.accumulateSelect(a, nullptr) == scclSuccess);
   REQUIRE(ncand > 0);
   for (double threshold : {3.0, 4.0, 4.99, 6.0}) {
     INFO("threshold " << threshold);
@@ -434,23 +461,13 @@ TEST_CASE("top-k and the counted selection among the pass's candidates equal the
   // selectAboveCounted at every threshold at or above the floor and every capacity.
   std::vector<float> grad(6000);
   for (size_t i = 0; i < grad.size(); ++i) grad[i] = float(int((i * 7919) % 400) - 200) / 20.0f;
-  std::vector<float> acc(grad.size());
-  std::vector<int64_t> cand_idx(grad.size());
-  std::vector<float> cand_val(grad.size());
-  size_t ncand = 0;
-  sccl::AccumulateSelectArgs a;
-  a.acc = acc.data();
-  a.grad = grad.data();
-  a.count = grad.size();
-  a.begin = 50;
-  a.end = 5950;
-  a.floor = 6.0;
-  a.idx = cand_idx.data();
-  a.val = cand_val.data();
-  a.capacity = cand_idx.size();
-  a.ncandidates = &ncand;
+  const PassCandidates c = passCandidates(grad, 50, 5950, 6.0);
+  const std::vector<float>& acc = c.acc;
+  const std::vector<int64_t>& cand_idx = c.idx;
+  const std::vector<float>& cand_val = c.val;
+  const size_t ncand = c.count;
+  const PassCandidates& a = c;
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
-  REQUIRE(cpu.accumulateSelect(a, nullptr) == scclSuccess);
   REQUIRE(ncand > 100);
   for (size_t k : {size_t{1}, size_t{37}, ncand / 2, ncand}) {
     INFO("k " << k);
@@ -463,8 +480,10 @@ TEST_CASE("top-k and the counted selection among the pass's candidates equal the
     CHECK(got == want);
     CHECK(got_kth == want_kth);
   }
+  std::vector<int64_t> too_many(ncand + 1);
+  uint64_t kth = 0;
   CHECK(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), scclFloat32, ncand, ncand + 1,
-                                 cand_idx.data(), nullptr, nullptr) == scclInvalidArgument);
+                                 too_many.data(), &kth, nullptr) == scclInvalidArgument);
   for (double threshold : {6.0, 7.5, 9.95, 11.0}) {
     for (size_t capacity : {size_t{0}, size_t{5}, ncand}) {
       INFO("threshold " << threshold << " capacity " << capacity);
