@@ -1,11 +1,10 @@
 // gather: the data path of MiCRO, ExDyna, Top-k, CLT-k and the hard threshold.
 // Host buffers run the resident calls as device buffers do (runResidentOnHost below): MiCRO,
 // ExDyna and CLT-k (every config residentGatherApplies accepts) the resident gather call
-// (resident_gather.cc); Top-k, the hard threshold, SIDCo and every other estimator that never
-// trims, over the whole vector or exclusive ranges, the union call (resident_union.cc). This
-// file's steps are the call of the configs neither covers (an estimator that trims its
-// selection, such as DGC's; max_density_slack), on host buffers and, through the device staging,
-// on device buffers.
+// (resident_gather.cc); Top-k, the hard threshold, SIDCo, DGC and every other estimator, over the
+// whole vector or exclusive ranges, the union call (resident_union.cc). This file's steps are the
+// call of the configs neither covers (max_density_slack; a leader with an estimator other than
+// top-k), on host buffers and, through the device staging, on device buffers.
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
 // Steps of one call on rank r at iteration t (gather_selection.cc has steps 0 and 1):

@@ -75,8 +75,7 @@
 
 namespace sccl {
 bool residentUnionApplies(const ReductionContext& ctx) {
-  const bool topk = std::strcmp(ctx.estimator.name(), "topk") == 0;
-  return std::strcmp(ctx.reduction.name, "gather") == 0 && (topk || !ctx.estimator.mayTrim()) &&
+  return std::strcmp(ctx.reduction.name, "gather") == 0 &&
          ctx.config.density_correction != "histogram" &&
          ctx.search.soleSelector(ctx.iteration) < 0 && ctx.config.max_density_slack < 0;
 }
@@ -197,8 +196,35 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     ctx.candidate_room = ncandidates <= room ? std::max(ctx.candidate_room, room)
                                              : candidateRoom(range, ncandidates + ncandidates / 4);
   }
+  // The exact top-k of the range into the slot (ties to the lowest indices), from the candidates
+  // when at least k qualified and all fit; the rest of the slot zeroed. A k past the slot (DGC's
+  // trim in a speculative slot) selects nothing: its count overflows the plan, which sizes the
+  // slots again.
+  const auto select_top = [&](uint64_t k) -> scclResult_t {
+    const uint64_t written = k <= capacity ? k : 0;
+    if (written > 0 && keep && ncandidates <= room && ncandidates >= k) {
+      // Every entry left out lies below the floor, so below the k-th largest candidate.
+      SCCL_CHECK(kernels.selectTopKCandidates(
+          static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
+          ncandidates, size_t(k), indices(), slot() + kRecordReserved, stream));
+    } else if (written > 0 && k < range.size()) {
+      SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end, size_t(k),
+                                    indices(), slot() + kRecordReserved, stream));
+    } else if (written > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
+      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, ctx.acc_dtype, range.begin, range.end, 0.0,
+                                           size_t(k), indices(), size_t(k), stream));
+    }
+    if (written < capacity) {
+      SCCL_CHECK(
+          kernels.fillZero(indices() + written, (capacity - written) * sizeof(int64_t), stream));
+    }
+    return scclSuccess;
+  };
   bool candidates_hold = false;  // a threshold at or above the floor of candidates that all fit
-  const auto select_at_threshold = [&] {
+  bool trimmed = false;          // DGC asked for exactly k after counting past 4k/3
+  const uint64_t own_k = localTarget(ctx, range);
+  const auto select_at_threshold = [&]() -> scclResult_t {
+    if (trimmed) return select_top(own_k);  // its count, k, is in the uploaded header
     if (candidates_hold) {
       return kernels.selectCandidatesCounted(
           static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
@@ -209,23 +235,7 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
                                       indices(), slot() + kUnionSlotCount, stream);
   };
   if (topk) {
-    if (keep && ncandidates <= room && ncandidates >= own_topk) {
-      // At least k entries at or above the floor, all kept: the k-th largest is among them and
-      // every entry left out lies below it.
-      SCCL_CHECK(kernels.selectTopKCandidates(
-          static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
-          ncandidates, size_t(own_topk), indices(), slot() + kRecordReserved, stream));
-    } else if (own_topk > 0 && own_topk < range.size()) {
-      SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end,
-                                    size_t(own_topk), indices(), slot() + kRecordReserved, stream));
-    } else if (own_topk > 0) {  // the whole range (threshold 0: the k-th pattern stays 0)
-      SCCL_CHECK(kernels.selectAbovePadded(vectors.acc, ctx.acc_dtype, range.begin, range.end, 0.0,
-                                           size_t(own_topk), indices(), size_t(own_topk), stream));
-    }
-    if (own_topk < capacity) {
-      SCCL_CHECK(
-          kernels.fillZero(indices() + own_topk, (capacity - own_topk) * sizeof(int64_t), stream));
-    }
+    SCCL_CHECK(select_top(own_topk));
   } else {
     // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs).
     if (range.size() > 0 && !early) {
@@ -233,6 +243,15 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     }
     // Every entry at or above the threshold is then at or above the floor: a candidate.
     candidates_hold = keep && ncandidates <= room && threshold >= floor;
+    // DGC, when more than 4k/3 passed its sampled threshold, made the threshold the k-th largest
+    // and asks for exactly k: the exact top-k (the host reduction's trim of the ties at it keeps
+    // the lowest indices, as selectTopK does), its count k known here.
+    trimmed = ctx.estimator.exactCount() && own_k > 0 && own_k < range.size();
+    if (trimmed) {
+      header[kUnionSlotCount] = own_k;
+      SCCL_CHECK(
+          device.toDevice(slot() + kUnionSlotCount, header + kUnionSlotCount, sizeof(uint64_t)));
+    }
     SCCL_CHECK(select_at_threshold());
   }
 

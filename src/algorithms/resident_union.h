@@ -9,8 +9,8 @@
 
 namespace sccl {
 
-// Whether the sparsifier's call can run as a union call: the gather reduction with the exact
-// top-k estimator or one that never trims (not dgc), every rank selecting (no sole selector),
+// Whether the sparsifier's call can run as a union call: the gather reduction with any estimator
+// (top-k, a threshold, DGC's trimmed one), every rank selecting (no sole selector),
 // without the density correction or max_density_slack. The global list is the sorted union of the
 // slices, over the whole vector or over exclusive ranges (disjoint slices, merged); the resident
 // gather (residentGatherApplies, asked first) takes the exclusive searches whose threshold is

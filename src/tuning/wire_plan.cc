@@ -31,14 +31,10 @@ uint64_t correctionCountBytes(const ResolvedSparseConfig& c) {
 
 // Which call a gather config runs on host buffers (algorithms/gather_reduction.cc): the resident
 // gather where residentGatherApplies (the host reduction's collectives), else the union call where
-// residentUnionApplies: every rank selecting over a range the others may share (the whole vector,
-// or any range at one rank) with an estimator that never trims, or the exact top-k. Its slots
-// carry each rank's header and indices, padded to the largest count.
+// residentUnionApplies: every rank selecting, without max_density_slack. Its slots carry each
+// rank's header and indices, padded to the largest count.
 bool plansUnionSlots(const ResolvedSparseConfig& c, const CallShape& s) {
-  if (c.search == "leader" || c.max_density_slack >= 0 || plansDensityCorrection(c) ||
-      c.estimator == "dgc") {
-    return false;
-  }
+  if (c.search == "leader" || c.max_density_slack >= 0 || plansDensityCorrection(c)) return false;
   const bool exclusive = c.search != "whole" || s.nranks == 1;
   const bool threshold_before_data = c.estimator == "fixed" || c.estimator == "scaling";
   return !(exclusive && threshold_before_data);  // else the resident gather

@@ -189,13 +189,22 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
     requireTypedSameAsHost("hard_threshold", 3, 12007, dtype, sparseConfig("hard_threshold", 0.01),
                            3, gradient, scclAvg, Collectives::OnStream);
   }
-  // The other threshold estimators over the whole vector take the same call; DGC, whose count
-  // is trimmed at the calls its sample says so (a choice per call and rank), keeps the staged
-  // reduction, where the ranks cannot take different collectives.
+  // The other threshold estimators over the whole vector take the same call, DGC too: where its
+  // sample let more than 4k/3 through (a choice per call and rank) it selects the exact top-k
+  // into the same slot, so the ranks still take the same collectives.
   for (const char* estimator : {"dgc", "redsync", "gaussiank"}) {
     scclSparseConfig_t config = sparseConfig("topk", 0.01);
     config.estimator = estimator;
     requireSameAsHost(estimator, 3, count, config, 5, skewed(), scclSum, Collectives::OnStream);
+  }
+  scclSparseConfig_t dgc_trim = sparseConfig("topk", 0.05);
+  dgc_trim.estimator = "dgc";
+  dgc_trim.dgcSampleRatio = 0.02;
+  for (int nranks : {1, 3}) {
+    requireSameAsHost("dgc density 0.05 sample ratio 0.02", nranks, count, dgc_trim, 4, skewed(),
+                      scclSum, Collectives::OnStream);
+    requireSameAsHost("dgc density 0.05 sample ratio 0.02", nranks, count, dgc_trim, 3, skewed(),
+                      scclAvg, Collectives::Staged);
   }
   SECTION("one read-back and one wait per call; staged, one wait per collective more") {
     for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {

@@ -119,7 +119,7 @@ StagedRun runStaged(int nranks, size_t count, const scclSparseConfig_t& config, 
 
 // The host runs the gather reduction's configs as the union call (resident_union.cc) unless the
 // resident gather takes them (an exclusive search with a threshold known before the data, or
-// CLT-k's leader) or the estimator trims (DGC) or max_density_slack caps: its slot carries a
+// CLT-k's leader) or max_density_slack caps: its slot carries a
 // 40-byte header where the staged reduction sends a 32-byte call header, so top-k sends 8 bytes
 // more from each rank per call, and a threshold, whose headers go first in slots of their own,
 // 48; everything else is the same.
@@ -135,7 +135,7 @@ uint64_t unionHeaderBytes(const scclSparseConfig_t& config) {
   const bool gather = preset == "micro" || preset == "exdyna" || preset == "topk" ||
                       preset == "hard_threshold" || preset == "sidco";
   const bool exclusive = preset == "micro" || preset == "exdyna";
-  if (!gather || estimator == "dgc" || config.maxDensitySlack >= 0) return 0;
+  if (!gather || config.maxDensitySlack >= 0) return 0;
   if (exclusive && (estimator == "scaling" || estimator == "fixed")) return 0;
   return estimator == "topk" ? 8 : 48;
 }

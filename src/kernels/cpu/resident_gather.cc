@@ -29,16 +29,19 @@ scclResult_t selectAbovePadded(const void* x, scclDataType_t dtype, size_t begin
 
 namespace {
 
-// The candidates at or above `bits` into idx, at most `room`; returns how many qualify.
+// The candidates at or above `bits` into idx, at most `room`; returns how many qualify. While
+// room remains each candidate is written at the next free place and kept when it qualifies (no
+// branch to mispredict on values near the threshold); once full the rest are only counted. A
+// place written but not kept lies at the returned count, which the callers pad.
 template <typename Bits>
 size_t keepCandidates(const int64_t* cand_idx, const Bits* values, size_t ncand, Bits bits,
                       int64_t* idx, size_t room) {
-  size_t kept = 0;
-  for (size_t j = 0; j < ncand; ++j) {
-    if (magnitudeBits(values[j]) < bits) continue;
-    if (kept < room) idx[kept] = cand_idx[j];
-    ++kept;
+  size_t kept = 0, j = 0;
+  for (; j < ncand && kept < room; ++j) {
+    idx[kept] = cand_idx[j];
+    kept += magnitudeBits(values[j]) >= bits;
   }
+  for (; j < ncand; ++j) kept += magnitudeBits(values[j]) >= bits;
   return kept;
 }
 
