@@ -138,7 +138,8 @@ __global__ void __launch_bounds__(kPlanThreads)
   if (t == 0) {
     const uint64_t edge_word =
         p.sole < p.nranks ? record_at(p.sole)[kRecordReserved] : uint64_t(edge);
-    writePlan(PlanCheck{}, record_at(p.self)[kRecordNonFinite], slot_at, p.nranks, edge_word, plan);
+    writePlan(PlanCheck{}, record_at(p.self)[kRecordNonFinite], slot_at, p.nranks, edge_word, plan,
+              p.cap);
   }
 }
 

@@ -3,8 +3,9 @@
 // ExDyna and CLT-k (every config residentGatherApplies accepts) the resident gather call
 // (resident_gather.cc); Top-k, the hard threshold, SIDCo, DGC and every other estimator, over the
 // whole vector or exclusive ranges, the union call (resident_union.cc). This file's steps are the
-// call of the configs neither covers (max_density_slack; a leader with an estimator other than
-// top-k), on host buffers and, through the device staging, on device buffers.
+// call of the configs neither covers (max_density_slack outside the resident gather; a leader
+// with an estimator other than top-k), on host buffers and, through the device staging, on device
+// buffers.
 //
 // Papers: MiCRO and ExDyna (Yoon & Oh), whose reference code runs exactly these collectives.
 // Steps of one call on rank r at iteration t (gather_selection.cc has steps 0 and 1):

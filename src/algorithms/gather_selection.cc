@@ -110,14 +110,8 @@ scclResult_t trimLocal(SparseCall& call, uint64_t k_target_local, const int64_t*
                        bool values_ready, size_t* selected) {
   const ReductionContext& ctx = *call.ctx;
   size_t n = *selected;
-  size_t cap = n;
-  if (ctx.config.max_density_slack >= 0) {
-    double per_rank = double(ctx.k_target) / double(ctx.comm->nranks);
-    // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no size_t.
-    cap = size_t(
-        std::min(std::ceil(per_rank * (1.0 + ctx.config.max_density_slack)), double(ctx.count)));
-    cap = std::max<size_t>(cap, 1);
-  }
+  const size_t cap = std::min<uint64_t>(
+      n, densitySlackCap(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count));
   const bool exact = ctx.estimator.exactCount() && n > k_target_local;
   if (!exact && n <= cap) return scclSuccess;
   const size_t element = accElementSize(ctx);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "algorithms/call_header.h"
+#include "algorithms/selection_trim.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "kernels/device_staging.h"
@@ -62,6 +63,8 @@ GatherPlanParams callPlanParams(const ReductionContext& ctx) {
   params.k_target = ctx.k_target;
   params.nranks = uint64_t(ctx.comm->nranks);
   params.self = uint64_t(ctx.comm->rank);
+  params.cap =
+      densitySlackCap(ctx.k_target, ctx.comm->nranks, ctx.config.max_density_slack, ctx.count);
   return params;
 }
 

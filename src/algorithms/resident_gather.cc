@@ -117,13 +117,10 @@ scclResult_t countedEnough(SparseCall& call, const uint64_t* tail, size_t words,
 bool residentGatherApplies(const ReductionContext& ctx) {
   const bool threshold_known =
       ctx.config.density_correction == "histogram" || ctx.estimator.thresholdBeforeData();
-  if (std::strcmp(ctx.reduction.name, "gather") != 0 || !ctx.search.exclusive() ||
-      ctx.config.max_density_slack >= 0) {
-    return false;
-  }
+  if (std::strcmp(ctx.reduction.name, "gather") != 0 || !ctx.search.exclusive()) return false;
   // A sole selector (CLT-k's leader) with the exact top-k: its count is known before the data.
   if (ctx.search.soleSelector(ctx.iteration) >= 0) {
-    return std::strcmp(ctx.estimator.name(), "topk") == 0;
+    return std::strcmp(ctx.estimator.name(), "topk") == 0 && ctx.config.max_density_slack < 0;
   }
   return threshold_known && !ctx.estimator.mayTrim();
 }
@@ -385,7 +382,26 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         own_counted_from > 0
             ? std::max(call.threshold, windowEdge(window, own_counted_from, ctx.acc_dtype))
             : call.threshold;
-    if (candidates_hold) {
+    if (call.k_local > 0 && call.k_local == params.cap) {
+      // max_density_slack: a rank counted past its cap sends its cap largest entries (ties to
+      // the lowest indices, the host reduction's trim). At least cap entries lie at or above
+      // select_at, so these are the range's top cap; the k-th pattern goes to the record's
+      // reserved word, which only a sole selector's plan reads.
+      uint64_t* kth_bits = record_words_d + kRecordReserved;
+      if (candidates_hold) {
+        SCCL_CHECK(kernels.selectTopKCandidates(
+            static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
+            ncandidates, size_t(call.k_local), static_cast<int64_t*>(local), kth_bits, stream));
+      } else {
+        SCCL_CHECK(kernels.selectTopK(vectors.acc, ctx.acc_dtype, range.begin, range.end,
+                                      size_t(call.k_local), static_cast<int64_t*>(local), kth_bits,
+                                      stream));
+      }
+      if (call.k_local < max_k) {
+        SCCL_CHECK(kernels.fillZero(static_cast<int64_t*>(local) + call.k_local,
+                                    (max_k - call.k_local) * sizeof(int64_t), stream));
+      }
+    } else if (candidates_hold) {
       SCCL_CHECK(kernels.selectCandidatesPadded(
           static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
           ncandidates, select_at, size_t(call.k_local), static_cast<int64_t*>(local), size_t(max_k),

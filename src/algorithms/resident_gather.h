@@ -10,9 +10,10 @@
 namespace sccl {
 
 // Whether the sparsifier's call can run resident: the gather reduction over an exclusive search
-// space, without max_density_slack (whose cap reads the selected values on the host), where
-// either every rank selects with the histogram density correction or a threshold known before
-// the data, or one rank selects alone with the exact top-k (CLT-k's leader).
+// space, where either every rank selects with the histogram density correction or a threshold
+// known before the data (max_density_slack: the plan caps the counts, a rank past the cap sends
+// its largest), or one rank selects alone with the exact top-k (CLT-k's leader, without
+// max_density_slack).
 bool residentGatherApplies(const ReductionContext& ctx);
 
 // One call on call.kernels / call.device / call.stream (set), accumulator and residual in

@@ -10,6 +10,10 @@
 
 namespace sccl {
 
+// max_density_slack's cap on a rank's selection: max(1, min(count, ceil(k/n (1 + slack)))), or
+// UINT64_MAX when the slack is off (< 0). The same on every rank.
+uint64_t densitySlackCap(uint64_t k_target, int nranks, double max_density_slack, uint64_t count);
+
 // idx[0..n) ascending indices with their values aligned (values[j] = acc[idx[j]], float32 or
 // float64). Keeps every entry with |value| > cutoff and as many entries with |value| == cutoff
 // as fit in `keep`, idx and values compacted together; returns the new count.

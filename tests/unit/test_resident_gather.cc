@@ -276,6 +276,45 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
   }
 }
 
+TEST_CASE("resident gather caps each rank at max_density_slack as the host does",
+          "[resident_gather]") {
+  // max_density_slack (docs/python.md recommends 1.0 with Adam): the plan caps every rank's
+  // count, and a rank counted past the cap sends its cap largest entries (from the candidates on
+  // the host, by selectTopK on the device); bit for bit the host run, one plan read back.
+  const size_t count = 20011;
+  for (const char* preset : {"micro", "exdyna"}) {
+    for (double slack : {0.0, 1.0}) {
+      scclSparseConfig_t config = sparseConfig(preset, 0.01);
+      config.maxDensitySlack = slack;
+      for (int nranks : {1, 3, 4}) {
+        INFO(preset << " slack " << slack << ", " << nranks << " ranks");
+        requireSameAsHost(preset, nranks, count, config, 5, skewed(), scclSum,
+                          Collectives::OnStream);
+      }
+      requireSameAsHost(preset, 3, count, config, 4, skewed(), scclAvg, Collectives::Staged);
+    }
+  }
+  scclSparseConfig_t capped = sparseConfig("micro", 0.01);
+  capped.maxDensitySlack = 0.0;
+  FakeRun run = runOnFake(4, count, capped, 4, skewed(), scclSum, Collectives::OnStream);
+  REQUIRE_NO_RANK_FAILURES(run.failures);
+  REQUIRE(run.resident);
+  CHECK(run.violations.empty());
+  // k = 200 over 4 ranks, slack 0: every count at most 50, and some rank at it in every call.
+  const uint64_t cap = 50;
+  for (size_t t = 0; t < 4; ++t) {
+    const std::vector<uint64_t>& counts = run.calls[t][0].counts;
+    INFO("call " << t);
+    CHECK(*std::max_element(counts.begin(), counts.end()) == cap);
+    for (size_t r = 0; r < 4; ++r) {
+      INFO("rank " << r);
+      CHECK(run.calls[t][r].counts == counts);
+      CHECK(run.counts[t][r].to_host == 1);
+      CHECK(run.counts[t][r].waits == 1);
+    }
+  }
+}
+
 TEST_CASE("the staged reductions run on the fake device as on the host", "[resident_gather]") {
   // The presets not yet resident go through the staging; on the fake device that checks they
   // never touch device memory from the host and wait before reading what they copied back.

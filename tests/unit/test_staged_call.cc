@@ -206,6 +206,11 @@ TEST_CASE("staged gather reduction equals the host run bit for bit", "[staged_ca
   scclSparseConfig_t capped = sparseConfig("exdyna", 0.01);
   capped.maxDensitySlack = 0.0;
   requireSameAsHost("exdyna max_density_slack 0 scclAvg", 3, count, capped, 6, gradient, scclAvg);
+  scclSparseConfig_t adam_cap = sparseConfig("micro", 0.01);
+  adam_cap.maxDensitySlack = 1.0;
+  requireSameAsHost("micro max_density_slack 1", 4, count, adam_cap, 6, gradient, scclSum);
+  adam_cap.maxDensitySlack = 0.0;
+  requireSameAsHost("micro max_density_slack 0", 4, count, adam_cap, 6, gradient, scclSum);
   scclSparseConfig_t topk_avg = sparseConfig("topk", 0.001);
   requireSameAsHost("topk density 0.001 scclAvg", 2, count, topk_avg, 4, gradient, scclAvg);
 }

@@ -102,6 +102,9 @@ struct GatherPlanParams {
   // 1: the union's slots were sized before the counts were known (union_plan.h): a count above
   // the slot is kPlanOverflow, not kPlanTooMany.
   uint64_t speculative = 0;
+  // max_density_slack's cap on every rank's count (all of them: none): a rank counted past it
+  // sends its cap largest entries (algorithms/resident_gather.cc).
+  uint64_t cap = ~uint64_t{0};
 };
 
 // The global count of bin j: the sum over ranks in rank order (exact integers).
@@ -146,12 +149,12 @@ SCCL_HOST_DEVICE PlanCheck checkPlanInputs(const HeaderAt& header_at, const Clai
 }
 
 // The plan's words once the checks ran (plan zeroed first): a failure's, or the counts and
-// offsets from count_at(r), the largest count, the edge and the list's length. own_nonfinite:
-// the planning rank's NaN/Inf count (not written for a fault of an earlier call).
+// offsets from count_at(r) (at most cap each), the largest count, the edge and the list's length.
+// own_nonfinite: the planning rank's NaN/Inf count (not written for a fault of an earlier call).
 template <typename CountAt>
 SCCL_HOST_DEVICE void writePlan(const PlanCheck& check, uint64_t own_nonfinite,
                                 const CountAt& count_at, uint64_t nranks, uint64_t edge_word,
-                                uint64_t* plan) {
+                                uint64_t* plan, uint64_t cap = ~uint64_t{0}) {
   plan[kPlanStatus] = check.status;
   plan[kPlanRank] = check.rank;
   plan[kPlanDetailA] = check.detail_a;
@@ -160,7 +163,8 @@ SCCL_HOST_DEVICE void writePlan(const PlanCheck& check, uint64_t own_nonfinite,
   if (check.status != kPlanOk) return;
   uint64_t offset = 0, max_k = 0;
   for (uint64_t r = 0; r < nranks; ++r) {
-    const uint64_t k = count_at(r);
+    const uint64_t counted = count_at(r);
+    const uint64_t k = counted < cap ? counted : cap;
     plan[kGatherPlanHeaderWords + 2 * r] = k;
     plan[kGatherPlanHeaderWords + 2 * r + 1] = offset;
     offset += k;
@@ -207,7 +211,7 @@ SCCL_HOST_DEVICE inline void planGatherCall(const uint64_t* records, const Gathe
     return k;
   };
   const uint64_t edge_word = p.sole < p.nranks ? record_at(p.sole)[kRecordReserved] : edge;
-  writePlan(check, own_nonfinite, count_at, p.nranks, edge_word, plan);
+  writePlan(check, own_nonfinite, count_at, p.nranks, edge_word, plan, p.cap);
 }
 
 // --- The two-step exchange (many ranks over a host transport): the bins all-reduced, then each
@@ -247,7 +251,8 @@ SCCL_HOST_DEVICE inline void planFromHeaders(const uint64_t* headers, const Gath
   const auto header_at = [&](uint64_t r) { return headers + r * kGatherRecordHeaderWords; };
   const auto count_at = [&](uint64_t r) { return header_at(r)[kHeaderCount]; };
   const PlanCheck check = checkPlanInputs(header_at, count_at, p, ranges, fault);
-  writePlan(check, header_at(p.self)[kRecordNonFinite], count_at, p.nranks, edge_words[0], plan);
+  writePlan(check, header_at(p.self)[kRecordNonFinite], count_at, p.nranks, edge_words[0], plan,
+            p.cap);
 }
 
 // Entry j of rank r's slice passes when it lies in the rank's range and above the entry before it
