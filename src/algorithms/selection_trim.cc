@@ -36,7 +36,7 @@ size_t trimAlignedTyped(T* values, int64_t* idx, size_t n, size_t keep, T cutoff
 
 uint64_t densitySlackCap(uint64_t k_target, int nranks, double max_density_slack, uint64_t count) {
   if (!(max_density_slack >= 0)) return ~uint64_t{0};
-  const double per_rank = double(k_target) / double(nranks);
+  const double per_rank = double(k_target) / double(std::max(1, nranks));
   // Clamped to count in double first: ceil(+inf) or a value past 2^64 has no integer.
   const double cap = std::min(std::ceil(per_rank * (1.0 + max_density_slack)), double(count));
   return std::max<uint64_t>(uint64_t(cap), 1);

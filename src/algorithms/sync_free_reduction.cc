@@ -55,6 +55,7 @@
 #include "algorithms/resident_sync_free.h"
 #include "algorithms/stream_exchange.h"
 #include "algorithms/sync_free_capacity.h"
+#include "algorithms/selection_trim.h"
 #include "algorithms/sync_free_slots.h"
 #include "comm/comm.h"
 #include "core/error.h"
@@ -187,11 +188,9 @@ scclResult_t checkSlotHeaders(SparseCall& call, uint64_t capacity, const int64_t
 }
 
 uint64_t syncFreeCapacity(uint64_t k_target, int nranks, double max_density_slack, uint64_t count) {
-  const double slack = max_density_slack >= 0 ? max_density_slack : kSyncFreeDefaultSlack;
-  const double per_rank = double(k_target) / double(std::max(1, nranks));
-  // Clamped in double: the cast of ceil(+inf) or of anything above 2^64 is undefined.
-  const double capacity = std::min(std::ceil(per_rank * (1.0 + slack)), double(count));
-  return std::max<uint64_t>(1, uint64_t(capacity));
+  // The gather reduction's cap for the slack in effect.
+  return densitySlackCap(k_target, nranks,
+                         max_density_slack >= 0 ? max_density_slack : kSyncFreeDefaultSlack, count);
 }
 
 scclResult_t prepareSyncFreeReduction(const ReductionContext& ctx) {

@@ -434,30 +434,25 @@ TEST_CASE("the selection from the pass's candidates is the range's selection",
   std::vector<float> grad(5000);
   for (size_t i = 0; i < grad.size(); ++i) grad[i] = float((i * 7919) % 1000) / 100.0f - 5.0f;
   const PassCandidates c = passCandidates(grad, 100, 4900, 3.0);
-  const std::vector<float>& acc = c.acc;
-  const std::vector<int64_t>& cand_idx = c.idx;
-  const std::vector<float>& cand_val = c.val;
   const size_t ncand = c.count;
-  const PassCandidates& a = c;
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
   REQUIRE(ncand > 0);
   for (double threshold : {3.0, 4.0, 4.99, 6.0}) {
     INFO("threshold " << threshold);
     size_t n = 0;
     std::vector<int64_t> scratch(grad.size());
-    REQUIRE(cpu.selectAbove(acc.data(), scclFloat32, a.begin, a.end, threshold, scratch.data(),
+    REQUIRE(cpu.selectAbove(c.acc.data(), scclFloat32, c.begin, c.end, threshold, scratch.data(),
                             nullptr, scratch.size(), &n, nullptr) == scclSuccess);
     const size_t padded = n + 5;
     std::vector<int64_t> want(padded, 42), got(padded, 42);
-    REQUIRE(cpu.selectAbovePadded(acc.data(), scclFloat32, a.begin, a.end, threshold, n,
+    REQUIRE(cpu.selectAbovePadded(c.acc.data(), scclFloat32, c.begin, c.end, threshold, n,
                                   want.data(), padded, nullptr) == scclSuccess);
-    REQUIRE(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
-                                       threshold, n, got.data(), padded, nullptr) == scclSuccess);
+    REQUIRE(cpu.selectCandidatesPadded(c.idx.data(), c.val.data(), scclFloat32, ncand, threshold, n,
+                                       got.data(), padded, nullptr) == scclSuccess);
     CHECK(got == want);
     if (n > 0) {
-      CHECK(cpu.selectCandidatesPadded(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
-                                       threshold, n - 1, got.data(), padded,
-                                       nullptr) == scclInternalError);
+      CHECK(cpu.selectCandidatesPadded(c.idx.data(), c.val.data(), scclFloat32, ncand, threshold,
+                                       n - 1, got.data(), padded, nullptr) == scclInternalError);
     }
   }
 }
@@ -471,37 +466,33 @@ TEST_CASE("top-k and the counted selection among the pass's candidates equal the
   std::vector<float> grad(6000);
   for (size_t i = 0; i < grad.size(); ++i) grad[i] = float(int((i * 7919) % 400) - 200) / 20.0f;
   const PassCandidates c = passCandidates(grad, 50, 5950, 6.0);
-  const std::vector<float>& acc = c.acc;
-  const std::vector<int64_t>& cand_idx = c.idx;
-  const std::vector<float>& cand_val = c.val;
   const size_t ncand = c.count;
-  const PassCandidates& a = c;
   const sccl::KernelBackend& cpu = sccl::cpuKernels();
   REQUIRE(ncand > 100);
   for (size_t k : {size_t{1}, size_t{37}, ncand / 2, ncand}) {
     INFO("k " << k);
     std::vector<int64_t> want(k, 42), got(k, 43);
     uint64_t want_kth = 1, got_kth = 2;
-    REQUIRE(cpu.selectTopK(acc.data(), scclFloat32, a.begin, a.end, k, want.data(), &want_kth,
+    REQUIRE(cpu.selectTopK(c.acc.data(), scclFloat32, c.begin, c.end, k, want.data(), &want_kth,
                            nullptr) == scclSuccess);
-    REQUIRE(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), scclFloat32, ncand, k,
-                                     got.data(), &got_kth, nullptr) == scclSuccess);
+    REQUIRE(cpu.selectTopKCandidates(c.idx.data(), c.val.data(), scclFloat32, ncand, k, got.data(),
+                                     &got_kth, nullptr) == scclSuccess);
     CHECK(got == want);
     CHECK(got_kth == want_kth);
   }
   std::vector<int64_t> too_many(ncand + 1);
   uint64_t kth = 0;
-  CHECK(cpu.selectTopKCandidates(cand_idx.data(), cand_val.data(), scclFloat32, ncand, ncand + 1,
+  CHECK(cpu.selectTopKCandidates(c.idx.data(), c.val.data(), scclFloat32, ncand, ncand + 1,
                                  too_many.data(), &kth, nullptr) == scclInvalidArgument);
   for (double threshold : {6.0, 7.5, 9.95, 11.0}) {
     for (size_t capacity : {size_t{0}, size_t{5}, ncand}) {
       INFO("threshold " << threshold << " capacity " << capacity);
       std::vector<int64_t> want(capacity + 1, 42), got(capacity + 1, 42);
       uint64_t want_count = 1, got_count = 2;
-      REQUIRE(cpu.selectAboveCounted(acc.data(), scclFloat32, a.begin, a.end, threshold, capacity,
+      REQUIRE(cpu.selectAboveCounted(c.acc.data(), scclFloat32, c.begin, c.end, threshold, capacity,
                                      want.data(), &want_count, nullptr) == scclSuccess);
-      REQUIRE(cpu.selectCandidatesCounted(cand_idx.data(), cand_val.data(), scclFloat32, ncand,
-                                          threshold, capacity, got.data(), &got_count,
+      REQUIRE(cpu.selectCandidatesCounted(c.idx.data(), c.val.data(), scclFloat32, ncand, threshold,
+                                          capacity, got.data(), &got_count,
                                           nullptr) == scclSuccess);
       CHECK(got == want);  // the entry past the capacity untouched by both
       CHECK(got_count == want_count);
