@@ -1,6 +1,7 @@
-// The CUDA backend's entries of the sync-free and union calls (the slot selection, the union plan,
-// the call's device words and the status-guarded commit): argument checks as the CPU backend's,
-// then the kernels of kernels/sync_free*.cu and kernels/resident_union.cu. See cuda_kernels.h.
+// The CUDA backend's entries of the calls that decide on the device (the sync-free call's slot
+// selection, words and status-guarded commit, the union plan, S2's settled plan): argument checks
+// as the CPU backend's, then the kernels of kernels/sync_free*.cu, kernels/resident_union.cu and
+// kernels/plan_settle.cu. See cuda_kernels.h.
 #include <cstdint>
 
 #include "cuda/cuda_kernels.h"
@@ -77,6 +78,17 @@ scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, s
   SCCL_CUDA_CHECK(cuda_dispatch::syncFreeWrite(recv, recv_dtype, count, acc, acc_dtype, gathered, w,
                                                values, divisor, asCudaStream(stream)),
                   "syncFreeWrite");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::settleSketchPlan(const PlanSettleArgs& a, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::settleSketchPlan(a, asCudaStream(stream)), "settleSketchPlan");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2,
+                                     uint64_t w3, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::setWords(dst, w0, w1, w2, w3, asCudaStream(stream)), "writeWords");
   return scclSuccess;
 }
 

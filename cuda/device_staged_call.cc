@@ -19,9 +19,9 @@
 // stream before the value all-reduce (the transport's operations run on its own stream), and the
 // estimator's read-backs (top-k: the k-th value; SIDCo, RedSync, GaussianK: moments; the density
 // correction: its bin counts). Bytes on the wire: the host gather reduction's.
-// A sketch call reads back the block norms ("topk" selection, 8 bytes per block) or the marked
-// blocks ("nonzero", 1 byte per block), sends the bitmaps back up (1 byte per block each), and
-// encodes, all-reduces (after a wait for the stream) and decodes the table on the device.
+// The sketch reduction (S2) runs algorithms/sketch_call.cc's call with everything on the device:
+// with the "topk" selection it reads nothing back (its faults are asynchronous, through the
+// sparsifier's sticky fault word), with "nonzero" it reads its plan back.
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -43,8 +43,9 @@ scclResult_t runDeviceStagedCall(scclSparsifier& sp, SparseCall& call, void* str
   DeviceSparsifierState* d = sp.device.get();
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, stream_handle, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
-  StagedVectors vectors{d->residual, d->acc, d->nonfinite, d->index_fault,
-                        d->index_fault_published};
+  StagedVectors vectors{
+      d->residual,     d->acc,       d->nonfinite, d->index_fault, d->index_fault_published,
+      d->fault_device, d->fault_host};
   // The resident gather's collectives: NCCL's on the stream, else the host transport staged.
   StreamCollectives* on_stream = sp.comm->transport->streamCollectives();
   std::unique_ptr<StreamExchange> exchange;

@@ -13,6 +13,7 @@
 #include "kernels/shared/scaling_rule.h"
 #include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/plan_settle.h"
 #include "kernels/shared/reduce_op.h"
 #include "kernels/shared/sketch_element.h"
 #include "kernels/shared/sync_free_call.h"
@@ -104,6 +105,11 @@ cudaError_t setWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint6
 // entries of x (element_bytes wide); *kth_bits is set to all ones first.
 cudaError_t topKEmit(const void* x, size_t element_bytes, const int64_t* slot_indices, size_t k,
                      int64_t* idx, uint64_t* kth_bits, cudaStream_t stream);
+// --- kernels/plan_settle.cu ---
+// KernelBackend::settleSketchPlan: the decision in one thread, then recv = NaN unless the call
+// completes.
+cudaError_t settleSketchPlan(const PlanSettleArgs& a, cudaStream_t stream);
+
 // dst[0, bytes) = 0 unless *fault != kNoIndexFault; bytes a multiple of 2.
 cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cudaStream_t stream);
 // When *fault != kNoIndexFault: dst[0, bytes) = src (bytes a multiple of 4) and *published =

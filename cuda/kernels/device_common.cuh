@@ -22,6 +22,17 @@ inline unsigned gridFor(size_t n) {
   return blocks == 0 ? 1u : static_cast<unsigned>(blocks);
 }
 
+// The sticky fault word of the calls that read nothing back
+// (kernels/shared/sync_free_async_fault.h): one store to pinned host memory from one thread, made
+// visible to the host before the kernel ends. Only the first fault is kept (the word is sticky
+// until scclSparsifierReset).
+__device__ inline void raiseFault(uint64_t* fault_word, uint64_t word) {
+  volatile uint64_t* fault = fault_word;
+  if (word == 0 || *fault != 0) return;
+  *fault = word;
+  __threadfence_system();
+}
+
 __device__ inline size_t globalThread() {
   return size_t(blockIdx.x) * blockDim.x + threadIdx.x;
 }

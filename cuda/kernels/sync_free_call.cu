@@ -13,15 +13,6 @@ namespace {
 
 using namespace sccl::cuda_kernels;
 
-// One store to pinned host memory, made visible to the host before the kernel ends. Only the
-// first fault is kept (the word is sticky until scclSparsifierReset).
-__device__ void raiseFault(uint64_t* fault_word, uint64_t word) {
-  volatile uint64_t* fault = fault_word;
-  if (word == 0 || *fault != 0) return;
-  *fault = word;
-  __threadfence_system();
-}
-
 __global__ void beginCall(SyncFreeWords w) {
   sccl::syncFreeCallRanges(w.partitions, w.nranks, *w.sequence, w.ranges);
   *w.nonfinite = 0;

@@ -41,6 +41,9 @@ struct SparseCall {
   // Set by the reduction.
   bool residual_updated = false;  // acc now holds the new residual (else the residual is kept)
   bool step_discarded = false;    // non-finite step discarded under scclNonFinitePropagate
+  // The call's outcome and counts stay in the kernels' memory (a call that reads nothing back):
+  // the statistics below are read when asked, and a discarded call is not known as such here.
+  bool outcome_on_device = false;
   double threshold = 0;
   uint64_t k_local = 0, k_global = 0, k_max = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;

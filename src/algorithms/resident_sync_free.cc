@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/async_fault.h"
 #include "algorithms/sync_free_capacity.h"
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
@@ -87,25 +88,6 @@ SyncFreeWords carveWords(char* base, size_t n, size_t capacity, uint64_t* fault)
   w.exdyna = reinterpret_cast<int64_t*>(w.partitions + 2 * n);
   w.fault = fault;
   return w;
-}
-
-const char* faultText(AsyncFault fault) {
-  switch (fault) {
-    case AsyncFault::OtherCall: return "was at another call or config (mismatched calls)";
-    case AsyncFault::CountAboveCapacity: return "claimed more selected entries than allowed";
-    case AsyncFault::IndexOutOfRange:
-      return "sent an index outside its range or out of order (a peer's slot)";
-    case AsyncFault::NonFinite: return "had NaN/Inf in its accumulated gradient (policy error)";
-    default: return "reported an unknown fault";
-  }
-}
-
-scclResult_t faultResult(AsyncFault fault) {
-  switch (fault) {
-    case AsyncFault::OtherCall: return scclInvalidUsage;
-    case AsyncFault::NonFinite: return scclInvalidArgument;
-    default: return scclRemoteError;
-  }
 }
 
 }  // namespace
@@ -379,18 +361,9 @@ scclResult_t residentSyncFreeCheckpointState(const ReductionContext& ctx, Device
 scclResult_t residentSyncFreeAsyncError(const ResidentSyncFree& state, scclResult_t* result) {
   *result = scclSuccess;
   if (!state.ready || state.fault_host == nullptr) return scclSuccess;
-  const uint64_t word = __atomic_load_n(state.fault_host, __ATOMIC_ACQUIRE);
-  if (word == 0) return scclSuccess;
-  const AsyncFault fault = asyncFaultKind(word);
-  *result = faultResult(fault);
-  const int rank = asyncFaultRank(word);
-  char who[32] = "a peer";
-  if (rank >= 0) std::snprintf(who, sizeof(who), "rank %d", rank);
+  const uint64_t word = loadAsyncFault(state.fault_host);
   // The message goes where scclGetLastError reads it; the query itself succeeds.
-  (void)fail(*result,
-             "sparse all-reduce (sync_free, device): at call %u %s %s; every later call fills "
-             "recvbuf with NaN and changes nothing until scclSparsifierReset",
-             asyncFaultCall(word), who, faultText(fault));
+  if (word != 0) *result = asyncFaultError(word, "sync_free");
   return scclSuccess;
 }
 

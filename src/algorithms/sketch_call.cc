@@ -71,6 +71,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/async_fault.h"
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/plan_readback.h"
@@ -95,6 +96,29 @@ bool isSketchCall(const ReductionContext& ctx) {
   return std::strcmp(ctx.reduction.name, "sketch") == 0;  // prepareSketchReduction made its state
 }
 
+bool sketchReadsNoPlan(const ReductionContext& ctx) {
+  return isSketchCall(ctx) && !static_cast<const SketchState&>(*ctx.reduction_state).select_nonzero;
+}
+
+namespace {
+
+// The plan buffer of a call that reads nothing back: the plan (with its scratch), then the totals
+// of the statistics and the call's status word.
+struct SettleWords {
+  SyncFreeTotals* totals;
+  uint32_t* status;
+};
+size_t settleBytes(size_t nranks) {
+  return sketchPlanWords(nranks) * sizeof(uint64_t) + sizeof(SyncFreeTotals) + sizeof(uint64_t);
+}
+SettleWords settleWords(void* plan, size_t nranks) {
+  char* tail = static_cast<char*>(plan) + sketchPlanWords(nranks) * sizeof(uint64_t);
+  return SettleWords{reinterpret_cast<SyncFreeTotals*>(tail),
+                     reinterpret_cast<uint32_t*>(tail + sizeof(SyncFreeTotals))};
+}
+
+}  // namespace
+
 scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors) {
   const ReductionContext& ctx = *call.ctx;
   SketchState& st = static_cast<SketchState&>(*ctx.reduction_state);
@@ -104,6 +128,14 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   const size_t n = size_t(ctx.comm->nranks);
   const auto start = std::chrono::steady_clock::now();
   const size_t blocks = st.shape.blocks();
+  // Reads nothing back: the "topk" selection on memory with a sticky fault word (device buffers).
+  // A fault an earlier call raised fails this one before anything is enqueued, once the host sees
+  // it (until then the calls fill recvbuf with NaN on the device and change nothing).
+  const bool unread = vectors.async_fault != nullptr && !st.select_nonzero;
+  if (unread) {
+    const uint64_t word = loadAsyncFault(vectors.async_fault_host);
+    if (word != 0) return asyncFaultError(word, "s2");
+  }
 
   // Step 1.
   void *header = nullptr, *headers = nullptr, *plan = nullptr, *local = nullptr,
@@ -111,20 +143,21 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   SCCL_CHECK(device.buffer(DeviceStaging::kRecord, kSketchHeaderWords * sizeof(uint64_t), &header));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kHeaders, n * kSketchHeaderWords * sizeof(uint64_t), &headers));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, sketchPlanWords(n) * sizeof(uint64_t), &plan));
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, settleBytes(n), &plan));
   SCCL_CHECK(device.buffer(DeviceStaging::kLocalBitmap, std::max<size_t>(1, blocks), &local));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kGlobalBitmap, std::max<size_t>(1, blocks), &union_bitmap));
   uint64_t* own = static_cast<uint64_t*>(header);
   auto* marks = static_cast<uint8_t*>(local);
-  void* upload_host = nullptr;
-  SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, kSketchHeaderWords * sizeof(uint64_t),
-                               &upload_host));
-  uint64_t* words = static_cast<uint64_t*>(upload_host);
-  std::fill(words, words + kSketchHeaderWords, uint64_t{0});
-  words[kSketchFingerprint] = ctx.fingerprint;
-  words[kSketchSequence] = ctx.iteration;
-  SCCL_CHECK(device.toDevice(own, words, kSketchHeaderWords * sizeof(uint64_t)));
+  const SettleWords settle = settleWords(plan, n);
+  if (unread && (plan != st.settled_plan || ctx.iteration == 0)) {
+    // New device memory, or a reset sparsifier: the statistics start again.
+    SCCL_CHECK(kernels.writeWords(reinterpret_cast<uint64_t*>(settle.totals), 0, 0, 0, 0, stream));
+    st.settled_plan = plan;
+    st.first_call = ctx.iteration;
+  }
+  // The header's words travel with a launch: no host buffer a later call could overwrite.
+  SCCL_CHECK(kernels.writeWords(own, 0, 0, ctx.fingerprint, ctx.iteration, stream));
 
   // Steps 2-3.
   SCCL_CHECK(kernels.accumulate(vectors.acc, ctx.config.error_feedback ? vectors.residual : nullptr,
@@ -155,20 +188,23 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   SCCL_CHECK(kernels.planSketch(static_cast<const uint64_t*>(headers), params, ctx.count,
                                 st.shape.block, static_cast<const uint8_t*>(union_bitmap),
                                 static_cast<uint64_t*>(plan), stream));
-  const uint64_t* p = nullptr;
-  SCCL_CHECK(readPlan(call, plan, n, &p));
-  call.time_select_us += microsecondsSince(start);
-  bool handled = false;
-  SCCL_CHECK(applyPlanStatus(call, p, &handled));
-  if (handled) return scclSuccess;  // discarded for non-finite values
-  adoptPlanCounts(call, p);
-  if (st.select_nonzero) {
-    call.threshold = 0;
-    st.shape.width = sketchTableWidth(ctx.config, ctx.k_target, call.k_max);
+  // The bound of what this rank's encode lists: its marked elements, from the plan, or without
+  // it the most "topk" can mark (K whole blocks).
+  size_t listed_bound = std::min<size_t>(ctx.count, size_t(st.max_blocks) * st.shape.block);
+  if (unread) {
+    call.outcome_on_device = true;  // the plan's counts stay there (sketchDeviceStats)
+    call.time_select_us += microsecondsSince(start);
   } else {
-    double cutoff_sq = 0;
-    std::memcpy(&cutoff_sq, &p[kPlanEdge], sizeof(cutoff_sq));
-    call.threshold = std::sqrt(cutoff_sq);
+    const uint64_t* p = nullptr;
+    SCCL_CHECK(readPlan(call, plan, n, &p));
+    call.time_select_us += microsecondsSince(start);
+    bool handled = false;
+    SCCL_CHECK(applyPlanStatus(call, p, &handled));
+    if (handled) return scclSuccess;  // discarded for non-finite values
+    adoptPlanCounts(call, p);
+    listed_bound = size_t(call.k_local);
+    call.threshold = sketchPlanThreshold(p);  // 0 for "nonzero"
+    if (st.select_nonzero) st.shape.width = sketchTableWidth(ctx.config, ctx.k_target, call.k_max);
   }
 
   // Steps 7-8.
@@ -177,10 +213,9 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   void* table = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kTable, std::max<size_t>(1, table_bytes), &table));
   SCCL_CHECK(kernels.fillZero(table, table_bytes, stream));
-  // The elements of this rank's marked blocks (its header's count, now call.k_local) bound what
-  // the encode lists: the CUDA backend sorts that many entries and reads nothing back.
-  SCCL_CHECK(kernels.sketchEncode(vectors.acc, ctx.acc_dtype, st.shape, marks, table,
-                                  size_t(call.k_local), stream));
+  // The CUDA backend sorts listed_bound entries and reads nothing back.
+  SCCL_CHECK(kernels.sketchEncode(vectors.acc, ctx.acc_dtype, st.shape, marks, table, listed_bound,
+                                  stream));
   SCCL_CHECK(exchange.allReduceSum(call, table, table, table_elements, ctx.acc_dtype));
   const uint32_t divisor = call.op == scclAvg ? uint32_t(n) : 1;
   const auto* global = static_cast<const uint8_t*>(union_bitmap);
@@ -198,7 +233,58 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
     SCCL_CHECK(kernels.updateMarkedBlocks(vectors.acc, ctx.acc_dtype, ctx.count, st.shape.block,
                                           global, decoded, stream));
   }
+  if (unread) {
+    // The plan's outcome: recvbuf = NaN unless the call completes, and then the residual it
+    // started from back into the accumulator, which the caller swaps in.
+    PlanSettleArgs a;
+    a.plan = static_cast<const uint64_t*>(plan);
+    a.sequence = ctx.iteration;
+    a.k_target = ctx.k_target;
+    a.nonfinite_is_error = ctx.config.non_finite == scclNonFiniteError;
+    a.fault = vectors.async_fault;
+    a.status = settle.status;
+    a.totals = settle.totals;
+    a.recv = call.recvbuf;
+    a.recv_dtype = ctx.dtype;
+    a.count = ctx.count;
+    SCCL_CHECK(kernels.settleSketchPlan(a, stream));
+    if (ctx.config.error_feedback) {
+      SCCL_CHECK(kernels.copyByStatus(vectors.acc, vectors.residual,
+                                      ctx.count * accElementSize(ctx), settle.status, false,
+                                      stream));
+    }
+  }
   call.residual_updated = true;
+  return scclSuccess;
+}
+
+scclResult_t sketchDeviceStats(const ReductionContext& ctx, DeviceStaging& staging,
+                               scclSparseStats_t* stats) {
+  const SketchState& st = static_cast<const SketchState&>(*ctx.reduction_state);
+  if (st.settled_plan == nullptr) return scclSuccess;
+  const size_t n = size_t(ctx.comm->nranks);
+  void* plan = nullptr;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kPlan, settleBytes(n), &plan));
+  std::vector<uint64_t> words(settleBytes(n) / sizeof(uint64_t));
+  SCCL_CHECK(staging.toHost(words.data(), plan, settleBytes(n)));
+  const uint64_t* p = words.data();
+  const SettleWords settle = settleWords(words.data(), n);
+  const SyncFreeTotals& totals = *settle.totals;
+  scclSparseStats_t& s = *stats;
+  s.iteration = st.first_call + totals.completed;
+  s.nonFinite = p[kPlanOwnNonFinite];
+  s.meanAbsDensityError =
+      totals.completed == 0 ? 0.0 : totals.sum_abs_density_error / double(totals.completed);
+  if (*settle.status != kSyncFreeCompletes) return scclSuccess;  // as the host: counts kept
+  for (size_t r = 0; r < n; ++r) ctx.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
+  const uint64_t k_global = p[kPlanKGlobal], k_max = p[kPlanMaxK];
+  s.kLocal = ctx.rank_counts[size_t(ctx.comm->rank)];
+  s.kGlobal = k_global;
+  s.kMax = k_max;
+  s.density = ctx.count == 0 ? 0.0 : double(k_global) / double(ctx.count);
+  s.densityError = double(k_global) / double(ctx.k_target) - 1.0;
+  s.gatherInflation = k_global == 0 ? 0.0 : double(n) * double(k_max) / double(k_global);
+  s.threshold = totals.last_threshold;
   return scclSuccess;
 }
 

@@ -39,8 +39,9 @@ scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, Devic
                         : runResidentUnion(call, *exchange, vectors));
     if (call.step_discarded) return scclSuccess;
     if (ctx.config.error_feedback) std::swap(vectors.residual, vectors.acc);
-    // The union and sketch calls' checks all ran before anything was written; the gather's
-    // slice check runs after its read-back and may have to put the residual back.
+    // The union call's checks and a sketch call's read plan ran before anything was written (a
+    // sketch call that reads nothing back put its residual back itself); the gather's slice
+    // check runs after its read-back and may have to put the residual back.
     return gather ? restoreAfterFault(call, vectors) : scclSuccess;
   }
   const void* residual = ctx.config.error_feedback ? vectors.residual : nullptr;

@@ -21,6 +21,7 @@
 
 #include "kernels/shared/count_sketch.h"
 #include "kernels/shared/gather_plan.h"
+#include "kernels/shared/plan_settle.h"
 #include "kernels/shared/sync_free_call.h"
 #include "kernels/shared/union_plan.h"
 #include "sparsecoll/sparsecoll.h"
@@ -397,6 +398,18 @@ class KernelBackend {
                                      const int64_t* gathered, const SyncFreeWords& w,
                                      const void* values, uint32_t divisor,
                                      void* stream) const = 0;
+
+  // An S2 call whose plan the host does not read (device buffers): *a.status = settlePlanStatus
+  // (kernels/shared/plan_settle.h) of *a.plan, the policy and *a.fault; a fault raised there sets
+  // *a.fault unless it is set already (the first one sticks); settlePlanTotals into *a.totals with
+  // sketchPlanThreshold; recv = NaN of recv_dtype (the host reduction's pattern) unless the call
+  // completes, else recv is left as it is.
+  virtual scclResult_t settleSketchPlan(const PlanSettleArgs& a, void* stream) const = 0;
+
+  // dst[0, 4) = the four words, in stream order; the words travel with the launch, so no host
+  // buffer that a later call could overwrite before the copy ran is involved.
+  virtual scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+                                  void* stream) const = 0;
 
   // dst[0, bytes) = src[0, bytes) when (*status == kSyncFreeCompletes) == when_complete (bytes a
   // multiple of 4): the residual committed (fixed buffers) or put back (swapped buffers).

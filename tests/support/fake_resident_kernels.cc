@@ -277,6 +277,24 @@ scclResult_t FakeKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, s
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::settleSketchPlan(const sccl::PlanSettleArgs& a, void*) const {
+  sccl::PlanSettleArgs v = a;
+  v.plan = d_.at(a.plan);
+  v.fault = d_.at(a.fault);
+  v.status = d_.at(a.status);
+  v.totals = d_.at(a.totals);
+  v.recv = d_.view(a.recv);
+  launch("settleSketchPlan", [=] { return cpuKernels().settleSketchPlan(v, nullptr); });
+  return scclSuccess;
+}
+
+scclResult_t FakeKernels::writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2,
+                                     uint64_t w3, void*) const {
+  uint64_t* d = d_.at(dst);
+  launch("writeWords", [=] { return cpuKernels().writeWords(d, w0, w1, w2, w3, nullptr); });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::copyByStatus(void* dst, const void* src, size_t bytes,
                                        const uint32_t* status, bool when_complete, void*) const {
   void* dv = d_.view(dst);

@@ -1,10 +1,13 @@
 // The device-resident S2 call (algorithms/sketch_call.cc) on the fake device (harness
 // support/fake_gather_runs.h): the host run's outputs and residuals bit for bit at 1-4 ranks,
-// every gradient type, both block selections and both residual rules; one plan read back and one
-// wait per call; the non-finite policies, hostile headers and a bad union refused at the call on
-// every rank with recvbuf untouched; the plan's decisions on their own.
+// every gradient type, both block selections and both residual rules; nothing read back with the
+// "topk" selection, one plan and one wait with "nonzero"; the non-finite policies, hostile headers
+// and a bad union refused on every rank (at the call with recvbuf untouched when the plan is read
+// back, else through the sticky asynchronous fault that fails every later call); the plan's
+// decisions on their own.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -13,6 +16,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/shared/sketch_plan.h"
+#include "kernels/shared/sync_free_async_fault.h"
 #include "support/fake_gather_runs.h"
 
 using namespace sccl_test;
@@ -60,29 +64,39 @@ TEST_CASE("resident S2 equals the host run bit for bit", "[sketch_call]") {
   }
 }
 
-TEST_CASE("resident S2 reads back its plan alone per call", "[sketch_call]") {
+TEST_CASE("resident S2 reads nothing back with the topk selection, its plan with nonzero",
+          "[sketch_call]") {
   const size_t count = 20011;
   for (int nranks : {1, 4}) {
     for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
-      INFO(nranks << " ranks, " << (how == Collectives::OnStream ? "on the stream" : "staged"));
-      FakeRun run = runOnFake(nranks, count, sparseConfig("s2", 0.01), 3, skewed(), scclSum, how);
-      REQUIRE_NO_RANK_FAILURES(run.failures);
-      REQUIRE(run.resident);
-      CHECK(run.violations.empty());
-      for (size_t t = 0; t < 3; ++t) {
-        for (size_t r = 0; r < size_t(nranks); ++r) {
-          INFO("call " << t << " rank " << r);
-          const CallCounts& c = run.counts[t][r];
-          // The plan alone: the encode sizes its sort by the rank's marked elements, which the
-          // plan brought (the fake device counts an encode without that bound as the CUDA one,
-          // with a read-back and a wait).
-          if (how == Collectives::OnStream) {
-            CHECK(c.to_host == 1);
-            CHECK(c.to_host_bytes == 64 + 16 * uint64_t(nranks));
-            CHECK(c.waits == 1);
-          } else {  // and the three collectives staged
-            CHECK(c.to_host == 4);
-            CHECK(c.waits == 4);
+      for (const char* selection : {"topk", "nonzero"}) {
+        INFO(nranks << " ranks, " << (how == Collectives::OnStream ? "on the stream" : "staged")
+                    << ", " << selection);
+        const bool unread = std::strcmp(selection, "topk") == 0;
+        FakeRun run = runOnFake(nranks, count, s2Config(64, selection, "unselected"), 3, skewed(),
+                                scclSum, how);
+        REQUIRE_NO_RANK_FAILURES(run.failures);
+        REQUIRE(run.resident);
+        CHECK(run.violations.empty());
+        for (size_t t = 0; t < 3; ++t) {
+          for (size_t r = 0; r < size_t(nranks); ++r) {
+            INFO("call " << t << " rank " << r);
+            const CallCounts& c = run.counts[t][r];
+            // The header travels with a launch; staged, each collective's result goes up.
+            CHECK(c.to_device == (how == Collectives::OnStream ? 0u : 3u));
+            CHECK(c.async_fault == 0);
+            // "topk": the encode's bound is K whole blocks, the outcome settled on the device;
+            // "nonzero": the table's width follows the plan's largest count, read back (the
+            // fake device counts an encode without a bound as the CUDA one, with a read-back).
+            const uint64_t plan = unread ? 0 : 1;
+            if (how == Collectives::OnStream) {
+              CHECK(c.to_host == plan);
+              CHECK(c.to_host_bytes == plan * (64 + 16 * uint64_t(nranks)));
+              CHECK(c.waits == plan);
+            } else {  // and the three collectives staged, a wait each
+              CHECK(c.to_host == 3 + plan);
+              CHECK(c.waits == 3 + plan);
+            }
           }
         }
       }
@@ -90,65 +104,119 @@ TEST_CASE("resident S2 reads back its plan alone per call", "[sketch_call]") {
   }
 }
 
-TEST_CASE("resident S2 applies the non-finite policies and refuses hostile records at the call",
+TEST_CASE("resident S2 applies the non-finite policies on the device", "[sketch_call]") {
+  const size_t count = 20011;
+  const int nranks = 3;
+  const GradientFn poisoned = [](int r, uint64_t t, size_t i) {
+    if (r == 2 && t == 1 && i == 99) return std::numeric_limits<float>::quiet_NaN();
+    return gradientValue(37, r, t, i);
+  };
+  SECTION("propagate: recvbuf NaN and the residual kept, as the host; the calls go on") {
+    for (const char* selection : {"topk", "nonzero"}) {
+      requireSameAsHost(selection, nranks, count, s2Config(32, selection, "unselected"), 4,
+                        poisoned, scclSum, Collectives::OnStream);
+    }
+  }
+  SECTION("error: refused at the call when the plan is read, else a sticky asynchronous fault") {
+    scclSparseConfig_t nonzero = s2Config(32, "nonzero", "unselected");
+    nonzero.nonFinite = scclNonFiniteError;
+    requireSameAsHost("nonzero, error", nranks, count, nonzero, 3, poisoned, scclSum,
+                      Collectives::OnStream);
+    scclSparseConfig_t topk = s2Config(32, "topk", "unselected");
+    topk.nonFinite = scclNonFiniteError;
+    FakeRun run = runOnFake(nranks, count, topk, 3, poisoned, scclSum, Collectives::OnStream);
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    CHECK(run.violations.empty());
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r << ": " << run.counts[2][r].error);
+      CHECK(run.calls[1][r].result == scclSuccess);  // enqueued; the device decides
+      for (float v : run.calls[1][r].output) CHECK(std::isnan(v));
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+      CHECK(sccl::asyncFaultKind(run.counts[1][r].async_fault) == sccl::AsyncFault::NonFinite);
+      CHECK(sccl::asyncFaultRank(run.counts[1][r].async_fault) == 2);
+      CHECK(sccl::asyncFaultCall(run.counts[1][r].async_fault) == 1);
+      // The host saw the fault before the next call: refused before anything is enqueued.
+      CHECK(run.calls[2][r].result == scclInvalidArgument);
+      CHECK(run.counts[2][r].error.find("rank 2 had NaN/Inf") != std::string::npos);
+      CHECK(run.counts[2][r].launches == 0);
+      CHECK(run.calls[2][r].output == std::vector<float>(count, kSentinel));
+      CHECK(run.calls[2][r].residual == run.calls[0][r].residual);
+    }
+  }
+}
+
+TEST_CASE("resident S2 refuses hostile records on every rank, at the call or asynchronously",
           "[sketch_call]") {
   const size_t count = 20011;
   const int nranks = 3;
-  SECTION("non-finite values: the host's policies, decided before anything is written") {
-    const GradientFn poisoned = [](int r, uint64_t t, size_t i) {
-      if (r == 2 && t == 1 && i == 99) return std::numeric_limits<float>::quiet_NaN();
-      return gradientValue(37, r, t, i);
-    };
-    requireSameAsHost("s2, propagate", nranks, count, sparseConfig("s2", 0.01), 3, poisoned,
-                      scclSum, Collectives::OnStream);
-    scclSparseConfig_t error = sparseConfig("s2", 0.01);
-    error.nonFinite = scclNonFiniteError;
-    requireSameAsHost("s2, error", nranks, count, error, 3, poisoned, scclSum,
-                      Collectives::OnStream);
-  }
   struct Case {
     const char* what;
     size_t collective;  // 0: the headers' all-gather, 1: the bitmaps' max all-reduce
     std::function<void(void* data, size_t bytes)> edit;
     scclResult_t result;
-    const char* says;  // what the error text names
+    const char* says;        // what the call's error text names (plan read back)
+    sccl::AsyncFault fault;  // the sticky fault (nothing read back)
+    const char* async_says;  // what the later call's error text names
   };
   const auto rank1 = [](void* data, size_t bytes) {
     return static_cast<uint64_t*>(data) + bytes / sizeof(uint64_t) / nranks;
   };
   const std::vector<Case> cases = {
       {"a union byte of 2", 1, [](void* data, size_t) { static_cast<uint8_t*>(data)[5] = 2; },
-       scclRemoteError, "block 5 "},
+       scclRemoteError, "block 5 ", sccl::AsyncFault::BadBitmap, "a peer sent a block bitmap"},
       {"a union byte of 255 in the last block", 1,
        [](void* data, size_t bytes) { static_cast<uint8_t*>(data)[bytes - 1] = 255; },
-       scclRemoteError, "block 625 "},  // 20011 in blocks of 32: 626 blocks
+       scclRemoteError, "block 625 ",  // 20011 in blocks of 32: 626 blocks
+       sccl::AsyncFault::BadBitmap, "a peer sent a block bitmap"},
       {"more marked elements than the vector", 0,
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchElements] = count + 1; },
-       scclRemoteError, "rank 1 claims"},
+       scclRemoteError, "rank 1 claims", sccl::AsyncFault::CountAboveCapacity,
+       "rank 1 claimed more"},
       {"another call", 0,
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchSequence] += 1; },
-       scclInvalidUsage, "mismatched"},
+       scclInvalidUsage, "mismatched", sccl::AsyncFault::OtherCall, "rank 1 was at another call"},
       {"another config", 0,
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchFingerprint] ^= 1; },
-       scclInvalidUsage, "mismatched"},
+       scclInvalidUsage, "mismatched", sccl::AsyncFault::OtherCall, "rank 1 was at another call"},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    FakeRun run = runOnFake(nranks, count, s2Config(32, "topk", "unselected"), 3, skewed(), scclSum,
-                            Collectives::OnStream,
-                            [&](int call, size_t collective, int, void* data, size_t bytes) {
-                              if (call == 1 && collective == c.collective) c.edit(data, bytes);
-                            });
-    REQUIRE_NO_RANK_FAILURES(run.failures);
-    CHECK(run.violations.empty());
-    for (size_t r = 0; r < size_t(nranks); ++r) {
-      INFO("rank " << r << ": " << run.counts[1][r].error);
-      CHECK(run.calls[0][r].result == scclSuccess);
-      CHECK(run.calls[1][r].result == c.result);
-      CHECK(run.counts[1][r].error.find(c.says) != std::string::npos);
-      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
-      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
-      CHECK(run.calls[2][r].result == scclSuccess);  // the sparsifier stays usable
+  for (const char* selection : {"nonzero", "topk"}) {
+    const bool unread = std::strcmp(selection, "topk") == 0;
+    for (const Case& c : cases) {
+      INFO(selection << ": " << c.what);
+      FakeRun run = runOnFake(nranks, count, s2Config(32, selection, "unselected"), 4, skewed(),
+                              scclSum, Collectives::OnStream,
+                              [&](int call, size_t collective, int, void* data, size_t bytes) {
+                                if (call == 1 && collective == c.collective) c.edit(data, bytes);
+                              });
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      CHECK(run.violations.empty());
+      for (size_t r = 0; r < size_t(nranks); ++r) {
+        CHECK(run.calls[0][r].result == scclSuccess);
+        if (!unread) {
+          INFO("rank " << r << ": " << run.counts[1][r].error);
+          CHECK(run.calls[1][r].result == c.result);
+          CHECK(run.counts[1][r].error.find(c.says) != std::string::npos);
+          CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));  // untouched
+          CHECK(run.calls[1][r].residual == run.calls[0][r].residual);            // kept
+          CHECK(run.calls[2][r].result == scclSuccess);  // the sparsifier stays usable
+          continue;
+        }
+        INFO("rank " << r << ": " << run.counts[2][r].error);
+        // Enqueued without a wait: the device settles the call, NaN out, the residual kept,
+        // the fault raised where the host reads it.
+        CHECK(run.calls[1][r].result == scclSuccess);
+        for (float v : run.calls[1][r].output) CHECK(std::isnan(v));
+        CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+        CHECK(sccl::asyncFaultKind(run.counts[1][r].async_fault) == c.fault);
+        // Every later call fails at once with the fault's code, changing nothing.
+        for (size_t t : {2, 3}) {
+          CHECK(run.calls[t][r].result == c.result);
+          CHECK(run.counts[t][r].error.find(c.async_says) != std::string::npos);
+          CHECK(run.counts[t][r].error.find("at call 1") != std::string::npos);
+          CHECK(run.calls[t][r].output == std::vector<float>(count, kSentinel));
+          CHECK(run.calls[t][r].residual == run.calls[0][r].residual);
+        }
+      }
     }
   }
 }

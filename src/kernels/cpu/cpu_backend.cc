@@ -249,6 +249,15 @@ class CpuBackend final : public KernelBackend {
                               divisor);
   }
 
+  scclResult_t settleSketchPlan(const PlanSettleArgs& a, void*) const override {
+    return cpu::settleSketchPlan(a);
+  }
+
+  scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+                          void*) const override {
+    return cpu::writeWords(dst, w0, w1, w2, w3);
+  }
+
   scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,
                             bool when_complete, void*) const override {
     return cpu::copyByStatus(dst, src, bytes, status, when_complete);

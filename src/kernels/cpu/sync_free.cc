@@ -12,6 +12,7 @@
 #include "core/divide_by_ranks.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/cpu/call_outcome.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/dtype_checks.h"
 #include "kernels/shared/canonical_nan.h"
@@ -24,17 +25,6 @@ namespace {
 uint64_t magnitudeOf(const void* x, scclDataType_t dtype, size_t i) {
   if (dtype == scclFloat64) return magnitudeBits(static_cast<const uint64_t*>(x)[i]);
   return magnitudeBits(static_cast<const uint32_t*>(x)[i]);
-}
-
-// The fault word is read by the host without waiting: a release store, the first fault kept.
-void raiseFault(uint64_t* fault, uint64_t word) {
-  if (word == 0) return;
-  uint64_t expected = 0;
-  __atomic_compare_exchange_n(fault, &expected, word, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
-uint64_t loadFault(const uint64_t* fault) {
-  return __atomic_load_n(fault, __ATOMIC_ACQUIRE);
 }
 
 // Index j of rank r's slot, or -1 (padding, or a failed check, which sets *bad).
@@ -69,22 +59,6 @@ bool checkedSlot(const int64_t* slot, const uint64_t* ranges, size_t r) {
     previous = i;
   }
   return true;
-}
-
-template <typename Word>
-void fillWord(void* out, size_t count, Word value) {
-  std::fill_n(static_cast<Word*>(out), count, value);
-}
-
-// recv = the NaN the host reduction writes for a discarded or failed call.
-void fillNaN(void* recv, scclDataType_t dtype, size_t count) {
-  const float nan = bitsToFloat(kCanonicalNaNFloat32);
-  switch (dtype) {
-    case scclFloat64: fillWord(recv, count, kCanonicalNaNFloat64); break;
-    case scclFloat16: fillWord(recv, count, floatToFp16(nan)); break;
-    case scclBfloat16: fillWord(recv, count, floatToBf16(nan)); break;
-    default: fillWord(recv, count, kCanonicalNaNFloat32); break;
-  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// The asynchronous error of a stream-ordered sync_free sparsifier: one 64-bit word in pinned host
-// memory that a kernel of the call sets (one thread, one store) when the call's checks fail, and
-// that scclSparsifierGetAsyncError reads without waiting for the GPU. Compiled for both sides so
-// that the encoding has one definition. Sticky: the first fault stays until scclSparsifierReset.
+// The asynchronous error of a device call that reads nothing back (the sync_free call, S2 on device
+// buffers): one 64-bit word in pinned host memory that a kernel of the call sets (one thread, one
+// store) when the call's checks fail, and that scclSparsifierGetAsyncError reads without waiting
+// for the GPU. Compiled for both sides so that the encoding has one definition. Sticky: the first
+// fault stays until scclSparsifierReset.
 // Layout: fault kind in bits 56-63, rank + 1 in bits 32-55 (0: no rank named), the call number's
 // low 32 bits in bits 0-31.
 #pragma once
@@ -18,6 +19,7 @@ enum class AsyncFault : uint32_t {
   CountAboveCapacity = 2,  // a peer claims more entries than allowed: scclRemoteError
   IndexOutOfRange = 3,     // a peer's index outside its range or not ascending: scclRemoteError
   NonFinite = 4,           // non-finite values under scclNonFiniteError: scclInvalidArgument
+  BadBitmap = 5,           // a byte other than 0 or 1 in S2's union of bitmaps: scclRemoteError
 };
 
 SCCL_HOST_DEVICE inline uint64_t encodeAsyncFault(AsyncFault fault, int rank, uint64_t call) {
