@@ -158,7 +158,7 @@ class CudaKernels final : public KernelBackend {
                              scclDataType_t acc_dtype, const int64_t* gathered,
                              const SyncFreeWords& w, const void* values, uint32_t divisor,
                              void* stream) const override;
-  scclResult_t settleSketchPlan(const PlanSettleArgs& a, void* stream) const override;
+  scclResult_t settlePlan(const PlanSettleArgs& a, void* stream) const override;
   scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
                           void* stream) const override;
   scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,

@@ -81,8 +81,8 @@ scclResult_t CudaKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, s
   return scclSuccess;
 }
 
-scclResult_t CudaKernels::settleSketchPlan(const PlanSettleArgs& a, void* stream) const {
-  SCCL_CUDA_CHECK(cuda_dispatch::settleSketchPlan(a, asCudaStream(stream)), "settleSketchPlan");
+scclResult_t CudaKernels::settlePlan(const PlanSettleArgs& a, void* stream) const {
+  SCCL_CUDA_CHECK(cuda_dispatch::settlePlan(a, asCudaStream(stream)), "settlePlan");
   return scclSuccess;
 }
 

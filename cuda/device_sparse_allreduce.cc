@@ -12,7 +12,6 @@
 
 #include "algorithms/async_fault.h"
 #include "algorithms/resident_sync_free.h"
-#include "algorithms/sketch_call.h"
 #include "algorithms/staged_call.h"
 #include "algorithms/stream_exchange.h"
 #include "comm/comm.h"
@@ -119,7 +118,7 @@ scclResult_t createDeviceState(scclSparsifier& sp, void* stream, DeviceSparsifie
   }
   const ReductionContext ctx = reductionContext(sp);
   // The calls that read nothing back report their faults through a sticky word.
-  if (sp.config.reduction == "sync_free" || sketchReadsNoPlan(ctx)) {
+  if (sp.config.reduction == "sync_free" || callReadsNothingBack(ctx)) {
     SCCL_CHECK(mappedWord(&state->fault_host, &state->fault_device, uint64_t{0},
                           "device sparsifier: fault word"));
   }
@@ -200,9 +199,10 @@ scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result) {
     }
   }
   if (d->fault_host != nullptr && !d->sync_free.ready) {
-    // S2's calls, which read nothing back; the message goes where scclGetLastError reads it.
+    // S2's and CLT-k's calls, which read nothing back; the message goes where scclGetLastError
+    // reads it.
     const uint64_t word = loadAsyncFault(d->fault_host);
-    if (word != 0) *result = asyncFaultError(word, "s2");
+    if (word != 0) *result = asyncFaultError(word, sp.config.algorithm.c_str());
     return scclSuccess;
   }
   return residentSyncFreeAsyncError(d->sync_free, result);
@@ -211,10 +211,11 @@ scclResult_t deviceAsyncError(const scclSparsifier& sp, scclResult_t* result) {
 scclResult_t deviceRefreshStats(scclSparsifier& sp) {
   DeviceSparsifierState* d = sp.device.get();
   if (d != nullptr && d->fault_host != nullptr && !d->sync_free.ready) {
-    // S2's calls, which read nothing back: their plan and totals, once the device ran them.
+    // S2's and CLT-k's calls, which read nothing back: their plan and totals, once the device
+    // ran them.
     SCCL_CUDA_CHECK(cudaDeviceSynchronize(), "sparsifier statistics: the calls' work");
     d->staging.setStream(nullptr);
-    return sketchDeviceStats(reductionContext(sp), d->staging, &sp.stats);
+    return settledCallStats(reductionContext(sp), d->staging, &sp.stats);
   }
   if (d == nullptr || !d->sync_free.ready) return scclSuccess;
   // The calls enqueued so far may still run on a stream the caller owns, possibly destroyed by

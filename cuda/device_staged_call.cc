@@ -7,21 +7,13 @@
 // (kernels/device_staging.h, cuda/device_staging_cuda.cc), so the selections, checks, exchange
 // and bytes on the wire are the host reduction's, tested on the CPU ([staged_call]).
 //
-// Steps of a gather call, on the caller's stream (d_ = device memory):
-//  1. d_acc = d_residual + sendbuf, non-finite count read back (8 bytes);
-//  2. the reduction: threshold (the estimator's kernels read d_acc), selection into a device
-//     buffer, its count and indices read back (8 bytes each), the values too when top-k or
-//     max_density_slack trims them; headers and indices exchanged from host memory (the NCCL
-//     transport stages them); the k' global indices copied up, values gathered, all-reduced and
-//     scattered on the device; d_acc zeroed where sent;
-//  3. d_acc becomes the residual (the buffers trade roles).
-// Synchronisation points: the non-finite count, the selection's count and indices, the caller's
-// stream before the value all-reduce (the transport's operations run on its own stream), and the
-// estimator's read-backs (top-k: the k-th value; SIDCo, RedSync, GaussianK: moments; the density
-// correction: its bin counts). Bytes on the wire: the host gather reduction's.
-// The sketch reduction (S2) runs algorithms/sketch_call.cc's call with everything on the device:
-// with the "topk" selection it reads nothing back (its faults are asynchronous, through the
-// sparsifier's sticky fault word), with "nonzero" it reads its plan back.
+// Which call runs is algorithms/staged_call.cc's choice: the resident gather call (micro, exdyna,
+// cltk; one plan read back per call, none for CLT-k), the resident union call (topk,
+// hard_threshold, sidco and the fitted estimators; one plan), the S2 call (nothing read back with
+// the "topk" selection, the plan with "nonzero"), else the staged reduction, whose index and
+// count arrays cross to the host (the configs no resident call covers: docs/gpu.md). The calls
+// that read nothing back report their faults through the sparsifier's sticky fault word (mapped
+// page-locked memory: fault_device for the kernels, fault_host for the host).
 #include <cuda_runtime_api.h>
 
 #include <memory>

@@ -106,9 +106,9 @@ cudaError_t setWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint6
 cudaError_t topKEmit(const void* x, size_t element_bytes, const int64_t* slot_indices, size_t k,
                      int64_t* idx, uint64_t* kth_bits, cudaStream_t stream);
 // --- kernels/plan_settle.cu ---
-// KernelBackend::settleSketchPlan: the decision in one thread, then recv = NaN unless the call
+// KernelBackend::settlePlan: the decision in one thread, then recv = NaN unless the call
 // completes.
-cudaError_t settleSketchPlan(const PlanSettleArgs& a, cudaStream_t stream);
+cudaError_t settlePlan(const PlanSettleArgs& a, cudaStream_t stream);
 
 // dst[0, bytes) = 0 unless *fault != kNoIndexFault; bytes a multiple of 2.
 cudaError_t zeroUnlessFault(void* dst, size_t bytes, const uint32_t* fault, cudaStream_t stream);

@@ -1,4 +1,4 @@
-// The settling of an S2 call whose plan the host does not read (KernelBackend::settleSketchPlan):
+// The settling of a call whose plan the host does not read (KernelBackend::settlePlan):
 // the decision and the totals in a one-thread kernel running kernels/shared/plan_settle.h's
 // functions (the CPU backend's own), then recvbuf = NaN unless the call completes.
 #include "cuda/dispatch.h"
@@ -13,10 +13,9 @@ using namespace sccl::cuda_kernels;
 __global__ void settleKernel(PlanSettleArgs a) {
   uint64_t raise = 0;
   const uint64_t fault = *static_cast<volatile uint64_t*>(a.fault);
-  *a.status = sccl::settlePlanStatus(a.plan, a.sequence, a.nonfinite_is_error, fault, &raise);
+  *a.status = sccl::settlePlanStatus(a, fault, &raise);
   raiseFault(a.fault, raise);
-  sccl::settlePlanTotals(*a.status, a.plan, a.k_target, sccl::sketchPlanThreshold(a.plan),
-                         a.totals);
+  sccl::settlePlanTotals(a, *a.status);
 }
 
 template <typename Word>
@@ -27,7 +26,7 @@ __global__ void nanUnlessCompletes(Word* out, size_t count, Word nan, const uint
 
 }  // namespace
 
-cudaError_t settleSketchPlan(const PlanSettleArgs& a, cudaStream_t stream) {
+cudaError_t settlePlan(const PlanSettleArgs& a, cudaStream_t stream) {
   settleKernel<<<1, 1, 0, stream>>>(a);
   cudaError_t result = cudaGetLastError();
   if (result != cudaSuccess || a.count == 0) return result;

@@ -12,7 +12,9 @@ namespace {
 const char* faultText(AsyncFault fault) {
   switch (fault) {
     case AsyncFault::OtherCall: return "was at another call or config (mismatched calls)";
-    case AsyncFault::CountAboveCapacity: return "claimed more selected entries than allowed";
+    case AsyncFault::CountAboveCapacity:
+      return "claimed a count it may not send (past its capacity or range, or not its top-k as "
+             "the leader)";
     case AsyncFault::IndexOutOfRange:
       return "sent an index outside its range or out of order (a peer's slot)";
     case AsyncFault::NonFinite: return "had NaN/Inf in its accumulated gradient (policy error)";

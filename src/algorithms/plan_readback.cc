@@ -26,6 +26,10 @@ scclResult_t planFailure(const ReductionContext& ctx, const uint64_t* plan) {
     case kPlanTooMany:
       return fail(scclRemoteError, "rank %llu claims %llu selected entries; at most %llu allowed",
                   u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
+    case kPlanSoleCount:
+      return fail(scclRemoteError,
+                  "rank %llu, this call's leader, claims %llu selected entries; its top-k has %llu",
+                  u(plan[kPlanRank]), u(plan[kPlanDetailA]), u(plan[kPlanDetailB]));
     case kPlanPeerFault:
       return fail(scclRemoteError,
                   "rank %llu sent an index outside its range or out of order at an earlier call "

@@ -51,6 +51,10 @@ struct ReductionMemory {
   size_t candidate_room = 0;
   // The reduction's own state (the sketch's shape and last union), built by its prepare.
   std::unique_ptr<ReductionState> reduction_state;
+  // The calls that read nothing back (settled_call.h): the plan memory whose totals count them,
+  // and the call number when they started (null: none yet, or reset, or a checkpoint loaded).
+  const void* settled_plan = nullptr;
+  uint64_t settled_first_call = 0;
 };
 
 // One reduction call's (or preparation's, or mask's) view of its sparsifier. Built by
@@ -83,6 +87,8 @@ struct ReductionContext {
   HostStaging& host_staging;
   size_t& candidate_room;
   std::unique_ptr<ReductionState>& reduction_state;
+  const void*& settled_plan;
+  uint64_t& settled_first_call;
 };
 
 // Element size of the residual.

@@ -66,6 +66,7 @@
 #include "algorithms/resident_gather.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -83,6 +84,7 @@
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/magnitude_bits.h"
 #include "algorithms/reduction_context.h"
+#include "algorithms/settled_call.h"
 
 namespace sccl {
 
@@ -109,6 +111,64 @@ scclResult_t countedEnough(SparseCall& call, const uint64_t* tail, size_t words,
   uint64_t total = 0;
   for (size_t j = 0; j < words; ++j) total += summed[j];
   *enough = total >= call.ctx->k_target;
+  return scclSuccess;
+}
+
+// Steps 6-9 of a CLT-k call that reads nothing back (its plan stays on the device): the counts
+// are the host's (the leader's min(k, its range), nothing elsewhere), the leader's indices are
+// broadcast, checked and assembled into a list zeroed first (a failed plan, the leader's claim of
+// another count among its checks, assembles nothing), the values reduced and written, then the
+// kernels settle the call: recvbuf = NaN and the residual kept unless the plan and every index
+// passed.
+scclResult_t finishUnreadLeaderCall(SparseCall& call, StreamExchange& exchange,
+                                    StagedVectors& vectors, void* plan, const void* ranges,
+                                    void* local, SettleWords settle, int sole, uint64_t sole_count,
+                                    uint64_t leader_count) {
+  const ReductionContext& ctx = *call.ctx;
+  const KernelBackend& kernels = *call.kernels;
+  DeviceStaging& device = *call.device;
+  void* stream = call.stream;
+  const size_t n = size_t(ctx.comm->nranks);
+  const int rank = ctx.comm->rank;
+  call.outcome_on_device = true;  // the threshold statistic (the leader's k-th) stays there
+  for (size_t r = 0; r < n; ++r) ctx.rank_counts[r] = int(r) == sole ? leader_count : 0;
+  call.k_local = rank == sole ? sole_count : 0;
+  call.k_max = call.k_global = leader_count;
+  call.threshold = ctx.estimator.currentThreshold();
+  const size_t element = accElementSize(ctx);
+  void *global = nullptr, *values = nullptr;
+  SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, leader_count) * 8,
+                           &global));
+  SCCL_CHECK(device.buffer(DeviceStaging::kValues, std::max<uint64_t>(1, leader_count) * element,
+                           &values));
+  if (leader_count > 0) {
+    SCCL_CHECK(kernels.fillZero(global, leader_count * sizeof(int64_t), stream));
+    SCCL_CHECK(exchange.broadcast(call, local, leader_count * sizeof(int64_t), sole));
+    SCCL_CHECK(kernels.assembleExclusiveIndices(
+        static_cast<const int64_t*>(local), 1, size_t(leader_count), size_t(sole),
+        static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
+        static_cast<int64_t*>(global), vectors.fault, stream));
+  }
+  const int64_t* idx = static_cast<const int64_t*>(global);
+  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, leader_count, values, stream));
+  SCCL_CHECK(exchange.allReduceSum(call, values, values, leader_count, ctx.acc_dtype));
+  if (call.op == scclAvg) {
+    SCCL_CHECK(device.divideByRanks(values, leader_count, ctx.acc_dtype, int(n)));
+  }
+  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, ctx.dtype, ctx.count, idx, values,
+                                           ctx.acc_dtype, leader_count, 1.0, vectors.fault,
+                                           stream));
+  PlanSettleArgs a;
+  a.plan = static_cast<const uint64_t*>(plan);
+  a.index_fault = vectors.fault;
+  // The leader's statistic is its k-th magnitude (0 when it sends its whole range, which leaves
+  // the edge word 0); the other ranks keep theirs.
+  a.threshold = rank == sole && sole_count > 0 ? kSettleThresholdKth : kSettleThresholdKeep;
+  a.threshold_dtype = ctx.acc_dtype;
+  SCCL_CHECK(settleCall(call, vectors, settle, a));
+  call.residual_updated = true;
+  ctx.estimator.observe(leader_count, ctx.k_target);
+  ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
   return scclSuccess;
 }
 
@@ -141,6 +201,10 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   // A sole selector (CLT-k's leader, exact top-k) knows its count before the data: min(k, its
   // range); its record holds that count alone (no bins) and the k-th magnitude it selects at.
   const int sole = ctx.search.soleSelector(ctx.iteration);
+  // CLT-k on memory with a sticky fault word (device buffers) reads nothing back: its sizes are
+  // known before the data, and the kernels settle the call (settled_call.h).
+  const bool unread = sole >= 0 && vectors.async_fault != nullptr && !pass_candidates;
+  if (unread) SCCL_CHECK(refuseAfterAsyncFault(ctx, vectors));
   const bool corrected = sole < 0 && ctx.config.density_correction == "histogram";
   const IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
   CorrectionWindow window;
@@ -179,9 +243,13 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   SCCL_CHECK(
       device.buffer(DeviceStaging::kRecord, 2 * n * sizeof(uint64_t) + record_bytes, &upload));
   SCCL_CHECK(device.buffer(DeviceStaging::kRecords, record_bytes * n, &records));
-  // The plan, then two words of the two-step exchange's edge (edge, count over the ranks).
-  SCCL_CHECK(
-      device.buffer(DeviceStaging::kPlan, (gatherPlanWords(n) + 2) * sizeof(uint64_t), &plan));
+  // The plan, then two words of the two-step exchange's edge (edge, count over the ranks), then
+  // the settle words of a call that reads nothing back.
+  const size_t plan_words = gatherPlanWords(n) + 2;
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, plan_words * sizeof(uint64_t) + kSettleWordsBytes,
+                           &plan));
+  void* settle_at = static_cast<uint64_t*>(plan) + plan_words;
+  const SettleWords settle = settleWordsAt(settle_at);
   uint64_t* ranges = static_cast<uint64_t*>(upload);
   uint64_t* record_words_d = ranges + 2 * n;
   void* record = record_words_d;
@@ -193,11 +261,19 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   uint64_t* edge_words = static_cast<uint64_t*>(plan) + gatherPlanWords(n);
   const size_t upload_words = 2 * n + kGatherRecordHeaderWords + (count_in_record ? 1 : 0);
   // From page-locked memory the upload is a true asynchronous copy; the buffer is reused only
-  // after the call's wait, when the copy is done.
-  void* upload_host = nullptr;
-  SCCL_CHECK(
-      device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t), &upload_host));
-  uint64_t* words = static_cast<uint64_t*>(upload_host);
+  // after the call's wait, when the copy is done. A call without a wait uploads from pageable
+  // memory, whose copy is staged before toDevice returns.
+  std::vector<uint64_t> pageable;
+  uint64_t* words = nullptr;
+  if (unread) {
+    pageable.resize(upload_words);
+    words = pageable.data();
+  } else {
+    void* upload_host = nullptr;
+    SCCL_CHECK(device.hostBuffer(DeviceStaging::kUploadHost, upload_words * sizeof(uint64_t),
+                                 &upload_host));
+    words = static_cast<uint64_t*>(upload_host);
+  }
   std::fill(words, words + upload_words, uint64_t{0});
   writeCallRanges(ctx, words);
   words[2 * n + kRecordFingerprint] = ctx.fingerprint;
@@ -276,7 +352,12 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   params.bins = window.bins;
   params.centre_edge = edgeAtOrBelow(window, ctx.estimator.currentThreshold(), ctx.acc_dtype);
   params.nearest_edge = corrected ? 1 : 0;
-  if (sole >= 0) params.sole = uint64_t(sole);
+  if (sole >= 0) {
+    // The leader's count sizes the index broadcast and every receiver's list: a claim of another
+    // fails the plan on every rank.
+    params.sole = uint64_t(sole);
+    params.sole_count = leader_count;
+  }
   if (two_step) {
     // The host reduction's collectives: the bins summed, then the headers with each rank's
     // count at the edge.
@@ -318,20 +399,18 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
                                   static_cast<const uint64_t*>(ranges), vectors.fault,
                                   static_cast<uint64_t*>(plan), stream));
   }
+  if (unread) {
+    SCCL_CHECK(startSettledTotals(call, settle_at, settle));
+    call.time_select_us += microsecondsSince(start) - (call.time_comm_us - comm_us_before);
+    return finishUnreadLeaderCall(call, exchange, vectors, plan, ranges, local, settle, sole,
+                                  sole_count, leader_count);
+  }
   const uint64_t* p = nullptr;
   SCCL_CHECK(readPlan(call, plan, n, &p));
   call.time_select_us += microsecondsSince(start) - (call.time_comm_us - comm_us_before);
   bool handled = false;
   SCCL_CHECK(applyPlanStatus(call, p, &handled));
   if (handled) return scclSuccess;  // discarded for non-finite values
-  // A leader claiming another count than its top-k would size the index broadcast past the
-  // receivers' buffers (sized for leader_count): refused on every rank alike.
-  if (sole >= 0 && p[kGatherPlanHeaderWords + 2 * size_t(sole)] != leader_count) {
-    return fail(scclRemoteError,
-                "rank %d, this call's leader, claims %llu selected entries; its top-k has %llu",
-                sole, static_cast<unsigned long long>(p[kGatherPlanHeaderWords + 2 * size_t(sole)]),
-                static_cast<unsigned long long>(leader_count));
-  }
   if (sole >= 0) {
     // The host reduction's: the leader's k-th value (0 for its whole range, +inf for none);
     // the others keep the estimator's current one.
@@ -427,6 +506,41 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   call.residual_updated = true;
   ctx.estimator.observe(k_global, ctx.k_target);
   ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
+  return scclSuccess;
+}
+
+scclResult_t residentLeaderStats(const ReductionContext& ctx, DeviceStaging& staging,
+                                 scclSparseStats_t* stats) {
+  const size_t n = size_t(ctx.comm->nranks);
+  const size_t plan_words = gatherPlanWords(n) + 2;
+  void* plan = nullptr;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kPlan, plan_words * sizeof(uint64_t) + kSettleWordsBytes,
+                            &plan));
+  SettledRead read;
+  SCCL_CHECK(readSettled(ctx, staging, plan, gatherPlanWords(n),
+                         static_cast<uint64_t*>(plan) + plan_words, &read));
+  if (!read.any) return scclSuccess;
+  scclSparseStats_t& s = *stats;
+  // The bytes and call number are the host's; the counts are those of the last completed call
+  // (a discarded one keeps them, as on the host), whose leader selected min(k, its range). The
+  // leader's k-th magnitude is the device's: adopted as the host run adopts it at each call this
+  // rank led, and the statistic of every call since (the host's estimator threshold).
+  s.nonFinite = read.plan[kPlanOwnNonFinite];
+  if (read.totals.completed > 0) {
+    const int leader = ctx.search.soleSelector(read.last_completed);
+    const IndexRange range = ctx.search.rangeFor(leader, read.last_completed);
+    const uint64_t k =
+        range.empty() ? 0 : std::min<uint64_t>(localTarget(ctx, range), range.size());
+    for (size_t r = 0; r < n; ++r) ctx.rank_counts[r] = int(r) == leader ? k : 0;
+    s.kLocal = ctx.rank_counts[size_t(ctx.comm->rank)];
+    s.kGlobal = s.kMax = k;
+  }
+  if (!std::isnan(read.totals.last_threshold))
+    ctx.estimator.adoptThreshold(read.totals.last_threshold);
+  s.threshold = ctx.estimator.currentThreshold();
+  s.meanAbsDensityError = read.totals.completed == 0
+                              ? 0.0
+                              : read.totals.sum_abs_density_error / double(read.totals.completed);
   return scclSuccess;
 }
 

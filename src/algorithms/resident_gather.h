@@ -28,6 +28,12 @@ bool residentGatherApplies(const ReductionContext& ctx);
 scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors,
                                bool pass_candidates = false);
 
+// The statistics of CLT-k's calls that read nothing back (the leader's k-th magnitude as the
+// threshold, adopted by the estimator as the host run adopts it; the non-finite count and the
+// mean density error), into *stats; nothing before the first such call. Waits for `staging`.
+scclResult_t residentLeaderStats(const ReductionContext& ctx, DeviceStaging& staging,
+                                 scclSparseStats_t* stats);
+
 // After the swap of a completed call: if a peer's indices failed their check (vectors.fault), the
 // residual the call started from is put back (the device decides; the host does not wait).
 scclResult_t restoreAfterFault(const SparseCall& call, StagedVectors& vectors);

@@ -71,11 +71,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "algorithms/async_fault.h"
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/plan_readback.h"
 #include "algorithms/reductions.h"
+#include "algorithms/settled_call.h"
 #include "algorithms/sketch_state.h"
 #include "comm/comm.h"
 #include "core/error.h"
@@ -102,19 +102,13 @@ bool sketchReadsNoPlan(const ReductionContext& ctx) {
 
 namespace {
 
-// The plan buffer of a call that reads nothing back: the plan (with its scratch), then the totals
-// of the statistics and the call's status word.
-struct SettleWords {
-  SyncFreeTotals* totals;
-  uint32_t* status;
-};
-size_t settleBytes(size_t nranks) {
-  return sketchPlanWords(nranks) * sizeof(uint64_t) + sizeof(SyncFreeTotals) + sizeof(uint64_t);
+// The plan buffer: the plan with its scratch, then, for a call that reads nothing back, its
+// settle words.
+size_t planBytes(size_t nranks) {
+  return sketchPlanWords(nranks) * sizeof(uint64_t) + kSettleWordsBytes;
 }
-SettleWords settleWords(void* plan, size_t nranks) {
-  char* tail = static_cast<char*>(plan) + sketchPlanWords(nranks) * sizeof(uint64_t);
-  return SettleWords{reinterpret_cast<SyncFreeTotals*>(tail),
-                     reinterpret_cast<uint32_t*>(tail + sizeof(SyncFreeTotals))};
+void* settleWordsOf(void* plan, size_t nranks) {
+  return static_cast<char*>(plan) + sketchPlanWords(nranks) * sizeof(uint64_t);
 }
 
 }  // namespace
@@ -132,10 +126,7 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   // A fault an earlier call raised fails this one before anything is enqueued, once the host sees
   // it (until then the calls fill recvbuf with NaN on the device and change nothing).
   const bool unread = vectors.async_fault != nullptr && !st.select_nonzero;
-  if (unread) {
-    const uint64_t word = loadAsyncFault(vectors.async_fault_host);
-    if (word != 0) return asyncFaultError(word, "s2");
-  }
+  if (unread) SCCL_CHECK(refuseAfterAsyncFault(ctx, vectors));
 
   // Step 1.
   void *header = nullptr, *headers = nullptr, *plan = nullptr, *local = nullptr,
@@ -143,19 +134,14 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   SCCL_CHECK(device.buffer(DeviceStaging::kRecord, kSketchHeaderWords * sizeof(uint64_t), &header));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kHeaders, n * kSketchHeaderWords * sizeof(uint64_t), &headers));
-  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, settleBytes(n), &plan));
+  SCCL_CHECK(device.buffer(DeviceStaging::kPlan, planBytes(n), &plan));
   SCCL_CHECK(device.buffer(DeviceStaging::kLocalBitmap, std::max<size_t>(1, blocks), &local));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kGlobalBitmap, std::max<size_t>(1, blocks), &union_bitmap));
   uint64_t* own = static_cast<uint64_t*>(header);
   auto* marks = static_cast<uint8_t*>(local);
-  const SettleWords settle = settleWords(plan, n);
-  if (unread && (plan != st.settled_plan || ctx.iteration == 0)) {
-    // New device memory, or a reset sparsifier: the statistics start again.
-    SCCL_CHECK(kernels.writeWords(reinterpret_cast<uint64_t*>(settle.totals), 0, 0, 0, 0, stream));
-    st.settled_plan = plan;
-    st.first_call = ctx.iteration;
-  }
+  const SettleWords settle = settleWordsAt(settleWordsOf(plan, n));
+  if (unread) SCCL_CHECK(startSettledTotals(call, settleWordsOf(plan, n), settle));
   // The header's words travel with a launch: no host buffer a later call could overwrite.
   SCCL_CHECK(kernels.writeWords(own, 0, 0, ctx.fingerprint, ctx.iteration, stream));
 
@@ -203,7 +189,10 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
     if (handled) return scclSuccess;  // discarded for non-finite values
     adoptPlanCounts(call, p);
     listed_bound = size_t(call.k_local);
-    call.threshold = sketchPlanThreshold(p);  // 0 for "nonzero"
+    PlanSettleArgs cutoff;
+    cutoff.plan = p;
+    cutoff.threshold = kSettleThresholdSketchCutoff;
+    call.threshold = settledThreshold(cutoff);  // 0 for "nonzero"
     if (st.select_nonzero) st.shape.width = sketchTableWidth(ctx.config, ctx.k_target, call.k_max);
   }
 
@@ -238,21 +227,8 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
     // started from back into the accumulator, which the caller swaps in.
     PlanSettleArgs a;
     a.plan = static_cast<const uint64_t*>(plan);
-    a.sequence = ctx.iteration;
-    a.k_target = ctx.k_target;
-    a.nonfinite_is_error = ctx.config.non_finite == scclNonFiniteError;
-    a.fault = vectors.async_fault;
-    a.status = settle.status;
-    a.totals = settle.totals;
-    a.recv = call.recvbuf;
-    a.recv_dtype = ctx.dtype;
-    a.count = ctx.count;
-    SCCL_CHECK(kernels.settleSketchPlan(a, stream));
-    if (ctx.config.error_feedback) {
-      SCCL_CHECK(kernels.copyByStatus(vectors.acc, vectors.residual,
-                                      ctx.count * accElementSize(ctx), settle.status, false,
-                                      stream));
-    }
+    a.threshold = kSettleThresholdSketchCutoff;
+    SCCL_CHECK(settleCall(call, vectors, settle, a));
   }
   call.residual_updated = true;
   return scclSuccess;
@@ -260,22 +236,20 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
 
 scclResult_t sketchDeviceStats(const ReductionContext& ctx, DeviceStaging& staging,
                                scclSparseStats_t* stats) {
-  const SketchState& st = static_cast<const SketchState&>(*ctx.reduction_state);
-  if (st.settled_plan == nullptr) return scclSuccess;
   const size_t n = size_t(ctx.comm->nranks);
   void* plan = nullptr;
-  SCCL_CHECK(staging.buffer(DeviceStaging::kPlan, settleBytes(n), &plan));
-  std::vector<uint64_t> words(settleBytes(n) / sizeof(uint64_t));
-  SCCL_CHECK(staging.toHost(words.data(), plan, settleBytes(n)));
-  const uint64_t* p = words.data();
-  const SettleWords settle = settleWords(words.data(), n);
-  const SyncFreeTotals& totals = *settle.totals;
+  SCCL_CHECK(staging.buffer(DeviceStaging::kPlan, planBytes(n), &plan));
+  SettledRead read;
+  SCCL_CHECK(readSettled(ctx, staging, plan, gatherPlanWords(n), settleWordsOf(plan, n), &read));
+  if (!read.any) return scclSuccess;
+  const uint64_t* p = read.plan.data();
   scclSparseStats_t& s = *stats;
-  s.iteration = st.first_call + totals.completed;
+  s.iteration = ctx.settled_first_call + read.totals.completed;
   s.nonFinite = p[kPlanOwnNonFinite];
-  s.meanAbsDensityError =
-      totals.completed == 0 ? 0.0 : totals.sum_abs_density_error / double(totals.completed);
-  if (*settle.status != kSyncFreeCompletes) return scclSuccess;  // as the host: counts kept
+  s.meanAbsDensityError = read.totals.completed == 0
+                              ? 0.0
+                              : read.totals.sum_abs_density_error / double(read.totals.completed);
+  if (read.status != kSyncFreeCompletes) return scclSuccess;  // as the host: counts kept
   for (size_t r = 0; r < n; ++r) ctx.rank_counts[r] = p[kGatherPlanHeaderWords + 2 * r];
   const uint64_t k_global = p[kPlanKGlobal], k_max = p[kPlanMaxK];
   s.kLocal = ctx.rank_counts[size_t(ctx.comm->rank)];
@@ -284,7 +258,7 @@ scclResult_t sketchDeviceStats(const ReductionContext& ctx, DeviceStaging& stagi
   s.density = ctx.count == 0 ? 0.0 : double(k_global) / double(ctx.count);
   s.densityError = double(k_global) / double(ctx.k_target) - 1.0;
   s.gatherInflation = k_global == 0 ? 0.0 : double(n) * double(k_max) / double(k_global);
-  s.threshold = totals.last_threshold;
+  s.threshold = read.totals.last_threshold;
   return scclSuccess;
 }
 

@@ -18,10 +18,6 @@ struct SketchState final : ReductionState {
   bool select_nonzero = false;  // "nonzero" selection
   bool feedback_decode_error = false;
   std::vector<uint8_t> global;  // the union of the last completed host call's marked blocks
-  // Calls that read nothing back (sketch_call.cc): the plan buffer whose totals were cleared,
-  // and the call number then (the statistics count completed calls from it).
-  const void* settled_plan = nullptr;
-  uint64_t first_call = 0;
 };
 
 }  // namespace sccl

@@ -25,6 +25,18 @@ AccumulateSelectArgs accumulatePass(const SparseCall& call, const StagedVectors&
   return a;
 }
 
+bool callReadsNothingBack(const ReductionContext& ctx) {
+  return sketchReadsNoPlan(ctx) ||
+         (residentGatherApplies(ctx) && ctx.search.soleSelector(ctx.iteration) >= 0);
+}
+
+scclResult_t settledCallStats(const ReductionContext& ctx, DeviceStaging& staging,
+                              scclSparseStats_t* stats) {
+  if (!callReadsNothingBack(ctx)) return scclSuccess;
+  return isSketchCall(ctx) ? sketchDeviceStats(ctx, staging, stats)
+                           : residentLeaderStats(ctx, staging, stats);
+}
+
 scclResult_t runStagedCall(SparseCall& call, const KernelBackend& kernels, DeviceStaging& staging,
                            StagedVectors& vectors, void* stream, StreamExchange* exchange) {
   const ReductionContext& ctx = *call.ctx;

@@ -40,6 +40,15 @@ struct StagedVectors {
 AccumulateSelectArgs accumulatePass(const SparseCall& call, const StagedVectors& vectors,
                                     uint64_t* nonfinite);
 
+// Whether a call on device buffers (a StagedVectors with async_fault) reads nothing back: S2 with
+// its "topk" selection (sketch_call.h) and CLT-k (resident_gather.h).
+bool callReadsNothingBack(const ReductionContext& ctx);
+
+// The statistics of the calls that read nothing back, from the kernels' memory (waits for
+// `staging`): sketchDeviceStats or residentLeaderStats; nothing for other calls.
+scclResult_t settledCallStats(const ReductionContext& ctx, DeviceStaging& staging,
+                              scclSparseStats_t* stats);
+
 class StreamExchange;
 
 // exchange: the collectives of the device-resident gather call (algorithms/resident_gather.h),

@@ -399,12 +399,12 @@ class KernelBackend {
                                      const void* values, uint32_t divisor,
                                      void* stream) const = 0;
 
-  // An S2 call whose plan the host does not read (device buffers): *a.status = settlePlanStatus
-  // (kernels/shared/plan_settle.h) of *a.plan, the policy and *a.fault; a fault raised there sets
-  // *a.fault unless it is set already (the first one sticks); settlePlanTotals into *a.totals with
-  // sketchPlanThreshold; recv = NaN of recv_dtype (the host reduction's pattern) unless the call
-  // completes, else recv is left as it is.
-  virtual scclResult_t settleSketchPlan(const PlanSettleArgs& a, void* stream) const = 0;
+  // A call whose plan the host does not read (S2 "topk" and CLT-k on device buffers): *a.status =
+  // settlePlanStatus (kernels/shared/plan_settle.h) of the plan, the index check, the policy and
+  // *a.fault; a fault raised there sets *a.fault unless it is set already (the first one sticks);
+  // settlePlanTotals into *a.totals; recv = NaN of recv_dtype (the host reduction's pattern)
+  // unless the call completes, else recv is left as it is.
+  virtual scclResult_t settlePlan(const PlanSettleArgs& a, void* stream) const = 0;
 
   // dst[0, 4) = the four words, in stream order; the words travel with the launch, so no host
   // buffer that a later call could overwrite before the copy ran is involved.

@@ -260,6 +260,7 @@ scclResult_t sparsifierReset(scclSparsifier* sp) {
   sp->search->reset();
   sp->iteration = 0;
   sp->reduction_memory.union_slot_hint = 0;
+  sp->reduction_memory.settled_plan = nullptr;
   clearStats(*sp);
   return scclSuccess;
 }
@@ -278,6 +279,7 @@ scclResult_t sparseAllreduceOnDevice(scclSparsifier* sp, const void* sendbuf, vo
   SCCL_CHECK(commRecordFailure(sp->comm, run(*sp, call, stream)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
+    if (discardedCallCounts(*sp)) ++sp->iteration;
     return scclSuccess;
   }
   ++sp->iteration;
@@ -327,6 +329,7 @@ scclResult_t sparseAllreduce(scclSparsifier* sp, const void* sendbuf, void* recv
                                         : sp->reduction->run(call)));
   if (call.step_discarded) {
     sp->stats.nonFinite = call.nonfinite_local;
+    if (discardedCallCounts(*sp)) ++sp->iteration;
     return scclSuccess;
   }
   if (flush) sp->residual_to_flush = false;
@@ -400,6 +403,10 @@ scclResult_t sparsifierSwitchPreset(scclSparsifier* sp, const ResolvedSparseConf
   return scclSuccess;
 }
 
+bool discardedCallCounts(const scclSparsifier& sp) {
+  return sp.search->soleSelector(sp.iteration) >= 0;
+}
+
 ReductionContext reductionContext(scclSparsifier& sp) {
   ReductionMemory& m = sp.reduction_memory;
   return ReductionContext{sp.comm,
@@ -425,7 +432,9 @@ ReductionContext reductionContext(scclSparsifier& sp) {
                           m.candidate_values,
                           m.host_staging,
                           m.candidate_room,
-                          m.reduction_state};
+                          m.reduction_state,
+                          m.settled_plan,
+                          m.settled_first_call};
 }
 
 scclResult_t sparsifierMaskSent(scclSparsifier& sp, void* buffer, scclDataType_t dtype) {

@@ -144,6 +144,12 @@ CallRecord sparseCallRecord(const scclSparsifier& sp, scclRedOp_t op, bool on_de
 // resolves its density correction; the estimator is built for the first call's density.
 scclResult_t buildSparsifierAxes(scclSparsifier& sp);
 
+// Whether a call discarded for non-finite values (the propagate policy) still advances the call
+// number: where a leader rotates with it (CLT-k), so that the leader never depends on the data
+// and a device call that reads nothing back needs no outcome from the host. Elsewhere a
+// discarded call is not counted (the same call number comes again).
+bool discardedCallCounts(const scclSparsifier& sp);
+
 // The sparsifier as its reduction sees it (algorithms/reduction_context.h), for one call (after
 // applyCallDensity), a preparation or a mask; valid while the preset is unchanged.
 ReductionContext reductionContext(scclSparsifier& sp);

@@ -263,6 +263,7 @@ void applyState(scclSparsifier& sp, LoadedState& loaded) {
   sp.last_call_mask = nullptr;  // the loaded state has no last call here
   sp.reduction_memory.rank_counts = std::move(loaded.rank_counts);
   sp.reduction_memory.union_slot_hint = 0;  // as after a reset: every rank that loads starts from k
+  sp.reduction_memory.settled_plan = nullptr;  // the device's totals start again
   sp.auto_switches = loaded.auto_switches;
   sp.auto_settled = loaded.auto_settled;
   sp.stats = loaded.stats;

@@ -179,7 +179,7 @@ class FakeKernels final : public sccl::KernelBackend {
                              scclDataType_t acc_dtype, const int64_t* gathered,
                              const sccl::SyncFreeWords& w, const void* values, uint32_t divisor,
                              void* stream) const override;
-  scclResult_t settleSketchPlan(const sccl::PlanSettleArgs& a, void* stream) const override;
+  scclResult_t settlePlan(const sccl::PlanSettleArgs& a, void* stream) const override;
   scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
                           void* stream) const override;
   scclResult_t copyByStatus(void* dst, const void* src, size_t bytes, const uint32_t* status,

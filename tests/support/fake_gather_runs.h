@@ -140,11 +140,12 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
       // them (after the counts above: the user asks when they want them).
       if (record.result == scclSuccess && call.outcome_on_device) {
         scclSparseStats_t stats{};
-        log.checkResult(sccl::sketchDeviceStats(ctx, staging, &stats), scclSuccess,
-                        "sketchDeviceStats");
-        call.k_global = stats.kGlobal;
+        log.checkResult(sccl::settledCallStats(ctx, staging, &stats), scclSuccess,
+                        "settledCallStats");
+        if (sccl::isSketchCall(ctx)) call.k_global = stats.kGlobal;  // CLT-k's are the host's
       }
-      if (record.result == scclSuccess && !call.step_discarded) ++sp->iteration;
+      if (record.result == scclSuccess && (!call.step_discarded || sccl::discardedCallCounts(*sp)))
+        ++sp->iteration;
       TypedRankCall& typed = run.typed[size_t(t)][size_t(rank)];
       typed.result = record.result;
       const auto* o = static_cast<const unsigned char*>(device.view(out));

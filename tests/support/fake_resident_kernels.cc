@@ -277,14 +277,16 @@ scclResult_t FakeKernels::syncFreeWrite(void* recv, scclDataType_t recv_dtype, s
   return scclSuccess;
 }
 
-scclResult_t FakeKernels::settleSketchPlan(const sccl::PlanSettleArgs& a, void*) const {
+scclResult_t FakeKernels::settlePlan(const sccl::PlanSettleArgs& a, void*) const {
   sccl::PlanSettleArgs v = a;
   v.plan = d_.at(a.plan);
+  v.index_fault = d_.at(a.index_fault);
   v.fault = d_.at(a.fault);
   v.status = d_.at(a.status);
   v.totals = d_.at(a.totals);
+  v.last_completed = d_.at(a.last_completed);
   v.recv = d_.view(a.recv);
-  launch("settleSketchPlan", [=] { return cpuKernels().settleSketchPlan(v, nullptr); });
+  launch("settlePlan", [=] { return cpuKernels().settlePlan(v, nullptr); });
   return scclSuccess;
 }
 

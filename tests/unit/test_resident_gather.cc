@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/shared/sync_free_async_fault.h"
 #include "support/fake_gather_runs.h"
 
 using namespace sccl_test;
@@ -130,8 +131,9 @@ TEST_CASE("resident gather reads back one plan and waits once per call", "[resid
         CHECK(s.to_host == 4);
       }
     }
-    // CLT-k: one read-back and one wait on the stream; staged, the leader also reads back and
-    // waits for its broadcast, and everyone for the value all-reduce.
+    // CLT-k reads nothing back (its sizes are known before the data, the device settles the
+    // call): no wait on the stream; staged, one wait per collective it sends from (the leader:
+    // records, broadcast, values; the others: records, values).
     FakeRun cltk = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(), scclSum,
                              Collectives::OnStream);
     FakeRun cltk_staged = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 4, skewed(), scclSum,
@@ -142,11 +144,12 @@ TEST_CASE("resident gather reads back one plan and waits once per call", "[resid
     for (size_t t = 0; t < 4; ++t) {
       for (size_t r = 0; r < size_t(nranks); ++r) {
         INFO("cltk call " << t << " rank " << r);
-        CHECK(cltk.counts[t][r].to_host == 1);
-        CHECK(cltk.counts[t][r].to_host_bytes == 64 + 16 * uint64_t(nranks));
-        CHECK(cltk.counts[t][r].waits == 1);
+        CHECK(cltk.counts[t][r].to_host == 0);
+        CHECK(cltk.counts[t][r].waits == 0);
+        CHECK(cltk.counts[t][r].to_device == 1);  // the ranges and the record's header
+        CHECK(cltk.counts[t][r].async_fault == 0);
         const bool leader = r == t % size_t(nranks);
-        CHECK(cltk_staged.counts[t][r].waits == (leader ? 4u : 3u));
+        CHECK(cltk_staged.counts[t][r].waits == (leader ? 3u : 2u));
       }
     }
   }
@@ -166,6 +169,24 @@ TEST_CASE("resident gather applies the non-finite policies as the host does", "[
   requireSameAsHost("exdyna, error", 3, count, strict, 4, gradient, scclSum, Collectives::Staged);
   requireSameAsHost("cltk, propagate", 3, count, sparseConfig("cltk", 0.01), 5, gradient, scclSum,
                     Collectives::OnStream);
+  // CLT-k reads nothing back: under the error policy the device raises the sticky fault (the host
+  // refuses that call at once, nothing changed) and every later call is refused with it.
+  scclSparseConfig_t cltk_strict = sparseConfig("cltk", 0.01);
+  cltk_strict.nonFinite = scclNonFiniteError;
+  FakeRun run = runOnFake(3, count, cltk_strict, 4, gradient, scclSum, Collectives::OnStream);
+  REQUIRE_NO_RANK_FAILURES(run.failures);
+  for (size_t r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << run.counts[3][r].error);
+    CHECK(run.calls[1][r].result == scclSuccess);
+    CHECK(run.counts[1][r].async_fault == 0);
+    CHECK(run.calls[2][r].result == scclSuccess);
+    for (float v : run.calls[2][r].output) CHECK(std::isnan(v));
+    CHECK(run.calls[2][r].residual == run.calls[1][r].residual);
+    CHECK(sccl::asyncFaultKind(run.counts[2][r].async_fault) == sccl::AsyncFault::NonFinite);
+    CHECK(sccl::asyncFaultRank(run.counts[2][r].async_fault) == 1);
+    CHECK(run.calls[3][r].result == scclInvalidArgument);
+    CHECK(run.counts[3][r].error.find("rank 1 had NaN/Inf") != std::string::npos);
+  }
 }
 
 TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gather]") {
@@ -191,6 +212,28 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
       CHECK(run.calls[3][r].output == std::vector<float>(count, kSentinel));
     }
   }
+  // CLT-k reads nothing back: the device settles a call a hostile peer spoils (recvbuf NaN,
+  // the residual kept, the sticky fault raised), and every later call is refused with its code
+  // before anything is enqueued.
+  const auto require_async_refusal = [&](const FakeRun& run, sccl::AsyncFault fault,
+                                         const char* says) {
+    REQUIRE_NO_RANK_FAILURES(run.failures);
+    CHECK(run.violations.empty());
+    for (size_t r = 0; r < size_t(nranks); ++r) {
+      INFO("rank " << r << ": " << run.counts[2][r].error);
+      CHECK(run.calls[1][r].result == scclSuccess);
+      for (float v : run.calls[1][r].output) CHECK(std::isnan(v));
+      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+      CHECK(sccl::asyncFaultKind(run.counts[1][r].async_fault) == fault);
+      CHECK(sccl::asyncFaultRank(run.counts[1][r].async_fault) == 1);  // the leader of call 1
+      CHECK(sccl::asyncFaultCall(run.counts[1][r].async_fault) == 1);
+      CHECK(run.calls[2][r].result == scclRemoteError);
+      CHECK(run.counts[2][r].error.find(says) != std::string::npos);
+      CHECK(run.counts[2][r].launches == 0);
+      CHECK(run.calls[2][r].output == std::vector<float>(count, kSentinel));
+      CHECK(run.calls[2][r].residual == run.calls[0][r].residual);
+    }
+  };
   SECTION("CLT-k: the leader's broadcast index outside the vector") {
     FakeRun run =
         runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
@@ -198,32 +241,21 @@ TEST_CASE("resident gather refuses a hostile peer on every rank", "[resident_gat
                     if (call != 1 || collective != 1) return;
                     static_cast<int64_t*>(data)[0] = int64_t(count);
                   });
-    REQUIRE_NO_RANK_FAILURES(run.failures);
-    for (size_t r = 0; r < size_t(nranks); ++r) {
-      INFO("rank " << r);
-      CHECK(run.calls[1][r].result == scclSuccess);
-      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
-      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
-      CHECK(run.counts[1][r].published_fault == 1);  // the leader of call 1
-      CHECK(run.calls[2][r].result == scclRemoteError);
-    }
+    require_async_refusal(run, sccl::AsyncFault::IndexOutOfRange, "rank 1 sent an index outside");
   }
-  SECTION("CLT-k: a leader claiming more than its top-k (within its range)") {
+  SECTION("CLT-k: a leader claiming another count than its top-k (within its range)") {
     // Its count sizes the index broadcast: the receivers' buffers hold the top-k alone.
-    FakeRun run = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
-                            Collectives::OnStream,
-                            [](int call, size_t collective, int, void* data, size_t bytes) {
-                              if (call != 1 || collective != 0) return;
-                              const size_t record = bytes / sizeof(uint64_t) / nranks;
-                              // The leader of call 1 is rank 1; its count is its last word.
-                              static_cast<uint64_t*>(data)[2 * record - 1] += 5;
-                            });
-    REQUIRE_NO_RANK_FAILURES(run.failures);
-    for (size_t r = 0; r < size_t(nranks); ++r) {
-      INFO("rank " << r);
-      CHECK(run.calls[1][r].result == scclRemoteError);
-      CHECK(run.calls[1][r].output == std::vector<float>(count, kSentinel));
-      CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
+    for (int64_t change : {5, -5}) {
+      INFO("claim changed by " << change);
+      FakeRun run = runOnFake(nranks, count, sparseConfig("cltk", 0.01), 3, skewed(), scclSum,
+                              Collectives::OnStream,
+                              [&](int call, size_t collective, int, void* data, size_t bytes) {
+                                if (call != 1 || collective != 0) return;
+                                const size_t record = bytes / sizeof(uint64_t) / nranks;
+                                // The leader of call 1 is rank 1; its count is its last word.
+                                static_cast<uint64_t*>(data)[2 * record - 1] += uint64_t(change);
+                              });
+      require_async_refusal(run, sccl::AsyncFault::CountAboveCapacity, "rank 1 claimed a count");
     }
   }
   SECTION("indices out of order") {

@@ -171,7 +171,7 @@ TEST_CASE("resident S2 refuses hostile records on every rank, at the call or asy
       {"more marked elements than the vector", 0,
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchElements] = count + 1; },
        scclRemoteError, "rank 1 claims", sccl::AsyncFault::CountAboveCapacity,
-       "rank 1 claimed more"},
+       "rank 1 claimed a count"},
       {"another call", 0,
        [&](void* data, size_t bytes) { rank1(data, bytes)[sccl::kSketchSequence] += 1; },
        scclInvalidUsage, "mismatched", sccl::AsyncFault::OtherCall, "rank 1 was at another call"},

@@ -249,8 +249,8 @@ class CpuBackend final : public KernelBackend {
                               divisor);
   }
 
-  scclResult_t settleSketchPlan(const PlanSettleArgs& a, void*) const override {
-    return cpu::settleSketchPlan(a);
+  scclResult_t settlePlan(const PlanSettleArgs& a, void*) const override {
+    return cpu::settlePlan(a);
   }
 
   scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,

@@ -38,7 +38,7 @@ scclResult_t zeroAt(void* dst, scclDataType_t dtype, const int64_t* idx, size_t 
 scclResult_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* idx,
                            const void* vals, scclDataType_t val_dtype, size_t n, double scale);
 scclResult_t fillZero(void* dst, size_t bytes);
-scclResult_t settleSketchPlan(const PlanSettleArgs& a);
+scclResult_t settlePlan(const PlanSettleArgs& a);
 scclResult_t writeWords(uint64_t* dst, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3);
 
 scclResult_t kthLargestAbs(const void* x, scclDataType_t dtype, size_t begin, size_t end,

@@ -1,5 +1,5 @@
-// The CPU backend's settling of an S2 call whose plan the host does not read (kernels.h,
-// settleSketchPlan): the decisions are kernels/shared/plan_settle.h's, which the CUDA backend runs
+// The CPU backend's settling of a call whose plan the host does not read (kernels.h,
+// settlePlan): the decisions are kernels/shared/plan_settle.h's, which the CUDA backend runs
 // too.
 #include "core/error.h"
 #include "kernels/cpu/call_outcome.h"
@@ -8,12 +8,11 @@
 
 namespace sccl::cpu {
 
-scclResult_t settleSketchPlan(const PlanSettleArgs& a) {
+scclResult_t settlePlan(const PlanSettleArgs& a) {
   uint64_t raise = 0;
-  *a.status =
-      settlePlanStatus(a.plan, a.sequence, a.nonfinite_is_error, loadFault(a.fault), &raise);
+  *a.status = settlePlanStatus(a, loadFault(a.fault), &raise);
   raiseFault(a.fault, raise);
-  settlePlanTotals(*a.status, a.plan, a.k_target, sketchPlanThreshold(a.plan), a.totals);
+  settlePlanTotals(a, *a.status);
   if (*a.status != kSyncFreeCompletes) fillNaN(a.recv, a.recv_dtype, a.count);
   return scclSuccess;
 }

@@ -50,6 +50,7 @@ enum GatherPlanStatus : uint64_t {
   // plan carries every rank's count and the call exchanges slots again at that size.
   kPlanOverflow = 6,
   kPlanBadBitmap = 7,  // a peer's S2 block bitmap holds a byte other than 0 or 1 (sketch_plan.h)
+  kPlanSoleCount = 8,  // a sole selector claims another count than its top-k: scclRemoteError
 };
 
 inline constexpr uint64_t kNoSoleSelector = ~uint64_t{0};
@@ -99,6 +100,9 @@ struct GatherPlanParams {
   // data, whose window starts at it: every counted entry is selected).
   uint64_t nearest_edge = 1;
   uint64_t sole = kNoSoleSelector;  // the rank that selects alone (CLT-k's leader), if any
+  // What that rank selects, min(k, its range), which every rank knows before the data (the index
+  // broadcast's size): its claim must be exactly this (kNoSoleSelector: not checked).
+  uint64_t sole_count = kNoSoleSelector;
   // 1: the union's slots were sized before the counts were known (union_plan.h): a count above
   // the slot is kPlanOverflow, not kPlanTooMany.
   uint64_t speculative = 0;
@@ -140,6 +144,8 @@ SCCL_HOST_DEVICE PlanCheck checkPlanInputs(const HeaderAt& header_at, const Clai
     const uint64_t allowed = ranges[2 * r + 1] - ranges[2 * r];
     const uint64_t claim = claim_at(r);
     if (claim > allowed) return PlanCheck{kPlanTooMany, r, claim, allowed};
+    if (r == p.sole && p.sole_count != kNoSoleSelector && claim != p.sole_count)
+      return PlanCheck{kPlanSoleCount, r, claim, p.sole_count};
   }
   for (uint64_t r = 0; r < p.nranks; ++r) {
     const uint64_t nonfinite = header_at(r)[kRecordNonFinite];

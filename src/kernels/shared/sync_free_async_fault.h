@@ -16,7 +16,7 @@ namespace sccl {
 enum class AsyncFault : uint32_t {
   None = 0,
   OtherCall = 1,           // a peer at another call or config: scclInvalidUsage
-  CountAboveCapacity = 2,  // a peer claims more entries than allowed: scclRemoteError
+  CountAboveCapacity = 2,  // a peer claims a count it may not send: scclRemoteError
   IndexOutOfRange = 3,     // a peer's index outside its range or not ascending: scclRemoteError
   NonFinite = 4,           // non-finite values under scclNonFiniteError: scclInvalidArgument
   BadBitmap = 5,           // a byte other than 0 or 1 in S2's union of bitmaps: scclRemoteError
