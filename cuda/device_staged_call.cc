@@ -36,8 +36,7 @@ scclResult_t runDeviceStagedCall(scclSparsifier& sp, SparseCall& call, void* str
   if (d == nullptr) SCCL_CHECK(createDeviceState(sp, stream_handle, &d));
   d->staging.setStream(static_cast<cudaStream_t>(stream_handle));
   StagedVectors vectors{
-      d->residual,     d->acc,       d->nonfinite, d->index_fault, d->index_fault_published,
-      d->fault_device, d->fault_host};
+      d->residual, d->acc, d->nonfinite, d->index_fault, d->index_fault_published, d->fault_device};
   // The resident gather's collectives: NCCL's on the stream, else the host transport staged.
   StreamCollectives* on_stream = sp.comm->transport->streamCollectives();
   std::unique_ptr<StreamExchange> exchange;

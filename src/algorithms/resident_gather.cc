@@ -204,7 +204,6 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   // CLT-k on memory with a sticky fault word (device buffers) reads nothing back: its sizes are
   // known before the data, and the kernels settle the call (settled_call.h).
   const bool unread = sole >= 0 && vectors.async_fault != nullptr && !pass_candidates;
-  if (unread) SCCL_CHECK(refuseAfterAsyncFault(ctx, vectors));
   const bool corrected = sole < 0 && ctx.config.density_correction == "histogram";
   const IndexRange range = ctx.search.rangeFor(rank, ctx.iteration);
   CorrectionWindow window;

@@ -5,17 +5,11 @@
 #include <limits>
 #include <vector>
 
-#include "algorithms/async_fault.h"
 #include "algorithms/reduction_context.h"
 #include "core/error.h"
 #include "kernels/device_staging.h"
 
 namespace sccl {
-
-scclResult_t refuseAfterAsyncFault(const ReductionContext& ctx, const StagedVectors& vectors) {
-  const uint64_t word = loadAsyncFault(vectors.async_fault_host);
-  return word == 0 ? scclSuccess : asyncFaultError(word, ctx.config.algorithm.c_str());
-}
 
 scclResult_t startSettledTotals(const SparseCall& call, const void* words_at, SettleWords words) {
   const ReductionContext& ctx = *call.ctx;

@@ -1,9 +1,12 @@
 // What the device calls that read nothing back share (S2 with its "topk" selection,
-// sketch_call.cc; CLT-k, resident_gather.cc; both on device buffers): the refusal after an earlier
-// call's fault, the words they keep after their plan in the kernels' memory (the statistics'
-// totals, the call's status), the settling of the call by the kernels (kernels/shared/
-// plan_settle.h) with the residual put back unless it completes, and those totals read when the
-// statistics are asked for.
+// sketch_call.cc; CLT-k, resident_gather.cc; both on device buffers): the words they keep after
+// their plan in the kernels' memory (the statistics' totals, the call's status), the settling of
+// the call by the kernels (kernels/shared/plan_settle.h) with the residual put back unless it
+// completes, and those totals read when the statistics are asked for. A fault is sticky on the
+// device: every later call fills recvbuf with NaN and changes nothing until scclSparsifierReset,
+// so every rank keeps making the same collectives (a host that refused calls once it saw the
+// fault would leave the ranks that had not seen it yet waiting in a collective);
+// scclSparsifierGetAsyncError reports it without waiting.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +32,6 @@ inline SettleWords settleWordsAt(void* at) {
                      reinterpret_cast<uint64_t*>(base + sizeof(SyncFreeTotals)),
                      reinterpret_cast<uint32_t*>(base + sizeof(SyncFreeTotals) + sizeof(uint64_t))};
 }
-
-// Before anything is enqueued: the fault an earlier call raised (vectors.async_fault_host, read
-// without waiting) fails this call with its code and text.
-scclResult_t refuseAfterAsyncFault(const ReductionContext& ctx, const StagedVectors& vectors);
 
 // The totals start again (zero calls; the threshold NaN: none yet) where `words` are new memory
 // or the sparsifier starts again (call number 0); ctx's settled_plan / settled_first_call record

@@ -122,11 +122,9 @@ scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVec
   const size_t n = size_t(ctx.comm->nranks);
   const auto start = std::chrono::steady_clock::now();
   const size_t blocks = st.shape.blocks();
-  // Reads nothing back: the "topk" selection on memory with a sticky fault word (device buffers).
-  // A fault an earlier call raised fails this one before anything is enqueued, once the host sees
-  // it (until then the calls fill recvbuf with NaN on the device and change nothing).
+  // Reads nothing back: the "topk" selection on memory with a sticky fault word (device buffers;
+  // settled_call.h).
   const bool unread = vectors.async_fault != nullptr && !st.select_nonzero;
-  if (unread) SCCL_CHECK(refuseAfterAsyncFault(ctx, vectors));
 
   // Step 1.
   void *header = nullptr, *headers = nullptr, *plan = nullptr, *local = nullptr,

@@ -27,9 +27,9 @@ bool sketchReadsNoPlan(const ReductionContext& ctx);
 // With the plan read back (host buffers, the "nonzero" selection, no async_fault) the checks'
 // errors come back from the call itself, before anything is written. Without (sketchReadsNoPlan
 // and vectors.async_fault set) the device settles the call (kernels/shared/plan_settle.h): a
-// failed check or non-finite values under scclNonFiniteError raise the sticky fault, which fails
-// every later call once the host sees it (asyncFaultError); such a call and a discarded one fill
-// recvbuf with NaN and keep the residual.
+// failed check or non-finite values under scclNonFiniteError raise the sticky fault
+// (settled_call.h); such a call, every later one and a discarded one fill recvbuf with NaN and
+// keep the residual.
 scclResult_t runSketchCall(SparseCall& call, StreamExchange& exchange, StagedVectors& vectors);
 
 // The statistics of the last call that read nothing back (its plan, the totals since the first),

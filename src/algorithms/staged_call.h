@@ -26,12 +26,11 @@ struct StagedVectors {
   uint64_t* nonfinite = nullptr;
   uint32_t* fault = nullptr;
   uint32_t* published_fault = nullptr;
-  // The sticky fault word of the calls that read nothing back (S2 on device buffers,
-  // kernels/shared/sync_free_async_fault.h): its address for the kernels and for the host, which
-  // reads it without waiting (mapped page-locked memory on CUDA). Null: those calls read their
-  // plan back.
+  // The sticky fault word of the calls that read nothing back (S2 "topk" and CLT-k on device
+  // buffers, algorithms/settled_call.h; kernels/shared/sync_free_async_fault.h), the kernels'
+  // address of memory the host reads without waiting (mapped page-locked memory on CUDA). Null:
+  // those calls read their plan back.
   uint64_t* async_fault = nullptr;
-  const uint64_t* async_fault_host = nullptr;
 };
 
 // The accumulating pass of a call on `vectors` (KernelBackend::accumulateSelect): acc = residual

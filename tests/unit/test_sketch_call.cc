@@ -16,6 +16,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/shared/sketch_plan.h"
+#include "algorithms/async_fault.h"
 #include "kernels/shared/sync_free_async_fault.h"
 #include "support/fake_gather_runs.h"
 
@@ -135,12 +136,15 @@ TEST_CASE("resident S2 applies the non-finite policies on the device", "[sketch_
       CHECK(sccl::asyncFaultKind(run.counts[1][r].async_fault) == sccl::AsyncFault::NonFinite);
       CHECK(sccl::asyncFaultRank(run.counts[1][r].async_fault) == 2);
       CHECK(sccl::asyncFaultCall(run.counts[1][r].async_fault) == 1);
-      // The host saw the fault before the next call: refused before anything is enqueued.
-      CHECK(run.calls[2][r].result == scclInvalidArgument);
-      CHECK(run.counts[2][r].error.find("rank 2 had NaN/Inf") != std::string::npos);
-      CHECK(run.counts[2][r].launches == 0);
-      CHECK(run.calls[2][r].output == std::vector<float>(count, kSentinel));
+      // What scclSparsifierGetAsyncError reports from that word.
+      CHECK(sccl::asyncFaultError(run.counts[1][r].async_fault, "s2") == scclInvalidArgument);
+      CHECK(std::string(scclGetLastError(nullptr)).find("rank 2 had NaN/Inf") != std::string::npos);
+      // Sticky: the next call (finite data) is enqueued as every rank's is, and the device fills
+      // recvbuf with NaN and changes nothing.
+      CHECK(run.calls[2][r].result == scclSuccess);
+      for (float v : run.calls[2][r].output) CHECK(std::isnan(v));
       CHECK(run.calls[2][r].residual == run.calls[0][r].residual);
+      CHECK(run.counts[2][r].async_fault == run.counts[1][r].async_fault);
     }
   }
 }
@@ -156,7 +160,7 @@ TEST_CASE("resident S2 refuses hostile records on every rank, at the call or asy
     scclResult_t result;
     const char* says;        // what the call's error text names (plan read back)
     sccl::AsyncFault fault;  // the sticky fault (nothing read back)
-    const char* async_says;  // what the later call's error text names
+    const char* async_says;  // what scclSparsifierGetAsyncError's text names
   };
   const auto rank1 = [](void* data, size_t bytes) {
     return static_cast<uint64_t*>(data) + bytes / sizeof(uint64_t) / nranks;
@@ -201,20 +205,25 @@ TEST_CASE("resident S2 refuses hostile records on every rank, at the call or asy
           CHECK(run.calls[2][r].result == scclSuccess);  // the sparsifier stays usable
           continue;
         }
-        INFO("rank " << r << ": " << run.counts[2][r].error);
+        INFO("rank " << r);
         // Enqueued without a wait: the device settles the call, NaN out, the residual kept,
-        // the fault raised where the host reads it.
+        // the fault raised where the host reads it, with the code and text
+        // scclSparsifierGetAsyncError gives.
         CHECK(run.calls[1][r].result == scclSuccess);
         for (float v : run.calls[1][r].output) CHECK(std::isnan(v));
         CHECK(run.calls[1][r].residual == run.calls[0][r].residual);
-        CHECK(sccl::asyncFaultKind(run.counts[1][r].async_fault) == c.fault);
-        // Every later call fails at once with the fault's code, changing nothing.
+        const uint64_t word = run.counts[1][r].async_fault;
+        CHECK(sccl::asyncFaultKind(word) == c.fault);
+        CHECK(sccl::asyncFaultError(word, "s2") == c.result);
+        const std::string text = scclGetLastError(nullptr);
+        CHECK(text.find(c.async_says) != std::string::npos);
+        CHECK(text.find("at call 1") != std::string::npos);
+        // Sticky: every later call runs on every rank alike and changes nothing.
         for (size_t t : {2, 3}) {
-          CHECK(run.calls[t][r].result == c.result);
-          CHECK(run.counts[t][r].error.find(c.async_says) != std::string::npos);
-          CHECK(run.counts[t][r].error.find("at call 1") != std::string::npos);
-          CHECK(run.calls[t][r].output == std::vector<float>(count, kSentinel));
+          CHECK(run.calls[t][r].result == scclSuccess);
+          for (float v : run.calls[t][r].output) CHECK(std::isnan(v));
           CHECK(run.calls[t][r].residual == run.calls[0][r].residual);
+          CHECK(run.counts[t][r].async_fault == word);
         }
       }
     }
