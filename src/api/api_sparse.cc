@@ -181,7 +181,11 @@ SCCL_API scclResult_t scclSparsifierGetAsyncError(scclSparsifier_t sparsifier,
   return sccl::guardedCall(__func__, commOf(sparsifier), [&] {
     SCCL_CHECK(requireLiveSparsifier(sparsifier));
     SCCL_REQUIRE_ARG(asyncError != nullptr, "asyncError pointer is NULL");
-    SCCL_CHECK(sccl::deviceAsyncError(*sparsifier, asyncError));
+    // A hierarchical sparsifier's device calls across nodes are its inner preset's.
+    const scclSparsifier* calls = sparsifier;
+    if (sparsifier->hierarchy != nullptr && sparsifier->hierarchy->inner != nullptr)
+      calls = sparsifier->hierarchy->inner;
+    SCCL_CHECK(sccl::deviceAsyncError(*calls, asyncError));
     if (*asyncError != scclSuccess) {  // the query succeeds; the fault's text is the comm's error
       std::lock_guard<std::mutex> lock(sparsifier->comm->last_error_mutex);
       sparsifier->comm->last_error = sccl::threadLastError();
