@@ -172,9 +172,10 @@ class Sparsifier:
         return tensor
 
     def async_error(self):
-        """scclSparsifierGetAsyncError as a Result: the sticky fault of a stream-ordered
-        sparsifier (stream_ordered=True) found while its calls ran on the GPU; SUCCESS otherwise.
-        Never waits for the GPU."""
+        """scclSparsifierGetAsyncError as a Result: the sticky fault found while this
+        sparsifier's calls ran on the GPU without reading anything back (the sync_free presets,
+        cltk, s2 with its default "topk" selection; a peer's bad index in the other gather
+        presets); SUCCESS otherwise. Never waits for the GPU."""
         value = ctypes.c_int()
         check(lib.scclSparsifierGetAsyncError(self.handle, ctypes.byref(value)), self.comm._handle)
         return Result(value.value)
