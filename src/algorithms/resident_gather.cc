@@ -4,7 +4,8 @@
 // correction, or with a threshold known before the data: the papers' scaling rule or a fixed
 // one) and CLT-k (a leader's exact top-k). The host keeps the estimator and search space (O(n)
 // work per call) and reads back one plan per call, which sizes the index exchange; indices and
-// values never cross to it.
+// values never cross to it. CLT-k's sizes are known before the data: on device buffers it reads
+// nothing back and the kernels settle the call (finishUnreadLeaderCall, settled_call.h).
 //
 // Papers: D. Yoon and S. Oh, "MiCRO: Near-Zero Cost Gradient Sparsification for Scaling and
 // Accelerating Distributed DNN Training", and "Preserving Near-Optimal Gradient Sparsification
@@ -35,8 +36,9 @@
 //     by n for scclAvg; writeDenseUnlessFault writes recvbuf only if every slice passed;
 //  9. the caller swaps residual and accumulator; restoreAfterFault puts the old residual back
 //     if a slice failed and publishes the fault where the host reads it without waiting.
-// Host read-backs: one (the plan). Waits: one with collectives on the stream (NCCL); over host
-// transports one more per collective (StagedExchange): three, four in the two-step exchange.
+// Host read-backs: one (the plan); CLT-k on device buffers none. Waits: one with collectives on
+// the stream (NCCL), CLT-k none; over host transports one more per collective (StagedExchange):
+// three, four in the two-step exchange (CLT-k: one per collective a rank sends from).
 // Bytes on the wire per rank: records (n-1) (32 + 8 (2 W B + 1)) in, 32 + 8 (2 W B + 1) out
 // (4136 bytes with the defaults W = 1, B = 256; CLT-k 40), where the host path all-gathers a
 // 32-byte header and all-reduces the 4104-byte bins; indices max_k 8 out, (n-1) max_k 8 in (CLT-k:
