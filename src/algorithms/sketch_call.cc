@@ -9,7 +9,7 @@
 //
 // Steps of one call on rank r (d_ = the kernels' memory, all on the call's stream):
 //  1. r's header = [0, 0, fingerprint, call number] (call_header.h's layout: count, NaN/Inf
-//     count, fingerprint, call number) in one upload of 32 bytes;
+//     count, fingerprint, call number), written by a launch that carries the four words;
 //  2. d_acc = d_residual + gradient, the non-finite count into the header (accumulate);
 //  3. blocks of B = sketchBlockSize elements (the last one may be shorter), one bitmap byte per
 //     block: "topk" marks the K = min(blocks, ceil(k / B)) blocks of largest L2 norm among those
@@ -25,8 +25,10 @@
 //     the vector; mismatched calls are scclInvalidUsage), NaN/Inf anywhere follows the
 //     scclNonFinitePolicy_t on every rank, every union byte must be 0 or 1 (scclRemoteError
 //     otherwise), the union's marked elements;
-//  6. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
-//     the non-finite policy before anything is written, observes the counts;
+//  6. with the plan read (host buffers, "nonzero"): the plan read back (64 + 16 n bytes) and
+//     the one wait: the host applies a failed check or the non-finite policy before anything is
+//     written, observes the counts. "topk" on device buffers reads nothing back: the table was
+//     sized at creation and the encode lists at most K whole blocks;
 //  7. zero the r x c table (every call) and encode: table[j][h_j(i)] += s_j(i) acc[i] for every
 //     non-zero acc[i] in r's marked blocks (hashes: count_sketch.h). Width, the paper's
 //     lambda = c / (non-zeros): "topk" sends about k elements, so c = ceil(lambda k) at creation;
@@ -48,10 +50,14 @@
 //     fit the mantissa). The price: a rank's residual then carries its share of the other ranks'
 //     values and of the collision error, not only its own unsent values. The caller swaps
 //     residual and accumulator.
-// Read-backs: one, the plan (on host buffers a copy within host memory). Waits: one with
-// collectives on the stream (NCCL); over host transports from device buffers one more per
-// collective (StagedExchange): four. The encode gets the rank's marked elements (from the plan)
-// as the bound of what it lists, so the CUDA encode sizes its sort without reading back.
+// 11. "topk" on device buffers: settlePlan (kernels/shared/plan_settle.h) decides the call from
+//     the plan, the policy and the sticky fault word: recvbuf = NaN and the residual put back
+//     unless it completes; a failed check raises the fault (settled_call.h).
+// Read-backs: one, the plan (on host buffers a copy within host memory); none with "topk" on
+// device buffers. Waits: one with collectives on the stream (NCCL), none with "topk"; over host
+// transports from device buffers one more per collective (StagedExchange): four ("topk": three).
+// The encode gets the rank's marked elements (from the plan) or K whole blocks as the bound of
+// what it lists, so the CUDA encode sizes its sort without reading back.
 // Bytes on the wire per rank: headers (n-1) 32 in (the host reduction's call header); bitmap 2
 // (n-1)/n ceil(count / B) each way; table 2 (n-1)/n r c 4 (8 for float64) each way (NCCL: an
 // all-gather and a rank-order sum, for bitwise results). Independent of the overlap between ranks,
