@@ -229,6 +229,21 @@ scclResult_t CudaKernels::selectAboveCounted(const void* x, scclDataType_t dtype
   return scclSuccess;
 }
 
+scclResult_t CudaKernels::selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin,
+                                               size_t end, const uint64_t* threshold_bits,
+                                               size_t capacity, int64_t* idx, uint64_t* count,
+                                               void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "selectAboveCountedAt"));
+  SCCL_CHECK(withTemp("selectAboveCountedAt", [&](void* temp, size_t* bytes) {
+    return cuda_dispatch::selectAboveWord(temp, bytes, x, dataTypeSize(dtype), begin,
+                                          std::max(begin, end), threshold_bits, idx, capacity,
+                                          count, asCudaStream(stream));
+  }));
+  SCCL_CUDA_CHECK(cuda_dispatch::padIndicesAfterCount(idx, count, capacity, asCudaStream(stream)),
+                  "padIndicesAfterCount");
+  return scclSuccess;
+}
+
 scclResult_t CudaKernels::selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
                                                   scclDataType_t dtype, size_t ncand,
                                                   double threshold, size_t capacity, int64_t* idx,
@@ -452,6 +467,17 @@ scclResult_t CudaKernels::absBitHistogram(const void* x, scclDataType_t dtype, s
   SCCL_CUDA_CHECK(cuda_dispatch::absBitHistogram(x, dataTypeSize(dtype), begin, end, base_bits,
                                                  shift, bins, counts, asCudaStream(stream)),
                   "absBitHistogram");
+  return scclSuccess;
+}
+
+scclResult_t CudaKernels::countCheckWindow(const void* x, scclDataType_t dtype, size_t begin,
+                                           size_t end, const CountCheckWindow& w, uint64_t* counts,
+                                           uint64_t* check, uint64_t* threshold_bits,
+                                           void* stream) const {
+  SCCL_CHECK(requireAccType(dtype, "countCheckWindow"));
+  SCCL_CUDA_CHECK(cuda_dispatch::countCheckWindow(x, dataTypeSize(dtype), begin, end, w, counts,
+                                                  check, threshold_bits, asCudaStream(stream)),
+                  "countCheckWindow");
   return scclSuccess;
 }
 

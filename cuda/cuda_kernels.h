@@ -59,6 +59,9 @@ class CudaKernels final : public KernelBackend {
   scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
                                void* stream) const override;
+  scclResult_t countCheckWindow(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                                uint64_t* threshold_bits, void* stream) const override;
   scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  double* sq, void* stream) const override;
   scclResult_t markTopBlocks(const double* sq, size_t blocks, size_t max_blocks, uint8_t* marks,
@@ -92,6 +95,9 @@ class CudaKernels final : public KernelBackend {
   scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                   double threshold, size_t capacity, int64_t* idx, uint64_t* count,
                                   void* stream) const override;
+  scclResult_t selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                    const uint64_t* threshold_bits, size_t capacity, int64_t* idx,
+                                    uint64_t* count, void* stream) const override;
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,
                           const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                           void* stream) const override;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/shared/count_check.h"
 #include "kernels/shared/scaling_rule.h"
 #include "kernels/shared/exdyna_rebalance.h"
 #include "kernels/shared/gather_plan.h"
@@ -51,6 +52,10 @@ cudaError_t scatterValues(void* dst, scclDataType_t dst_dtype, const int64_t* id
 cudaError_t selectAbove(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
                         size_t begin, size_t end, uint64_t threshold_bits, int64_t* idx, void* val,
                         size_t capacity, uint64_t* count, cudaStream_t stream);
+// selectAbove with the threshold's pattern read from *threshold_word (device memory).
+cudaError_t selectAboveWord(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
+                            size_t begin, size_t end, const uint64_t* threshold_word, int64_t* idx,
+                            size_t capacity, uint64_t* count, cudaStream_t stream);
 // *kth_bits = the k-th largest magnitude pattern over [begin, end) (NaN patterns above +inf).
 cudaError_t kthLargestAbsBits(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
                               size_t begin, size_t end, uint64_t k, uint64_t* kth_bits,
@@ -61,6 +66,11 @@ cudaError_t kthLargestAbsBits(void* temp, size_t* temp_bytes, const void* x, siz
 cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, size_t end,
                             uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts,
                             cudaStream_t stream);
+// KernelBackend::countCheckWindow: the histogram and a one-thread decision, both doing nothing
+// where countCheckRuns(w, check) is false on the device.
+cudaError_t countCheckWindow(const void* x, size_t element_bytes, size_t begin, size_t end,
+                             const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                             uint64_t* threshold_bits, cudaStream_t stream);
 // accumulate() and absBitHistogram(acc, begin, end, ...) in one pass (counts zeroed here
 // first); only for windows histogramInSharedMemory(bins) accepts (else cudaErrorInvalidValue).
 bool histogramInSharedMemory(size_t bins);

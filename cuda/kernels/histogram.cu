@@ -56,9 +56,17 @@ __device__ inline void flushShared(const unsigned* hist, size_t bins, unsigned l
   }
 }
 
+// skip (device memory, may be null): when it points at a non-zero word, the kernel does nothing
+// (SIDCo's wide count-check window after the first window decided; kernels/shared/count_check.h).
+__device__ inline bool skipped(const uint64_t* skip) {
+  return skip != nullptr && *skip != 0;
+}
+
 template <typename Bits>
 __global__ void sharedHistogramKernel(const Bits* x, size_t begin, size_t end, uint64_t base_bits,
-                                      unsigned shift, size_t bins, unsigned long long* counts) {
+                                      unsigned shift, size_t bins, unsigned long long* counts,
+                                      const uint64_t* skip) {
+  if (skipped(skip)) return;  // the whole block, before its first barrier
   extern __shared__ unsigned hist[];
   clearShared(hist, bins);
   for (size_t i = begin + globalThread(); i < end; i += gridThreads())
@@ -68,7 +76,9 @@ __global__ void sharedHistogramKernel(const Bits* x, size_t begin, size_t end, u
 
 template <typename Bits>
 __global__ void globalHistogramKernel(const Bits* x, size_t begin, size_t end, uint64_t base_bits,
-                                      unsigned shift, size_t bins, unsigned long long* counts) {
+                                      unsigned shift, size_t bins, unsigned long long* counts,
+                                      const uint64_t* skip) {
+  if (skipped(skip)) return;
   for (size_t i = begin + globalThread(); i < end; i += gridThreads())
     countInto(counts, x[i], base_bits, shift, bins);
 }
@@ -108,14 +118,20 @@ bool fitsShared(size_t bins) {
 // Shared-memory counters when the window fits, else one global atomic per counted element.
 template <typename Bits>
 void launchHistogram(const Bits* x, size_t begin, size_t end, uint64_t base_bits, unsigned shift,
-                     size_t bins, unsigned long long* counts, cudaStream_t stream) {
+                     size_t bins, unsigned long long* counts, cudaStream_t stream,
+                     const uint64_t* skip = nullptr) {
   if (fitsShared(bins)) {
     sharedHistogramKernel<<<histogramGrid(end - begin), kThreads, (bins + 1) * sizeof(unsigned),
-                            stream>>>(x, begin, end, base_bits, shift, bins, counts);
+                            stream>>>(x, begin, end, base_bits, shift, bins, counts, skip);
   } else {
     globalHistogramKernel<<<gridFor(end - begin), kThreads, 0, stream>>>(x, begin, end, base_bits,
-                                                                         shift, bins, counts);
+                                                                         shift, bins, counts, skip);
   }
+}
+
+__global__ void decideCountCheckKernel(const uint64_t* counts, CountCheckWindow w, uint64_t* check,
+                                       uint64_t* threshold_bits) {
+  if (countCheckRuns(w, check)) decideCountCheck(counts, w, check, threshold_bits);
 }
 
 }  // namespace
@@ -137,6 +153,25 @@ cudaError_t absBitHistogram(const void* x, size_t element_bytes, size_t begin, s
     launchHistogram(static_cast<const uint64_t*>(x), begin, end, base_bits, shift, bins, out,
                     stream);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t countCheckWindow(const void* x, size_t element_bytes, size_t begin, size_t end,
+                             const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                             uint64_t* threshold_bits, cudaStream_t stream) {
+  // The counts are zeroed whether or not the window runs: a skipped window's are never read.
+  cudaError_t status = cudaMemsetAsync(counts, 0, (w.bins + 1) * sizeof(uint64_t), stream);
+  if (status != cudaSuccess) return status;
+  const uint64_t* skip = w.wide ? check + kCheckDecided : nullptr;
+  auto* out = reinterpret_cast<unsigned long long*>(counts);
+  if (end > begin && element_bytes == 4) {
+    launchHistogram(static_cast<const uint32_t*>(x), begin, end, w.base_bits, w.shift, w.bins, out,
+                    stream, skip);
+  } else if (end > begin) {
+    launchHistogram(static_cast<const uint64_t*>(x), begin, end, w.base_bits, w.shift, w.bins, out,
+                    stream, skip);
+  }
+  decideCountCheckKernel<<<1, 1, 0, stream>>>(counts, w, check, threshold_bits);
   return cudaGetLastError();
 }
 

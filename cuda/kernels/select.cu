@@ -28,6 +28,17 @@ struct AtOrAbove {
   __device__ bool operator()(size_t j) const { return magnitudeBits(x[j]) >= threshold_bits; }
 };
 
+// The threshold a kernel chose (SIDCo's count check), read where the predicate runs: one word,
+// the same for every thread, served from the cache after the first load.
+template <typename Bits>
+struct AtOrAboveWord {
+  const Bits* x;
+  const uint64_t* threshold_word;
+  __device__ bool operator()(size_t j) const {
+    return magnitudeBits(x[j]) >= static_cast<Bits>(*threshold_word);
+  }
+};
+
 template <typename Bits>
 __global__ void gatherSelectedValues(const Bits* x, const int64_t* idx, const uint64_t* count,
                                      size_t capacity, Bits* val) {
@@ -128,6 +139,21 @@ cudaError_t selectAbove(void* temp, size_t* temp_bytes, const void* x, size_t el
       return selectWidth<uint64_t>(temp, temp_bytes, x, begin, end, threshold_bits, idx, val,
                                    capacity, count, stream);
   }
+}
+
+cudaError_t selectAboveWord(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,
+                            size_t begin, size_t end, const uint64_t* threshold_word, int64_t* idx,
+                            size_t capacity, uint64_t* count, cudaStream_t stream) {
+  const size_t n = end - begin;
+  if (temp == nullptr) return compaction::compactTempBytes(n, temp_bytes);
+  if (element_bytes == 4) {
+    const auto* data = static_cast<const uint32_t*>(x) + begin;
+    return compaction::compact(temp, AtOrAboveWord<uint32_t>{data, threshold_word}, n, begin, idx,
+                               capacity, count, stream);
+  }
+  const auto* data = static_cast<const uint64_t*>(x) + begin;
+  return compaction::compact(temp, AtOrAboveWord<uint64_t>{data, threshold_word}, n, begin, idx,
+                             capacity, count, stream);
 }
 
 cudaError_t kthLargestAbsBits(void* temp, size_t* temp_bytes, const void* x, size_t element_bytes,

@@ -20,16 +20,18 @@
 //  2. d_acc = d_residual + gradient, the non-finite count into the slot (accumulate);
 //  3. top-k: selectTopK, r's exact top-k (ties to the lowest indices) ascending into the slot,
 //     the k-th magnitude pattern into its header (no sort of the vector: a radix select on the
-//     CUDA backend); a threshold: the estimator's threshold (SIDCo reads its fits back first),
-//     then selectAboveCounted, the first K entries at or above it ascending into the slot and
-//     their full count into its header;
+//     CUDA backend); a threshold: the estimator's threshold (SIDCo reads its fits' moments back
+//     first; its count check chooses the threshold on the device, into the slot's reserved word,
+//     which selectAboveCountedAt reads), then selectAboveCounted, the first K entries at or
+//     above it ascending into the slot and their full count into its header;
 //  4. all-gather the slots (40 + 8 K bytes each);
 //  5. planUnion (kernels/shared/union_plan.h): every slot's header checked (call, config, count
 //     within its range and the slot), non-finite values, every slice checked (inside its rank's
 //     range, strictly ascending), the union of the slices sorted without repeats into d_global
 //     and its length u;
 //  6. the plan read back (64 + 16 n bytes) and the one wait: the host applies a failed check or
-//     the non-finite policy (nothing written yet), adopts the threshold, observes the counts.
+//     the non-finite policy (nothing written yet), adopts the threshold (SIDCo's from the plan's
+//     edge word, this rank's reserved word), observes the counts.
 //     A count past a speculative slot (kPlanOverflow: every rank sees the same slots, so every
 //     rank takes this branch) repeats steps 3-6 once with K = the largest count: one more
 //     exchange, read-back and wait, at the first call of a threshold and when the counts grow
@@ -46,13 +48,14 @@
 // exchange carries the headers alone (capacity 0) and the second the slots at the largest count:
 // the exact bytes, a plan read back costing nothing there.
 // Host read-backs: one (the plan), two at a call whose counts outgrow the speculative slot, and
-// SIDCo's fits' own (one per stage pass and count check). Waits: one with collectives on the
-// stream (NCCL); over host transports one more per collective (StagedExchange): three.
-// Bytes on the wire per rank: slots (n-1) (40 + 8 K) in, 40 + 8 K out (on device buffers a
-// threshold's K carries the speculative quarter more, the price of the count exchange and
-// read-back it saves; on host buffers 40 more for the headers' exchange, K exact); values
-// 2 (n-1)/n u 4 each way. The selections, values, outputs, residuals and thresholds are the same
-// bit for bit on both backends and equal the exact reference's (tests/unit/test_resident_union.cc).
+// SIDCo's fits' own (one per stage: its moments; the count check reads nothing back). Waits: one
+// with collectives on the stream (NCCL); over host transports one more per collective
+// (StagedExchange): three. Bytes on the wire per rank: slots (n-1) (40 + 8 K) in, 40 + 8 K out (on
+// device buffers a threshold's K carries the speculative quarter more, the price of the count
+// exchange and read-back it saves; on host buffers 40 more for the headers' exchange, K exact);
+// values 2 (n-1)/n u 4 each way. The selections, values, outputs, residuals and thresholds are the
+// same bit for bit on both backends and equal the exact reference's
+// (tests/unit/test_resident_union.cc).
 #include "algorithms/resident_union.h"
 
 #include <algorithm>
@@ -222,9 +225,17 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   };
   bool candidates_hold = false;  // a threshold at or above the floor of candidates that all fit
   bool trimmed = false;          // DGC asked for exactly k after counting past 4k/3
+  // SIDCo's count check chose the threshold on the device: its pattern is in the slot's reserved
+  // word, which the plan carries back (kPlanEdge).
+  bool threshold_on_device = false;
   const uint64_t own_k = localTarget(ctx, range);
   const auto select_at_threshold = [&]() -> scclResult_t {
     if (trimmed) return select_top(own_k);  // its count, k, is in the uploaded header
+    if (threshold_on_device) {
+      return kernels.selectAboveCountedAt(
+          vectors.acc, ctx.acc_dtype, range.begin, std::max(range.begin, range.end),
+          slot() + kRecordReserved, size_t(capacity), indices(), slot() + kUnionSlotCount, stream);
+    }
     if (candidates_hold) {
       return kernels.selectCandidatesCounted(
           static_cast<const int64_t*>(candidate_indices), candidate_values, ctx.acc_dtype,
@@ -237,9 +248,13 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   if (topk) {
     SCCL_CHECK(select_top(own_topk));
   } else {
-    // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs).
-    if (range.size() > 0 && !early) {
+    // The estimator may read the accumulated range (SIDCo's fits, through its own read-backs);
+    // in the kernels' memory it may leave the threshold there (SIDCo's count check).
+    if (range.size() > 0 && !early && pass_candidates) {
       SCCL_CHECK(ctx.estimator.threshold(selectionQuery(call, range), &threshold));
+    } else if (range.size() > 0 && !early) {
+      SCCL_CHECK(ctx.estimator.thresholdOrWord(
+          selectionQuery(call, range), slot() + kRecordReserved, &threshold, &threshold_on_device));
     }
     // Every entry at or above the threshold is then at or above the floor: a candidate.
     candidates_hold = keep && ncandidates <= room && threshold >= floor;
@@ -268,12 +283,19 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
     return readPlan(call, plan, n, &p);
   };
   SCCL_CHECK(exchange_and_plan());
+  if (threshold_on_device) {
+    // Whatever the plan's status: the host run's estimator kept its threshold too.
+    threshold = magnitudeValue(p[kPlanEdge], ctx.acc_dtype);
+    ctx.estimator.adoptThreshold(threshold);
+  }
   if (p[kPlanStatus] == kPlanOverflow) {
     // A rank selected more than the slot holds: every rank saw the same slots, so every rank
     // exchanges them once more at the largest count (no non-finite value anywhere: that status
-    // comes first), with the plan's usual refusal of a count past it.
+    // comes first), with the plan's usual refusal of a count past it. The slots are uploaded
+    // again, a threshold chosen on the device with them.
     capacity = p[kPlanMaxK];
     params.speculative = 0;
+    if (threshold_on_device) header[kRecordReserved] = p[kPlanEdge];
     SCCL_CHECK(size_slots());
     SCCL_CHECK(select_at_threshold());
     SCCL_CHECK(exchange_and_plan());

@@ -25,8 +25,12 @@
 //     and never an exact zero is selected.
 // Passes over the range: M (one per stage; the counts of stage m come with stage m + 1's pass),
 // one for the count check (two when its first window is short), plus the caller's selection
-// pass. Fits are O(1) on the host (distribution_fits.h); on device buffers the check reads its
-// counts back (one small copy per check pass).
+// pass. Fits are O(1) on the host (distribution_fits.h); on device buffers each stage's moments
+// come back (one small copy per stage), and the check either reads its counts back (one small copy
+// per check pass) or, asked through thresholdOrWord (the union call, which reads a plan back after
+// its selection anyway), chooses the edge and the clamp in the kernels' memory
+// (kernels/shared/count_check.h): the threshold stays there for the selection and comes back
+// with the caller's plan.
 // Why the check: a fitted distribution is a model of the tail, and on gradients it was not
 // tuned on its error is whatever the model's is. Measured on language-model gradients 10 steps
 // apart with error feedback (docs/results/estimators.md, scripts/estimators_unseen.sh), the
@@ -89,6 +93,7 @@
 #include "estimators/distribution_fits.h"
 #include "estimators/magnitude_window.h"
 #include "kernels/device_staging.h"
+#include "kernels/shared/magnitude_bits.h"
 
 namespace sccl {
 namespace {
@@ -146,20 +151,18 @@ class SidcoEstimator final : public ThresholdEstimator {
   const char* name() const override { return variant_.name; }
 
   scclResult_t threshold(const ThresholdQuery& query, double* threshold) override {
-    // The trace describes this call only once the query is known to be valid.
-    const SidcoTrace previous = trace_;
-    trace_ = SidcoTrace{};
-    trace_.stages_planned = stages_;
-    const scclResult_t result =
-        fittedThreshold(variant_.name, query, threshold,
-                        [&](uint64_t k, double* value) { return estimate(query, k, value); });
-    if (result != scclSuccess) {
-      trace_ = previous;
-      return result;
-    }
-    last_ = *threshold;
-    return scclSuccess;
+    bool on_device = false;
+    return run(query, nullptr, threshold, &on_device);
   }
+
+  // The count check's edge chosen in the kernels' memory where the query has device buffers
+  // (kernels/shared/count_check.h): its counts are not read back.
+  scclResult_t thresholdOrWord(const ThresholdQuery& query, uint64_t* bits, double* threshold,
+                               bool* on_device) override {
+    return run(query, query.device != nullptr ? bits : nullptr, threshold, on_device);
+  }
+
+  void adoptThreshold(double used) override { last_ = used; }
 
   void observe(uint64_t k_global, uint64_t k_target) override {
     if (k_target == 0) return;
@@ -265,6 +268,27 @@ class SidcoEstimator final : public ThresholdEstimator {
   int stages() const { return stages_; }
 
  private:
+  // threshold() and thresholdOrWord(): with bits, a count check that runs leaves the threshold
+  // in *bits and sets *on_device (last_ then waits for adoptThreshold).
+  scclResult_t run(const ThresholdQuery& query, uint64_t* bits, double* threshold,
+                   bool* on_device) {
+    *on_device = false;
+    // The trace describes this call only once the query is known to be valid.
+    const SidcoTrace previous = trace_;
+    trace_ = SidcoTrace{};
+    trace_.stages_planned = stages_;
+    const scclResult_t result = fittedThreshold(
+        variant_.name, query, threshold,
+        [&](uint64_t k, double* value) { return estimate(query, k, bits, value, on_device); });
+    if (result != scclSuccess) {
+      trace_ = previous;
+      *on_device = false;
+      return result;
+    }
+    if (!*on_device) last_ = *threshold;
+    return scclSuccess;
+  }
+
   // The direction-seeking stage rule of the file header, once per window of Q calls.
   void adaptStages(double mean) {
     if (mean >= 1 - tolerance_ && mean <= 1 + tolerance_) {
@@ -319,7 +343,10 @@ class SidcoEstimator final : public ThresholdEstimator {
                                  out, q.stream);
   }
 
-  scclResult_t estimate(const ThresholdQuery& q, uint64_t k, double* out) {
+  // *out, or with bits where the count check runs: *bits in the kernels' memory, *on_device set
+  // and *out the fitted threshold before the check.
+  scclResult_t estimate(const ThresholdQuery& q, uint64_t k, uint64_t* bits, double* out,
+                        bool* on_device) {
     AbsMoments first;
     const bool want_log = variant_.first == SidcoFit::Gamma;
     SCCL_CHECK(moments(q, std::numeric_limits<double>::denorm_min(), want_log, &first));
@@ -359,8 +386,50 @@ class SidcoEstimator final : public ThresholdEstimator {
     }
     eta *= correction_;
     trace_.correction = correction_;
-    if (feedback_gain_ > 0 && std::isfinite(eta)) SCCL_CHECK(checkCount(q, k, &eta));
+    const bool check = feedback_gain_ > 0 && std::isfinite(eta);
+    if (check && bits != nullptr) {
+      *out = eta;
+      *on_device = true;
+      return checkCountOnDevice(q, k, min_nonzero, max_abs, eta, bits);
+    }
+    if (check) SCCL_CHECK(checkCount(q, k, &eta));
     *out = std::clamp(eta, min_nonzero, max_abs);
+    return scclSuccess;
+  }
+
+  // checkCount and the clamp with nothing read back: both windows enqueued, the wide one doing
+  // nothing on the device when the first held at least k (kernels/shared/count_check.h). The
+  // counts stay in the kernels' memory, so the trace has no checked_count or check_widened.
+  scclResult_t checkCountOnDevice(const ThresholdQuery& q, uint64_t k, double min_nonzero,
+                                  double max_abs, double fitted, uint64_t* bits) {
+    const MagnitudeWindow narrow = magnitudeWindowAround(fitted, q.acc_dtype, kCheckBinsPerOctave,
+                                                         kCheckBinsBelow, kCheckBinsAbove);
+    const MagnitudeWindow wide = magnitudeWindowAround(fitted, q.acc_dtype, kCheckBinsPerOctave,
+                                                       kCheckWideBinsBelow, kCheckBinsAbove);
+    const size_t counts_words = std::max(narrow.bins, wide.bins) + 1;
+    void* memory = nullptr;
+    SCCL_CHECK(q.device->buffer(DeviceStaging::kEstimatorCounts,
+                                (counts_words + kCheckWords) * sizeof(uint64_t), &memory));
+    uint64_t* counts = static_cast<uint64_t*>(memory);
+    uint64_t* check = counts + counts_words;
+    // The host's std::clamp(eta, min_nonzero, max_abs) on patterns; a NaN bound clamps nothing.
+    const uint64_t lo = std::isnan(min_nonzero) ? 0 : thresholdBits(q.acc_dtype, min_nonzero);
+    const uint64_t hi = std::isnan(max_abs) ? ~uint64_t{0} : thresholdBits(q.acc_dtype, max_abs);
+    for (const MagnitudeWindow* w : {&narrow, &wide}) {
+      CountCheckWindow args;
+      args.base_bits = w->base;
+      args.shift = w->shift;
+      args.bins = w->bins;
+      args.k = k;
+      args.centre_edge = edgeAtOrBelow(*w, fitted, q.acc_dtype);
+      args.lo_bits = lo;
+      args.hi_bits = hi;
+      args.wide = w == &wide;
+      SCCL_CHECK(q.kernels->countCheckWindow(q.acc, q.acc_dtype, q.range.begin, q.range.end, args,
+                                             counts, check, bits, q.stream));
+    }
+    trace_.checked = true;
+    trace_.on_device = true;
     return scclSuccess;
   }
 

@@ -35,6 +35,9 @@ struct SidcoTrace {
   bool checked = false;    // the count check ran (sidco_feedback > 0)
   uint64_t checked_count = 0;  // then: elements at or above the threshold it chose (exact)
   bool check_widened = false;  // its first window held fewer than k: a second, wider pass ran
+  // The check was decided in the kernels' memory (thresholdOrWord on device buffers): its
+  // threshold came back with the caller's plan, and checked_count and check_widened stay unknown.
+  bool on_device = false;
 };
 // The trace of the last threshold() call of a SIDCo estimator (nullptr if `estimator` is not one).
 const SidcoTrace* sidcoLastTrace(const ThresholdEstimator& estimator);

@@ -66,6 +66,21 @@ class ThresholdEstimator {
   // ask this, not exactCount(): that follows one call's data and so can differ between ranks.
   virtual bool mayTrim() const { return false; }
   virtual scclResult_t threshold(const ThresholdQuery& query, double* threshold) = 0;
+  // threshold() for a caller that reads a plan back after its selection anyway (the union call on
+  // device buffers): an estimator whose last step chooses among counts in the kernels' memory
+  // (SIDCo's count check) may leave the threshold there instead of reading the counts back:
+  // it writes the threshold's pattern in the accumulator type (thresholdBits) to *bits (the
+  // kernels' memory, on the query's stream) and sets *on_device. The caller then selects with
+  // KernelBackend::selectAboveCountedAt(bits), reads the pattern back with its plan and hands
+  // its value to adoptThreshold() before the call returns, whatever the call's outcome; from
+  // then on currentThreshold() is what threshold() would have returned. bits null: threshold().
+  // The default asks threshold() and leaves *on_device false.
+  virtual scclResult_t thresholdOrWord(const ThresholdQuery& query, uint64_t* bits,
+                                       double* threshold, bool* on_device) {
+    (void)bits;
+    *on_device = false;
+    return this->threshold(query, threshold);
+  }
   // After every call, identical on every rank: k_global = k' (entries selected by all ranks),
   // k_target = k.
   virtual void observe(uint64_t k_global, uint64_t k_target) = 0;
@@ -81,6 +96,7 @@ class ThresholdEstimator {
   // then ask before the data is accumulated and select in the same pass that accumulates it
   // (KernelBackend::accumulateSelect).
   virtual bool thresholdBeforeData() const { return correctable(); }
+  // Also the threshold a thresholdOrWord() call left in the kernels' memory, read back.
   virtual void adoptThreshold(double /*used*/) {}
   // True when threshold() is the k_target_local-th largest |acc| of the query's range (top-k):
   // a caller that holds every entry at or above some value, at least k of them, may take the

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/shared/count_check.h"
 #include "kernels/shared/count_sketch.h"
 #include "kernels/shared/gather_plan.h"
 #include "kernels/shared/plan_settle.h"
@@ -186,6 +187,15 @@ class KernelBackend {
                                        size_t end, uint64_t base_bits, unsigned shift, size_t bins,
                                        uint64_t* counts, void* stream) const = 0;
 
+  // SIDCo's count check with nothing read back (kernels/shared/count_check.h): where
+  // countCheckRuns(w, check), counts = absBitHistogram(x, begin, end, w's window) and
+  // decideCountCheck(counts, w, check, threshold_bits); else nothing. counts (w.bins + 1 words),
+  // check (kCheckWords) and *threshold_bits are in the kernels' memory. The accumulator types.
+  virtual scclResult_t countCheckWindow(const void* x, scclDataType_t dtype, size_t begin,
+                                        size_t end, const CountCheckWindow& w, uint64_t* counts,
+                                        uint64_t* check, uint64_t* threshold_bits,
+                                        void* stream) const = 0;
+
   // --- Count sketch (S2 Reducer; hash and sign functions: kernels/shared/count_sketch.h) ---
   // Blocks are [b * block, min((b + 1) * block, count)); a bitmap holds one byte per block and
   // marks block b when bitmap[b] != 0. Sketch kernels take float32 or float64 data (the
@@ -274,6 +284,13 @@ class KernelBackend {
   virtual scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin,
                                           size_t end, double threshold, size_t capacity,
                                           int64_t* idx, uint64_t* count, void* stream) const = 0;
+  // The same with the threshold's pattern (thresholdBits of the accumulator type) read from
+  // *threshold_bits in the kernels' memory, where the kernels chose it (countCheckWindow). The
+  // accumulator types.
+  virtual scclResult_t selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin,
+                                            size_t end, const uint64_t* threshold_bits,
+                                            size_t capacity, int64_t* idx, uint64_t* count,
+                                            void* stream) const = 0;
 
   // selectAboveCounted's answer from the fused pass's candidates of the range (cand_idx
   // ascending, cand_val their values in dtype, ncand of them, all at or above the pass's floor,

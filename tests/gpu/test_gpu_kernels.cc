@@ -144,6 +144,57 @@ TEST_CASE("gpu counted selection equals the cpu one past and within its capacity
   }
 }
 
+// SIDCo's count check decided on the device (kernels/shared/count_check.h) and the selection at
+// the threshold word it leaves: both windows, a first window that decides (the wide one must then
+// leave the words alone on the device) and one that does not (the wide one decides).
+TEST_CASE("gpu count check and the selection at its word equal the cpu ones", "[gpu][select]") {
+  const sccl::KernelBackend& cpu = sccl::cpuKernels();
+  const size_t n = 300007, begin = 11, end = n - 7;
+  const std::vector<uint8_t> data = elements(scclFloat32, n, 31, /*finite=*/true);
+  DeviceBuffer<uint8_t> x(data);
+  // Windows of 1/32 octave: 8 bins under the centre, 96 above (narrow) or 128 under (wide).
+  const auto window = [](double centre, size_t below, bool wide, uint64_t k) {
+    sccl::CountCheckWindow w;
+    w.shift = 23 - 5;
+    const uint64_t centre_bits = sccl::thresholdBits(scclFloat32, centre);
+    w.base_bits = (centre_bits - below * (uint64_t{1} << w.shift)) >> w.shift << w.shift;
+    w.bins = below + 96;
+    w.k = k;
+    w.centre_edge = below;
+    w.lo_bits = sccl::thresholdBits(scclFloat32, 1e-6);
+    w.hi_bits = sccl::thresholdBits(scclFloat32, 40.0);
+    w.wide = wide;
+    return w;
+  };
+  for (double centre : {4.0, 14.0}) {  // 14: the first window holds fewer than k
+    const uint64_t k = 3000;
+    INFO("fitted " << centre);
+    std::vector<uint64_t> want_counts(225), want_check(sccl::kCheckWords), want_bits(1);
+    DeviceBuffer<uint64_t> counts(std::vector<uint64_t>(225, 0)), check(sccl::kCheckWords), bits(1);
+    for (bool wide : {false, true}) {
+      const sccl::CountCheckWindow w = window(centre, wide ? 128 : 8, wide, k);
+      REQUIRE(cpu.countCheckWindow(data.data(), scclFloat32, begin, end, w, want_counts.data(),
+                                   want_check.data(), want_bits.data(), nullptr) == scclSuccess);
+      REQUIRE(gpu().countCheckWindow(x.get(), scclFloat32, begin, end, w, counts.get(), check.get(),
+                                     bits.get(), nullptr) == scclSuccess);
+    }
+    CHECK(check.read() == want_check);
+    CHECK(bits.read() == want_bits);
+    CHECK(want_check[sccl::kCheckWidened] == (centre > 10 ? 1u : 0u));
+    std::vector<int64_t> want_idx(5000);
+    std::vector<uint64_t> want_count(1);
+    REQUIRE(cpu.selectAboveCountedAt(data.data(), scclFloat32, begin, end, want_bits.data(), 5000,
+                                     want_idx.data(), want_count.data(), nullptr) == scclSuccess);
+    DeviceBuffer<int64_t> idx(5000);
+    DeviceBuffer<uint64_t> count(1);
+    REQUIRE(gpu().selectAboveCountedAt(x.get(), scclFloat32, begin, end, bits.get(), 5000,
+                                       idx.get(), count.get(), nullptr) == scclSuccess);
+    CHECK(count.read() == want_count);
+    CHECK(want_count[0] == want_check[sccl::kCheckCount]);
+    CHECK_BITS("selection at the word", want_idx, idx.read());
+  }
+}
+
 TEST_CASE("gpu selection from the pass's candidates equals the cpu one", "[gpu][select]") {
   // The candidates of the CPU's fused pass at a floor, then both backends select among them at
   // thresholds at and above it (the resident gather's step 6 on host buffers).

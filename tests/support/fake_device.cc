@@ -234,6 +234,19 @@ scclResult_t FakeKernels::absBitHistogram(const void* x, scclDataType_t dtype, s
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::countCheckWindow(const void* x, scclDataType_t dtype, size_t begin,
+                                           size_t end, const sccl::CountCheckWindow& w,
+                                           uint64_t* counts, uint64_t* check,
+                                           uint64_t* threshold_bits, void*) const {
+  const void* xv = d_.view(x);
+  uint64_t* c = d_.at(counts);
+  uint64_t* k = d_.at(check);
+  uint64_t* t = d_.at(threshold_bits);
+  launch("countCheckWindow",
+         [=] { return cpuKernels().countCheckWindow(xv, dtype, begin, end, w, c, k, t, nullptr); });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count,
                                             size_t block, double* sq, void*) const {
   const void* xv = d_.view(x);

@@ -136,11 +136,13 @@ inline FakeRun runOnFake(int nranks, size_t count, const scclSparseConfig_t& con
       if (record.result != scclSuccess) c.error = scclGetLastError(nullptr);  // the thread's
       // A call whose outcome stayed on the device: its statistics as scclSparsifierGetStats reads
       // them (after the counts above: the user asks when they want them).
+      record.stats.threshold = call.threshold;
       if (record.result == scclSuccess && call.outcome_on_device) {
         scclSparseStats_t stats{};
         log.checkResult(sccl::settledCallStats(ctx, staging, &stats), scclSuccess,
                         "settledCallStats");
         if (sccl::isSketchCall(ctx)) call.k_global = stats.kGlobal;  // CLT-k's are the host's
+        record.stats.threshold = stats.threshold;
       }
       if (record.result == scclSuccess && (!call.step_discarded || sccl::discardedCallCounts(*sp)))
         ++sp->iteration;
@@ -202,6 +204,10 @@ inline void requireSameAsHost(const char* what, int nranks, size_t count,
       CHECK(got.counts == want.counts);
       if (want.result == scclSuccess && !std::isnan(want.output[0])) {
         CHECK(got.stats.kGlobal == want.stats.kGlobal);
+        // The threshold the call used (an estimator's fit; SIDCo's count check chosen on the
+        // device and read back with the plan), bit for bit.
+        INFO("threshold " << got.stats.threshold << ", the host's " << want.stats.threshold);
+        CHECK(std::memcmp(&got.stats.threshold, &want.stats.threshold, sizeof(double)) == 0);
       }
     }
   }

@@ -66,6 +66,20 @@ scclResult_t FakeKernels::selectAboveCounted(const void* x, scclDataType_t dtype
   return scclSuccess;
 }
 
+scclResult_t FakeKernels::selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin,
+                                               size_t end, const uint64_t* threshold_bits,
+                                               size_t capacity, int64_t* idx, uint64_t* count,
+                                               void*) const {
+  const void* xv = d_.view(x);
+  const uint64_t* t = d_.at(threshold_bits);
+  int64_t* i = d_.at(idx);
+  uint64_t* c = d_.at(count);
+  launch("selectAboveCountedAt", [=] {
+    return cpuKernels().selectAboveCountedAt(xv, dtype, begin, end, t, capacity, i, c, nullptr);
+  });
+  return scclSuccess;
+}
+
 scclResult_t FakeKernels::planGather(const uint64_t* records, const sccl::GatherPlanParams& params,
                                      const uint64_t* ranges, const uint32_t* fault, uint64_t* plan,
                                      void*) const {

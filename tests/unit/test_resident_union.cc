@@ -172,7 +172,8 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
           "[resident_union]") {
   // The counts come from the data: the slots are sized speculatively from the previous call's
   // counts, and the one plan read back sizes the value all-reduce; SIDCo's estimator reads its
-  // fits back as on the staged path.
+  // fits' moments back as on the staged path, and its count check's threshold comes back in the
+  // plan.
   const size_t count = 20011;
   for (const char* preset : {"hard_threshold", "sidco"}) {
     for (int nranks : {1, 2, 3, 4}) {
@@ -227,6 +228,40 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
           } else {  // the plan, and the slot all-gather and value all-reduce staged
             CHECK(c.to_host == 3);
             CHECK(c.waits == 3);
+          }
+        }
+      }
+    }
+  }
+  SECTION("SIDCo with non-finite values: the host's policies, its threshold from the device") {
+    const GradientFn poisoned = [](int r, uint64_t t, size_t i) {
+      if (r == 1 && t == 1 && i == 77) return std::numeric_limits<float>::quiet_NaN();
+      return gradientValue(47, r, t, i);
+    };
+    requireSameAsHost("sidco, propagate", 3, count, sparseConfig("sidco", 0.01), 4, poisoned,
+                      scclSum, Collectives::OnStream);
+    scclSparseConfig_t error = sparseConfig("sidco", 0.01);
+    error.nonFinite = scclNonFiniteError;
+    requireSameAsHost("sidco, error", 3, count, error, 4, poisoned, scclSum, Collectives::OnStream);
+  }
+  SECTION("SIDCo: its moments and the plan read back, the count check decided on the device") {
+    // One fitted stage (M starts at 1): the first stage's moments (64 bytes) and the plan; the
+    // count check's bins stay on the device, its threshold comes back in the plan.
+    for (Collectives how : {Collectives::OnStream, Collectives::Staged}) {
+      FakeRun run = runOnFake(4, count, sparseConfig("sidco", 0.01), 4, skewed(), scclSum, how);
+      REQUIRE_NO_RANK_FAILURES(run.failures);
+      REQUIRE(run.resident);
+      for (size_t t = 1; t < 4; ++t) {
+        for (size_t r = 0; r < 4; ++r) {
+          INFO("call " << t << " rank " << r);
+          const CallCounts& c = run.counts[t][r];
+          if (how == Collectives::OnStream) {
+            CHECK(c.to_host == 2);
+            CHECK(c.to_host_bytes == 64 + (64 + 16 * 4));
+            CHECK(c.waits == 2);
+          } else {  // and the slot all-gather and value all-reduce staged
+            CHECK(c.to_host == 4);
+            CHECK(c.waits == 4);
           }
         }
       }

@@ -106,3 +106,16 @@ scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, 
 }
 
 }  // namespace sccl::cpu
+
+namespace sccl::cpu {
+
+scclResult_t countCheckWindow(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                              const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                              uint64_t* threshold_bits) {
+  if (!countCheckRuns(w, check)) return scclSuccess;
+  SCCL_CHECK(absBitHistogram(x, dtype, begin, end, w.base_bits, w.shift, w.bins, counts));
+  decideCountCheck(counts, w, check, threshold_bits);
+  return scclSuccess;
+}
+
+}  // namespace sccl::cpu

@@ -88,6 +88,12 @@ class CpuBackend final : public KernelBackend {
     return cpu::absBitHistogram(x, dtype, begin, end, base_bits, shift, bins, counts);
   }
 
+  scclResult_t countCheckWindow(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                                uint64_t* threshold_bits, void*) const override {
+    return cpu::countCheckWindow(x, dtype, begin, end, w, counts, check, threshold_bits);
+  }
+
   scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                  double* sq, void*) const override {
     return cpu::blockSquaredNorms(x, dtype, count, block, sq);
@@ -146,6 +152,12 @@ class CpuBackend final : public KernelBackend {
                                   double threshold, size_t capacity, int64_t* idx, uint64_t* count,
                                   void*) const override {
     return cpu::selectAboveCounted(x, dtype, begin, end, threshold, capacity, idx, count);
+  }
+
+  scclResult_t selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                    const uint64_t* threshold_bits, size_t capacity, int64_t* idx,
+                                    uint64_t* count, void*) const override {
+    return cpu::selectAboveCountedAt(x, dtype, begin, end, threshold_bits, capacity, idx, count);
   }
 
   scclResult_t planGather(const uint64_t* records, const GatherPlanParams& params,

@@ -49,6 +49,9 @@ scclResult_t absMoments(const void* x, scclDataType_t dtype, size_t begin, size_
 
 scclResult_t absBitHistogram(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                              uint64_t base_bits, unsigned shift, size_t bins, uint64_t* counts);
+scclResult_t countCheckWindow(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                              const CountCheckWindow& w, uint64_t* counts, uint64_t* check,
+                              uint64_t* threshold_bits);
 
 scclResult_t blockSquaredNorms(const void* x, scclDataType_t dtype, size_t count, size_t block,
                                double* sq);
@@ -76,6 +79,9 @@ scclResult_t planSketch(const uint64_t* headers, const GatherPlanParams& params,
                         size_t block, const uint8_t* union_bitmap, uint64_t* plan);
 scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begin, size_t end,
                                 double threshold, size_t capacity, int64_t* idx, uint64_t* count);
+scclResult_t selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  const uint64_t* threshold_bits, size_t capacity, int64_t* idx,
+                                  uint64_t* count);
 scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,
                                      scclDataType_t dtype, size_t ncand, double threshold,
                                      size_t capacity, int64_t* idx, uint64_t* count);

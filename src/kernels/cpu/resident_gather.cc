@@ -2,6 +2,7 @@
 // gather call"): the plan and the slice rule are kernels/shared/gather_plan.h's, which the CUDA
 // backend runs too; the selection is selectAbove's.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -78,6 +79,18 @@ scclResult_t selectAboveCounted(const void* x, scclDataType_t dtype, size_t begi
   std::fill(idx + std::min(found, capacity), idx + capacity, int64_t{-1});
   *count = found;
   return scclSuccess;
+}
+
+scclResult_t selectAboveCountedAt(const void* x, scclDataType_t dtype, size_t begin, size_t end,
+                                  const uint64_t* threshold_bits, size_t capacity, int64_t* idx,
+                                  uint64_t* count) {
+  SCCL_REQUIRE_ARG(dtype == scclFloat32 || dtype == scclFloat64,
+                   "selectAboveCountedAt: the accumulator types only, not %s", dataTypeName(dtype));
+  // The pattern is of a value of the type: read back as that value, it selects by the same bits.
+  const double threshold = dtype == scclFloat64
+                               ? std::bit_cast<double>(*threshold_bits)
+                               : double(std::bit_cast<float>(uint32_t(*threshold_bits)));
+  return selectAboveCounted(x, dtype, begin, end, threshold, capacity, idx, count);
 }
 
 scclResult_t selectCandidatesCounted(const int64_t* cand_idx, const void* cand_val,

@@ -17,8 +17,8 @@
 namespace sccl {
 
 // A slot: the record header (gather_plan.h's kRecord* words; kRecordReserved: the magnitude
-// pattern of the rank's k-th entry), the rank's count, then `capacity` indices (ascending, the
-// first `count` used).
+// pattern of the rank's k-th entry, or of a threshold the kernels chose), the rank's count, then
+// `capacity` indices (ascending, the first `count` used).
 inline constexpr size_t kUnionSlotHeaderWords = kGatherRecordHeaderWords + 1;
 inline constexpr size_t kUnionSlotCount = kGatherRecordHeaderWords;
 
@@ -29,10 +29,11 @@ SCCL_HOST_DEVICE constexpr size_t unionSlotWords(size_t capacity) {
 // The plan's header part from the nranks slots: checkPlanInputs (another call or config, a count
 // above the rank's range, non-finite values) with a count above the slot's capacity refused too
 // (kPlanTooMany, detail_b the capacity); then every rank's count, kPlanMaxK, kPlanEdge = this
-// rank's k-th pattern and kPlanKGlobal = the sum of the counts (the union's length replaces it).
-// Speculative slots (p.speculative: sized before the counts were known): a count above the
-// capacity, where every check passed, is kPlanOverflow (kPlanRank the lowest such rank) with
-// every rank's count and kPlanMaxK written, so that the call can size the slots exactly.
+// rank's reserved word (top-k: its k-th pattern; a threshold chosen on the device: its pattern;
+// written whatever the status) and kPlanKGlobal = the sum of the counts (the union's length
+// replaces it). Speculative slots (p.speculative: sized before the counts were known): a count
+// above the capacity, where every check passed, is kPlanOverflow (kPlanRank the lowest such rank)
+// with every rank's count and kPlanMaxK written, so that the call can size the slots exactly.
 SCCL_HOST_DEVICE inline void planUnionHeaders(const uint64_t* slots, const GatherPlanParams& p,
                                               size_t capacity, const uint64_t* ranges,
                                               uint64_t* plan) {
@@ -54,6 +55,9 @@ SCCL_HOST_DEVICE inline void planUnionHeaders(const uint64_t* slots, const Gathe
   }
   writePlan(check, slot_at(p.self)[kRecordNonFinite], claim_at, p.nranks,
             slot_at(p.self)[kRecordReserved], plan);
+  // This rank's reserved word whatever the status: a threshold the kernels chose (SIDCo's count
+  // check) comes back with any plan, as the host run's estimator keeps it after any outcome.
+  plan[kPlanEdge] = slot_at(p.self)[kRecordReserved];
   if (overflow != kNoSoleSelector) {
     plan[kPlanStatus] = kPlanOverflow;
     plan[kPlanRank] = overflow;
