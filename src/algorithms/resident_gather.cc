@@ -78,6 +78,7 @@
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/gather_selection.h"
+#include "algorithms/global_values.h"
 #include "algorithms/density_correction.h"
 #include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
@@ -122,6 +123,18 @@ scclResult_t countedEnough(SparseCall& call, const uint64_t* tail, size_t words,
 // another count among its checks, assembles nothing), the values reduced and written, then the
 // kernels settle the call: recvbuf = NaN and the residual kept unless the plan and every index
 // passed.
+// The leader's `count` indices (in `local` on the leader) to every rank, checked against its range
+// and order by the plan's kernels and assembled into `global`; a bad one raises vectors.fault.
+scclResult_t broadcastLeaderIndices(SparseCall& call, StreamExchange& exchange,
+                                    const StagedVectors& vectors, void* local, uint64_t count,
+                                    int sole, const void* plan, const void* ranges, void* global) {
+  SCCL_CHECK(exchange.broadcast(call, local, count * sizeof(int64_t), sole));
+  return call.kernels->assembleExclusiveIndices(
+      static_cast<const int64_t*>(local), 1, size_t(count), size_t(sole),
+      static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
+      static_cast<int64_t*>(global), vectors.fault, call.stream);
+}
+
 scclResult_t finishUnreadLeaderCall(SparseCall& call, StreamExchange& exchange,
                                     StagedVectors& vectors, void* plan, const void* ranges,
                                     void* local, SettleWords settle, int sole, uint64_t sole_count,
@@ -137,29 +150,16 @@ scclResult_t finishUnreadLeaderCall(SparseCall& call, StreamExchange& exchange,
   call.k_local = rank == sole ? sole_count : 0;
   call.k_max = call.k_global = leader_count;
   call.threshold = ctx.estimator.currentThreshold();
-  const size_t element = accElementSize(ctx);
-  void *global = nullptr, *values = nullptr;
+  void* global = nullptr;
   SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, leader_count) * 8,
                            &global));
-  SCCL_CHECK(device.buffer(DeviceStaging::kValues, std::max<uint64_t>(1, leader_count) * element,
-                           &values));
   if (leader_count > 0) {
     SCCL_CHECK(kernels.fillZero(global, leader_count * sizeof(int64_t), stream));
-    SCCL_CHECK(exchange.broadcast(call, local, leader_count * sizeof(int64_t), sole));
-    SCCL_CHECK(kernels.assembleExclusiveIndices(
-        static_cast<const int64_t*>(local), 1, size_t(leader_count), size_t(sole),
-        static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
-        static_cast<int64_t*>(global), vectors.fault, stream));
+    SCCL_CHECK(broadcastLeaderIndices(call, exchange, vectors, local, leader_count, sole, plan,
+                                      ranges, global));
   }
-  const int64_t* idx = static_cast<const int64_t*>(global);
-  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, leader_count, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, values, leader_count, ctx.acc_dtype));
-  if (call.op == scclAvg) {
-    SCCL_CHECK(device.divideByRanks(values, leader_count, ctx.acc_dtype, int(n)));
-  }
-  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, ctx.dtype, ctx.count, idx, values,
-                                           ctx.acc_dtype, leader_count, 1.0, vectors.fault,
-                                           stream));
+  SCCL_CHECK(reduceGlobalValues(call, exchange, vectors, static_cast<const int64_t*>(global),
+                                leader_count, vectors.fault));
   PlanSettleArgs a;
   a.plan = static_cast<const uint64_t*>(plan);
   a.index_fault = vectors.fault;
@@ -435,7 +435,7 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
   const uint64_t k_global = call.k_global;
 
   // Steps 6-8.
-  void *gathered = nullptr, *global = nullptr, *values = nullptr;
+  void *gathered = nullptr, *global = nullptr;
   if (sole < 0) {
     SCCL_CHECK(
         device.buffer(DeviceStaging::kLocalIndices, std::max<uint64_t>(1, max_k) * 8, &local));
@@ -444,15 +444,9 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
                            &gathered));
   SCCL_CHECK(
       device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, k_global) * 8, &global));
-  SCCL_CHECK(
-      device.buffer(DeviceStaging::kValues, std::max<uint64_t>(1, k_global) * element, &values));
   if (sole >= 0 && max_k > 0) {
-    // The leader's k indices to every rank, checked against its range and order.
-    SCCL_CHECK(exchange.broadcast(call, local, max_k * sizeof(int64_t), sole));
-    SCCL_CHECK(kernels.assembleExclusiveIndices(
-        static_cast<const int64_t*>(local), 1, size_t(max_k), size_t(sole),
-        static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
-        static_cast<int64_t*>(global), vectors.fault, stream));
+    SCCL_CHECK(
+        broadcastLeaderIndices(call, exchange, vectors, local, max_k, sole, plan, ranges, global));
   } else if (max_k > 0) {
     const auto select_start = std::chrono::steady_clock::now();
     // This rank's count came from its own bins, which start at own_counted_from: the selection
@@ -498,12 +492,8 @@ scclResult_t runResidentGather(SparseCall& call, StreamExchange& exchange, Stage
         static_cast<const uint64_t*>(plan), static_cast<const uint64_t*>(ranges),
         static_cast<int64_t*>(global), vectors.fault, stream));
   }
-  const int64_t* idx = static_cast<const int64_t*>(global);
-  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, k_global, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, ctx.acc_dtype));
-  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, ctx.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.writeDenseUnlessFault(call.recvbuf, ctx.dtype, ctx.count, idx, values,
-                                           ctx.acc_dtype, k_global, 1.0, vectors.fault, stream));
+  SCCL_CHECK(reduceGlobalValues(call, exchange, vectors, static_cast<const int64_t*>(global),
+                                k_global, vectors.fault));
   call.residual_updated = true;
   ctx.estimator.observe(k_global, ctx.k_target);
   ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);

@@ -67,6 +67,7 @@
 #include "algorithms/call_header.h"
 #include "algorithms/exchange_accounting.h"
 #include "algorithms/gather_selection.h"
+#include "algorithms/global_values.h"
 #include "algorithms/plan_readback.h"
 #include "algorithms/threshold_query.h"
 #include "comm/comm.h"
@@ -317,16 +318,9 @@ scclResult_t runResidentUnion(SparseCall& call, StreamExchange& exchange, Staged
   if (!topk) ctx.union_slot_hint = call.k_max;
   const uint64_t k_global = call.k_global;
 
-  // Step 7.
-  void* values = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kValues,
-                           std::max<uint64_t>(1, k_global) * accElementSize(ctx), &values));
-  const int64_t* idx = static_cast<const int64_t*>(global);
-  SCCL_CHECK(kernels.gatherAndZero(vectors.acc, ctx.acc_dtype, idx, k_global, values, stream));
-  SCCL_CHECK(exchange.allReduceSum(call, values, values, k_global, ctx.acc_dtype));
-  if (call.op == scclAvg) SCCL_CHECK(device.divideByRanks(values, k_global, ctx.acc_dtype, int(n)));
-  SCCL_CHECK(kernels.writeDense(call.recvbuf, ctx.dtype, ctx.count, idx, values, ctx.acc_dtype,
-                                k_global, 1.0, stream));
+  // Step 7: the plan checked every slice before the host went on.
+  SCCL_CHECK(reduceGlobalValues(call, exchange, vectors, static_cast<const int64_t*>(global),
+                                k_global, nullptr));
   call.residual_updated = true;
   ctx.estimator.observe(k_global, ctx.k_target);
   ctx.search.observeCounts(ctx.rank_counts.data(), ctx.iteration);
