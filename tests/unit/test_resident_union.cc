@@ -189,6 +189,9 @@ TEST_CASE("resident hard threshold and SIDCo (the union call with counts from th
     };
     requireTypedSameAsHost("hard_threshold", 3, 12007, dtype, sparseConfig("hard_threshold", 0.01),
                            3, gradient, scclAvg, Collectives::OnStream);
+    // SIDCo's count check on the accumulator type's patterns (float64: 52-bit mantissas).
+    requireTypedSameAsHost("sidco", 2, 12007, dtype, sparseConfig("sidco", 0.01), 3, gradient,
+                           scclSum, Collectives::OnStream);
   }
   // The other threshold estimators over the whole vector take the same call, DGC too: where its
   // sample let more than 4k/3 through (a choice per call and rank) it selects the exact top-k
