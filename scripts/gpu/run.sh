@@ -51,6 +51,9 @@ started=$(date +%s)
 budget=${SCCL_BUNDLE_BUDGET_S:-450}
 deadline=$((started + budget))
 step_filter=${SCCL_BUNDLE_STEPS:-.}
+# The presets of the counts step, in its -a order: summarize.py names the counting tool's lines
+# (one per preset's sparsifier) by this list.
+counted_presets=micro,exdyna,topk,cltk,hard_threshold,sidco,s2,micro_sync_free
 outdir=${1:-${OUT:-$PWD/gpu-run-$(date -u +%Y%m%dT%H%M%SZ)}}
 mkdir -p "$outdir" || { echo "run.sh: cannot create $outdir" >&2; exit 2; }
 outdir=$(cd "$outdir" && pwd)
@@ -71,7 +74,7 @@ summarize() {
   py=$(command -v python3 || true)
   if [[ -n $py ]] && "$py" "$B/summarize.py" --bundle "$B" --work "$work" --out "$json" \
        --status "$1" --exit-code "$2" --reason "${3:-}" --started "$started" \
-       --finished "$(date +%s)" >>"$log" 2>&1; then
+       --finished "$(date +%s)" --counted-presets "$counted_presets" >>"$log" 2>&1; then
     return
   fi
   note "summarize.py failed or no python3: minimal JSON"
@@ -308,7 +311,7 @@ if [[ -f $B/lib/libsccl_cuda_call_count.so ]]; then
   run_step counts "cuda_call_count sparse_allreduce_perf -g 1" 120 -- env \
     LD_PRELOAD="$B/lib/libsccl_cuda_call_count.so" SCCL_CALL_COUNT_OUT="$outdir/call_counts.jsonl" \
     "$B/bin/sparse_allreduce_perf" -g 1 -u elements -b 26000000 -e 26000000 -D 0.01 \
-    -a micro,exdyna,topk,cltk,hard_threshold,sidco,s2,micro_sync_free -n 5 -w 1 -W 1 -L 1 -c 0 -T 100
+    -a "$counted_presets" -n 5 -w 1 -W 1 -L 1 -c 0 -T 100
 else
   skip_step counts "cuda_call_count" "not in the bundle"
 fi

@@ -166,19 +166,17 @@ def versions(bundle):
 
 # The presets of run.sh's counts step, in its -a order: the counting tool writes one line per
 # sparsifier in the order of first use.
-COUNTED_PRESETS = ["micro", "exdyna", "topk", "cltk", "hard_threshold", "s2", "micro_sync_free"]
-
-
-def call_counts(path):
+def call_counts(path, presets):
     """The counting tool's lines (tools/cuda_call_count: launches, copies, waits per call), each
-    named by its preset when there is one line per preset of the counts step."""
+    named by its preset when there is one line per preset of the counts step (run.sh's
+    counted_presets, in its -a order)."""
     try:
         with open(path, encoding="utf-8") as f:
             runs = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError):
         return []
-    if len(runs) == len(COUNTED_PRESETS):
-        for run, preset in zip(runs, COUNTED_PRESETS):
+    if len(runs) == len(presets):
+        for run, preset in zip(runs, presets):
             run["preset"] = preset
     return runs
 
@@ -193,6 +191,8 @@ def main():
     parser.add_argument("--reason", default="")
     parser.add_argument("--started", type=int, required=True)
     parser.add_argument("--finished", type=int, required=True)
+    parser.add_argument("--counted-presets", default="",
+                        help="the counts step's presets, comma-separated, in its -a order")
     args = parser.parse_args()
 
     build = {}
@@ -234,7 +234,8 @@ def main():
         "steps": steps,
         "perf": perf,
         "peer_comparison": peer_comparison(perf),
-        "call_counts": call_counts(os.path.join(os.path.dirname(args.out), "call_counts.jsonl")),
+        "call_counts": call_counts(os.path.join(os.path.dirname(args.out), "call_counts.jsonl"),
+                                   [p for p in args.counted_presets.split(",") if p]),
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)

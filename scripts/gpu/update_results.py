@@ -22,6 +22,15 @@ RUNS_DIR = os.path.join(ROOT, "docs", "results", "gpu-runs")
 PAGE = os.path.join(ROOT, "docs", "results", "gpu.md")
 
 # Columns of the perf tables, by tool (the first word of the step name); others: every column.
+# What the unit tests assert per call on the fake device at one rank with the collectives on the
+# stream (tests/unit/test_resident_gather.cc, test_resident_union.cc, test_sketch_call.cc,
+# test_resident_sync_free.cc; docs/gpu.md's budgets): (read-backs, host waits). The counts step's
+# medians on the GPU are set beside them.
+FAKE_DEVICE_BUDGETS = {
+    "micro": (1, 1), "exdyna": (1, 1), "topk": (1, 1), "cltk": (0, 0), "hard_threshold": (1, 1),
+    "sidco": (2, 2), "s2": (0, 0), "micro_sync_free": (0, 0),
+}
+
 PERF_COLUMNS = {
     "select_perf": ["count", "density", "k", "select(us)", "GB/s", "nsel", "copy(us)", "copyGB/s",
                     "sel/copy", "#wrong"],
@@ -154,7 +163,10 @@ def render(gpu_runs, others):
             out += ["### %s, `%s`" % (run_label(s), s.get("commit", "?")[:12]), ""]
             columns = ["preset", "calls", "launches", "to_host", "to_host_bytes", "to_device",
                        "to_device_bytes", "device_copies", "waits"]
-            out += table(columns, [[r.get(c, "") for c in columns] for r in s["call_counts"]])
+            budget = lambda r, i: FAKE_DEVICE_BUDGETS.get(r.get("preset"), ("", ""))[i]
+            out += table(columns + ["to_host (fake device)", "waits (fake device)"],
+                         [[r.get(c, "") for c in columns] + [budget(r, 0), budget(r, 1)]
+                          for r in s["call_counts"]])
             out += [""]
     if others:
         out += ["Summaries read without a GPU (not stored): %d." % len(others)]
