@@ -117,12 +117,6 @@ scclResult_t countedEnough(SparseCall& call, const uint64_t* tail, size_t words,
   return scclSuccess;
 }
 
-// Steps 6-9 of a CLT-k call that reads nothing back (its plan stays on the device): the counts
-// are the host's (the leader's min(k, its range), nothing elsewhere), the leader's indices are
-// broadcast, checked and assembled into a list zeroed first (a failed plan, the leader's claim of
-// another count among its checks, assembles nothing), the values reduced and written, then the
-// kernels settle the call: recvbuf = NaN and the residual kept unless the plan and every index
-// passed.
 // The leader's `count` indices (in `local` on the leader) to every rank, checked against its range
 // and order by the plan's kernels and assembled into `global`; a bad one raises vectors.fault.
 scclResult_t broadcastLeaderIndices(SparseCall& call, StreamExchange& exchange,
@@ -135,26 +129,29 @@ scclResult_t broadcastLeaderIndices(SparseCall& call, StreamExchange& exchange,
       static_cast<int64_t*>(global), vectors.fault, call.stream);
 }
 
+// Steps 6-9 of a CLT-k call that reads nothing back (its plan stays on the device): the counts
+// are the host's (the leader's min(k, its range), nothing elsewhere), the leader's indices are
+// broadcast, checked and assembled into a list zeroed first (a failed plan, the leader's claim of
+// another count among its checks, assembles nothing), the values reduced and written, then the
+// kernels settle the call: recvbuf = NaN and the residual kept unless the plan and every index
+// passed.
 scclResult_t finishUnreadLeaderCall(SparseCall& call, StreamExchange& exchange,
                                     StagedVectors& vectors, void* plan, const void* ranges,
                                     void* local, SettleWords settle, int sole, uint64_t sole_count,
                                     uint64_t leader_count) {
   const ReductionContext& ctx = *call.ctx;
-  const KernelBackend& kernels = *call.kernels;
-  DeviceStaging& device = *call.device;
-  void* stream = call.stream;
-  const size_t n = size_t(ctx.comm->nranks);
   const int rank = ctx.comm->rank;
   call.outcome_on_device = true;  // the threshold statistic (the leader's k-th) stays there
-  for (size_t r = 0; r < n; ++r) ctx.rank_counts[r] = int(r) == sole ? leader_count : 0;
+  for (size_t r = 0; r < ctx.rank_counts.size(); ++r)
+    ctx.rank_counts[r] = int(r) == sole ? leader_count : 0;
   call.k_local = rank == sole ? sole_count : 0;
   call.k_max = call.k_global = leader_count;
   call.threshold = ctx.estimator.currentThreshold();
   void* global = nullptr;
-  SCCL_CHECK(device.buffer(DeviceStaging::kGlobalIndices, std::max<uint64_t>(1, leader_count) * 8,
-                           &global));
+  SCCL_CHECK(call.device->buffer(DeviceStaging::kGlobalIndices,
+                                 std::max<uint64_t>(1, leader_count) * 8, &global));
   if (leader_count > 0) {
-    SCCL_CHECK(kernels.fillZero(global, leader_count * sizeof(int64_t), stream));
+    SCCL_CHECK(call.kernels->fillZero(global, leader_count * sizeof(int64_t), call.stream));
     SCCL_CHECK(broadcastLeaderIndices(call, exchange, vectors, local, leader_count, sole, plan,
                                       ranges, global));
   }
